@@ -1,0 +1,182 @@
+// The simulated backend: the Backend concept over a DeviceModel, with a
+// fault point at every backend call (SPEC §9) and a device-progress choice
+// point before each call.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend_sim/device_model.h"
+#include "model/backend.h"
+
+namespace streamcheck::sim {
+
+struct SimBackendOptions {
+  /// Explore injected faults as choice points, at most this many per run.
+  std::uint32_t max_explored_faults = 0;
+  std::uint32_t device_ordinal = 0;
+};
+
+class SimBackend {
+ public:
+  using StreamRef = std::uint32_t;
+  using Mutex = std::mutex;
+  template <class T>
+  using Atomic = std::atomic<T>;
+
+  /// Owns one simulated event; destroying it gives the event back.
+  class Event {
+   public:
+    Event(Event&& o) noexcept : owner_(o.owner_), id_(o.id_) { o.owner_ = nullptr; }
+    Event& operator=(Event&& o) noexcept {
+      if (this != &o) {
+        release();
+        owner_ = o.owner_;
+        id_ = o.id_;
+        o.owner_ = nullptr;
+      }
+      return *this;
+    }
+    Event(const Event&) = delete;
+    Event& operator=(const Event&) = delete;
+    ~Event() { release(); }
+    std::uint32_t id() const { return id_; }
+
+   private:
+    friend class SimBackend;
+    Event(SimBackend* owner, std::uint32_t id) : owner_(owner), id_(id) {}
+    void release() {
+      if (owner_) owner_->model_.destroy_event(id_);
+      owner_ = nullptr;
+    }
+    SimBackend* owner_;
+    std::uint32_t id_;
+  };
+
+  explicit SimBackend(DeviceModel& model, SimBackendOptions options = {}) : model_(model), options_(options) {}
+  SimBackend(const SimBackend&) = delete;
+  SimBackend& operator=(const SimBackend&) = delete;
+
+  // --- stream registry (not fault points: pure bookkeeping)
+  StreamId add_stream(std::string name = {}) {
+    const StreamId id{next_stream_id_++};
+    streams_[id] = model_.create_stream(std::move(name));
+    return id;
+  }
+  void remove_stream(StreamId id) { streams_.erase(id); }
+  std::optional<StreamRef> resolve_stream(StreamId id) const {
+    auto it = streams_.find(id);
+    if (it == streams_.end()) return std::nullopt;
+    return it->second;
+  }
+
+  // --- the Backend concept
+  Result<Event> create_event() {
+    if (auto f = enter("create_event")) return *f;
+    return Event(this, model_.create_event());
+  }
+  Status record_event(Event& e, StreamRef s) {
+    if (auto f = enter("record_event")) return *f;
+    model_.record(e.id(), s);
+    return {};
+  }
+  Status wait_event(StreamRef s, const Event& e) {
+    if (auto f = enter("wait_event")) return *f;
+    model_.wait(s, e.id());
+    return {};
+  }
+  Result<std::uint64_t> alloc_async(std::size_t bytes, StreamRef s) {
+    if (auto f = enter("alloc_async")) return *f;
+    auto a = model_.alloc(s, bytes);
+    if (!a) return ResourceError::driver("alloc_async: out of memory (" + std::to_string(bytes) + " bytes)");
+    return a->ptr;
+  }
+  Status free_async(std::uint64_t ptr, StreamRef s) {
+    if (auto f = enter("free_async")) return *f;
+    if (!model_.free(s, ptr)) return ResourceError::driver("free_async: invalid device pointer " + std::to_string(ptr));
+    return {};
+  }
+  Status synchronize_stream(StreamRef s) {
+    if (auto f = enter("synchronize_stream")) return *f;
+    model_.sync_stream(s);
+    return {};
+  }
+  std::uint32_t device_ordinal() const { return options_.device_ordinal; }
+
+  // --- client work and test controls (not used by the core)
+  OpRef launch(StreamRef s, const std::vector<KernelAccess>& accesses, std::string label) {
+    model_.device_steps();
+    return model_.launch(s, accesses, std::move(label));
+  }
+  /// Makes the `nth` backend call from now (0 = the next one) fail.
+  void arm_fault(std::uint32_t nth) { armed_ = nth; }
+  void disarm_fault() { armed_.reset(); }
+  bool fault_armed() const { return armed_.has_value(); }
+  std::uint32_t faults_fired() const { return faults_fired_; }
+  std::uint64_t calls() const { return calls_; }
+  std::size_t live_event_count() const { return model_.live_event_count(); }
+  /// Findings and value mismatches that appeared since the last call, as
+  /// readable lines prefixed with the property they break (P1, P2).
+  std::vector<std::string> new_problems() {
+    std::vector<std::string> out;
+    const auto& findings = model_.findings();
+    for (; findings_seen_ < findings.size(); ++findings_seen_)
+      out.push_back("P1 race freedom: " + model_.format(findings[findings_seen_]));
+    const auto& mismatches = model_.value_mismatches();
+    for (; mismatches_seen_ < mismatches.size(); ++mismatches_seen_) {
+      const auto& m = mismatches[mismatches_seen_];
+      out.push_back("P2 data oracle: " + model_.describe(m.read) + " read the value of op stamp " +
+                    std::to_string(m.observed) + " where the last write ordered before it has stamp " +
+                    std::to_string(m.expected));
+    }
+    return out;
+  }
+  /// Lets all remaining device work complete (in chosen order).
+  void drain() { model_.finish(); }
+  DeviceModel& model() { return model_; }
+  const DeviceModel& model() const { return model_; }
+
+  /// The message every injected fault carries; tests match on it.
+  static constexpr const char* kInjectedFault = "injected fault";
+
+ private:
+  std::optional<ResourceError> enter(const char* call) {
+    model_.device_steps();
+    ++calls_;
+    bool fire = false;
+    if (armed_) {
+      if (*armed_ == 0) {
+        fire = true;
+        armed_.reset();
+      } else {
+        --*armed_;
+      }
+    } else if (explored_faults_ < options_.max_explored_faults) {
+      fire = model_.chooser().choose(ChoiceKind::Fault, 2) == 1;
+      if (fire) ++explored_faults_;
+    }
+    if (!fire) return std::nullopt;
+    ++faults_fired_;
+    return ResourceError::driver(std::string(kInjectedFault) + " at " + call);
+  }
+
+  DeviceModel& model_;
+  SimBackendOptions options_;
+  std::map<StreamId, StreamRef> streams_;
+  std::uint32_t next_stream_id_ = 0;
+  std::optional<std::uint32_t> armed_;
+  std::uint32_t faults_fired_ = 0;
+  std::uint32_t explored_faults_ = 0;
+  std::uint64_t calls_ = 0;
+  std::size_t findings_seen_ = 0;
+  std::size_t mismatches_seen_ = 0;
+};
+
+static_assert(Backend<SimBackend>, "SimBackend must satisfy the streamcheck::Backend concept (model/backend.h)");
+
+}  // namespace streamcheck::sim

@@ -1,0 +1,77 @@
+// Protocol variants: the correct protocol and the mutants M1..M11 (SPEC §5).
+//
+// A protocol is a type with `static constexpr bool has(MutantId)`. The core
+// tests it with `if constexpr`, so the correct build carries no trace of any
+// mutant. Tools pick a variant at run time with `with_protocol`, which
+// dispatches to the matching instantiation.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace streamcheck {
+
+enum class MutantId : std::uint8_t { M1 = 1, M2, M3, M4, M5, M6, M7, M8, M9, M10, M11 };
+
+template <MutantId... Ids>
+struct MutantSet {
+  static constexpr bool has(MutantId m) { return ((m == Ids) || ...); }
+  static constexpr bool is_correct = sizeof...(Ids) == 0;
+};
+
+using CorrectProtocol = MutantSet<>;
+
+struct MutantInfo {
+  MutantId id;
+  std::string_view name;
+  std::string_view description;
+};
+
+inline constexpr std::array<MutantInfo, 11> kMutants{{
+    {MutantId::M1, "M1", "a writing prepare skips the waits on outstanding reads"},
+    {MutantId::M2, "M2", "a reading prepare skips the wait on last_write"},
+    {MutantId::M3, "M3", "allocate records no allocation-ready event"},
+    {MutantId::M4, "M4", "deallocate skips the waits on outstanding reads"},
+    {MutantId::M5, "M5", "finish(Read) replaces last_write instead of appending a read"},
+    {MutantId::M6, "M6", "the same-stream skip compares the event's stream with the alloc stream, not the use stream"},
+    {MutantId::M7, "M7", "reap resets the pending total to 0 instead of subtracting"},
+    {MutantId::M8, "M8", "reap forgets unsynchronized entries when a sync fails"},
+    {MutantId::M9, "M9", "recorder dedup keyed on ptr alone"},
+    {MutantId::M10, "M10", "deallocate removes the entry before its waits succeed"},
+    {MutantId::M11, "M11", "one event per block, re-recorded on every read"},
+}};
+
+constexpr const MutantInfo& info(MutantId id) { return kMutants[static_cast<std::size_t>(id) - 1]; }
+
+inline std::optional<MutantId> parse_mutant(std::string_view name) {
+  for (const auto& m : kMutants)
+    if (m.name == name) return m.id;
+  return std::nullopt;
+}
+
+/// Calls `fn.template operator()<Protocol>()` with the protocol type that
+/// matches `mutant` (nullopt = the correct protocol).
+template <class Fn>
+decltype(auto) with_protocol(std::optional<MutantId> mutant, Fn&& fn) {
+  if (!mutant) return fn.template operator()<CorrectProtocol>();
+  switch (*mutant) {
+    case MutantId::M1: return fn.template operator()<MutantSet<MutantId::M1>>();
+    case MutantId::M2: return fn.template operator()<MutantSet<MutantId::M2>>();
+    case MutantId::M3: return fn.template operator()<MutantSet<MutantId::M3>>();
+    case MutantId::M4: return fn.template operator()<MutantSet<MutantId::M4>>();
+    case MutantId::M5: return fn.template operator()<MutantSet<MutantId::M5>>();
+    case MutantId::M6: return fn.template operator()<MutantSet<MutantId::M6>>();
+    case MutantId::M7: return fn.template operator()<MutantSet<MutantId::M7>>();
+    case MutantId::M8: return fn.template operator()<MutantSet<MutantId::M8>>();
+    case MutantId::M9: return fn.template operator()<MutantSet<MutantId::M9>>();
+    case MutantId::M10: return fn.template operator()<MutantSet<MutantId::M10>>();
+    case MutantId::M11: return fn.template operator()<MutantSet<MutantId::M11>>();
+  }
+  throw std::invalid_argument("with_protocol: unknown mutant id " + std::to_string(static_cast<int>(*mutant)));
+}
+
+}  // namespace streamcheck

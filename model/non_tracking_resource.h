@@ -1,0 +1,94 @@
+// A resource that allocates but does not track cross-stream uses (seed 002's
+// "direct" resource). Its tracking calls fail with StreamMisuse on purpose: a
+// silent no-op would let a LaunchRecorder believe a dependency was queued.
+//
+// Memory ordering: allocate synchronizes the alloc stream before returning,
+// and deallocate synchronizes it after queueing the free, so a block is
+// ready for any stream once returned, and gone once deallocate returns.
+// Ordering the caller's own cross-stream work is the caller's job.
+#pragma once
+
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "model/backend.h"
+#include "model/types.h"
+
+namespace streamcheck {
+
+template <Backend B>
+class NonTrackingResource {
+ public:
+  using BackendType = B;
+  using Mutex = typename B::Mutex;
+
+  explicit NonTrackingResource(B& backend) : backend_(backend) {}
+
+  Result<DeviceBlock> allocate(std::size_t bytes, StreamId stream, AllocTag tag = {}) {
+    if (bytes == 0) return ResourceError::driver("NonTrackingResource::allocate: zero-byte allocation not supported");
+    auto s = backend_.resolve_stream(stream);
+    if (!s) return unknown("allocate", stream);
+    auto ptr = backend_.alloc_async(bytes, *s);
+    if (!ptr) return ResourceError::driver("NonTrackingResource::allocate: " + ptr.error().message);
+    if (auto synced = backend_.synchronize_stream(*s); !synced) {
+      (void)backend_.free_async(ptr.value(), *s);
+      return ResourceError::driver("NonTrackingResource::allocate: synchronize: " + synced.error().message);
+    }
+    const Generation generation = Generation::next();
+    std::lock_guard lock(mutex_);
+    live_.emplace(ptr.value(), Entry{generation, bytes});
+    live_bytes_ += bytes;
+    return DeviceBlock{ptr.value(), backend_.device_ordinal(), stream, bytes, 1, tag, generation, BlockState::Live};
+  }
+
+  Status deallocate(const DeviceBlock& block) {
+    auto s = backend_.resolve_stream(block.alloc_stream);
+    if (!s) return unknown("deallocate", block.alloc_stream);
+    std::lock_guard lock(mutex_);
+    auto it = live_.find(block.ptr);
+    if (it == live_.end() || it->second.generation != block.generation)
+      return ResourceError::use_after_free(block.generation);
+    if (auto freed = backend_.free_async(block.ptr, *s); !freed)
+      return ResourceError::driver("NonTrackingResource::deallocate: " + freed.error().message);
+    live_bytes_ -= it->second.bytes;
+    live_.erase(it);
+    if (auto synced = backend_.synchronize_stream(*s); !synced)
+      return ResourceError::driver("NonTrackingResource::deallocate: free queued, synchronize failed: " +
+                                   synced.error().message);
+    return {};
+  }
+
+  Status prepare_block_use(BlockId, StreamId, Access) { return unsupported("prepare_block_use"); }
+  Status finish_block_use(BlockId, StreamId, Access) { return unsupported("finish_block_use"); }
+  Status record_block_use(const DeviceBlock&, StreamId) { return unsupported("record_block_use"); }
+  Status reap_pending() { return {}; }
+  bool supports_block_use_tracking() const { return false; }
+  std::size_t bytes_outstanding() const {
+    std::lock_guard lock(mutex_);
+    return live_bytes_;
+  }
+  std::uint32_t device_ordinal() const { return backend_.device_ordinal(); }
+
+ private:
+  struct Entry {
+    Generation generation;
+    std::size_t bytes;
+  };
+  static ResourceError unsupported(const char* fn) {
+    return ResourceError::stream_misuse(std::string(fn) +
+                                        " unsupported by NonTrackingResource: it does not track cross-stream uses; "
+                                        "use Resource, or order cross-stream work yourself");
+  }
+  static ResourceError unknown(const char* fn, StreamId s) {
+    return ResourceError::stream_misuse(std::string("NonTrackingResource::") + fn + ": unknown StreamId(" +
+                                        std::to_string(s.value) + ")");
+  }
+
+  B& backend_;
+  mutable Mutex mutex_;
+  std::unordered_map<std::uint64_t, Entry> live_;
+  std::size_t live_bytes_ = 0;
+};
+
+}  // namespace streamcheck

@@ -1,0 +1,345 @@
+// The stream-ordered memory resource with cross-stream use tracking
+// (SPEC §2, seed 000).
+//
+// Memory ordering — the contract this class enforces, in HB terms:
+//   P-alloc  allocate(bytes, s) orders the allocation on s and records an
+//            allocation-ready event there; it becomes the block's last_write,
+//            so a first use on another stream waits for it (R2, R3).
+//   P-read   prepare(id, s, Read) makes s wait on last_write when it was
+//            recorded on another stream.
+//   P-write  prepare(id, s, Write|ReadWrite) also makes s wait on every
+//            outstanding read recorded on another stream.
+//   P-finish finish(id, s, a) records an event on s after the work: a write
+//            replaces last_write and clears the reads (the writer waited on
+//            all of them, so the new event covers them transitively); a read
+//            is appended.
+//   P-free   deallocate(block) makes the alloc stream wait on last_write and
+//            every read from other streams, then queues the free there.
+//   Same-stream events are never waited on: R1 already orders them.
+// Using a block on another stream without going through prepare/finish (or
+// a LaunchRecorder) is undefined: the resource cannot see that work.
+//
+// Thread safety: every public member may be called from many host threads
+// at once. Locks and atomics come from the backend (Backend::Mutex/Atomic).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "model/backend.h"
+#include "model/mutants.h"
+#include "model/types.h"
+
+namespace streamcheck {
+
+template <Backend B, class Protocol = CorrectProtocol>
+class Resource {
+ public:
+  using BackendType = B;
+  using Mutex = typename B::Mutex;
+
+  explicit Resource(B& backend) : backend_(backend), device_ordinal_(backend.device_ordinal()) {}
+  Resource(const Resource&) = delete;
+  Resource& operator=(const Resource&) = delete;
+
+  Result<DeviceBlock> allocate(std::size_t bytes, StreamId stream, AllocTag tag = {});
+  Status deallocate(const DeviceBlock& block);
+  Status prepare_block_use(BlockId id, StreamId use_stream, Access access);
+  Status finish_block_use(BlockId id, StreamId use_stream, Access access);
+  /// Compatibility shim: finish(Read) only. It queues no pre-launch wait, so
+  /// it is unsafe for use-after-write on another stream.
+  Status record_block_use(const DeviceBlock& block, StreamId use_stream) {
+    return finish_block_use(BlockId::of(block), use_stream, Access::Read);
+  }
+  Status reap_pending();
+
+  bool supports_block_use_tracking() const { return true; }
+  std::uint32_t device_ordinal() const { return device_ordinal_; }
+  std::size_t bytes_outstanding() const { return live_bytes() + pending_free_bytes(); }
+  std::size_t live_bytes() const { return live_bytes_.load(); }
+  std::size_t pending_free_bytes() const { return pending_bytes_.load(); }
+  std::size_t pending_per_stream_total() const;
+  /// Outstanding reads plus last_write (0 or 1) of the live block at `ptr`;
+  /// nullopt when nothing is live there.
+  std::optional<std::size_t> pending_use_event_count(std::uint64_t ptr) const;
+  std::size_t live_block_count() const;
+
+ private:
+  using Event = typename B::Event;
+  struct StreamEvent {
+    StreamId stream;
+    Event event;
+  };
+  struct LiveEntry {
+    Generation generation;
+    std::size_t bytes;
+    std::optional<StreamEvent> last_write;
+    std::vector<StreamEvent> reads;
+  };
+
+  std::string where(const char* fn) const { return std::string("Resource::") + fn; }
+  std::optional<ResourceError> check_device(const char* fn, std::uint32_t ordinal) const {
+    if (ordinal == device_ordinal_) return std::nullopt;
+    return ResourceError::driver(where(fn) + ": block device " + std::to_string(ordinal) + " != resource device " +
+                                 std::to_string(device_ordinal_));
+  }
+  Result<typename B::StreamRef> resolve(const char* fn, StreamId id) const {
+    if (auto s = backend_.resolve_stream(id)) return *s;
+    return ResourceError::stream_misuse(where(fn) + ": unknown StreamId(" + std::to_string(id.value) + ")");
+  }
+  // The same-stream skip: an event recorded on `event_stream` needs no wait
+  // from `use_stream` when they are one stream (R1). M6 compares the wrong
+  // pair of streams.
+  static bool needs_wait(StreamId event_stream, StreamId use_stream, StreamId alloc_stream) {
+    if constexpr (Protocol::has(MutantId::M6)) return event_stream != alloc_stream;
+    (void)alloc_stream;
+    return event_stream != use_stream;
+  }
+  Status wait_for_uses(const char* fn, const LiveEntry& entry, typename B::StreamRef target, StreamId target_id,
+                       StreamId alloc_stream, bool wait_last_write, bool wait_reads);
+
+  B& backend_;
+  const std::uint32_t device_ordinal_;
+  mutable Mutex live_mutex_;
+  std::unordered_map<std::uint64_t, LiveEntry> live_;
+  typename B::template Atomic<std::size_t> live_bytes_{0};
+  typename B::template Atomic<std::size_t> pending_bytes_{0};
+  mutable Mutex pending_mutex_;
+  // Ordered by stream id so reap visits streams in a reproducible order.
+  std::map<StreamId, std::size_t> pending_per_stream_;
+};
+
+template <Backend B, class P>
+Result<DeviceBlock> Resource<B, P>::allocate(std::size_t bytes, StreamId stream, AllocTag tag) {
+  if (bytes == 0) return ResourceError::driver(where("allocate") + ": zero-byte allocation not supported");
+  auto s = resolve("allocate", stream);
+  if (!s) return s.error();
+  auto ptr = backend_.alloc_async(bytes, s.value());
+  if (!ptr) return ResourceError::driver(where("allocate") + ": alloc_async: " + ptr.error().message);
+
+  // Undo the allocation on any later failure, so that a failed allocate
+  // changes nothing the caller can observe.
+  auto undo = [&](ResourceError err) -> Result<DeviceBlock> {
+    auto freed = backend_.free_async(ptr.value(), s.value());
+    if (!freed) err.message += " (and releasing the allocation failed: " + freed.error().message + ")";
+    return err;
+  };
+
+  std::optional<StreamEvent> ready;
+  if constexpr (!P::has(MutantId::M3)) {
+    // P-alloc: the allocation-ready event. Without it a first use on another
+    // stream may start before the allocation (and the pool's reuse of the
+    // range) is ordered.
+    auto ev = backend_.create_event();
+    if (!ev) return undo(ResourceError::driver(where("allocate") + ": create allocation-ready event: " +
+                                               ev.error().message));
+    auto rec = backend_.record_event(ev.value(), s.value());
+    if (!rec) return undo(ResourceError::driver(where("allocate") + ": record allocation-ready event: " +
+                                                rec.error().message));
+    ready.emplace(StreamEvent{stream, std::move(ev).value()});
+  }
+
+  std::lock_guard lock(live_mutex_);
+  if (live_.contains(ptr.value())) {
+    // The backend handed out an address we still track: refuse without
+    // touching the live entry (freeing would release the other block).
+    return ResourceError::driver(where("allocate") + ": pointer collision on allocation at address " +
+                                 std::to_string(ptr.value()));
+  }
+  const Generation generation = Generation::next();
+  live_.emplace(ptr.value(), LiveEntry{generation, bytes, std::move(ready), {}});
+  live_bytes_.fetch_add(bytes);
+  return DeviceBlock{ptr.value(), device_ordinal_, stream, bytes, 1, tag, generation, BlockState::Live};
+}
+
+template <Backend B, class P>
+Status Resource<B, P>::wait_for_uses(const char* fn, const LiveEntry& entry, typename B::StreamRef target,
+                                     StreamId target_id, StreamId alloc_stream, bool wait_last_write,
+                                     bool wait_reads) {
+  if (wait_last_write && entry.last_write && needs_wait(entry.last_write->stream, target_id, alloc_stream)) {
+    auto w = backend_.wait_event(target, entry.last_write->event);
+    if (!w) return ResourceError::driver(where(fn) + ": wait on last_write: " + w.error().message);
+  }
+  if (wait_reads) {
+    for (const auto& read : entry.reads) {
+      if (!needs_wait(read.stream, target_id, alloc_stream)) continue;
+      auto w = backend_.wait_event(target, read.event);
+      if (!w) return ResourceError::driver(where(fn) + ": wait on outstanding read: " + w.error().message);
+    }
+  }
+  return {};
+}
+
+template <Backend B, class P>
+Status Resource<B, P>::prepare_block_use(BlockId id, StreamId use_stream, Access access) {
+  if (auto e = check_device("prepare_block_use", id.device_ordinal)) return *e;
+  auto s = resolve("prepare_block_use", use_stream);
+  if (!s) return s.error();
+  std::lock_guard lock(live_mutex_);
+  auto it = live_.find(id.ptr);
+  if (it == live_.end() || it->second.generation != id.generation) return ResourceError::use_after_free(id.generation);
+  // P-read: every access waits on last_write (M2: a read skips it).
+  const bool wait_last_write = !(P::has(MutantId::M2) && access == Access::Read);
+  // P-write: a writing access also waits on every outstanding read (M1 skips).
+  const bool wait_reads = writes(access) && !P::has(MutantId::M1);
+  return wait_for_uses("prepare_block_use", it->second, s.value(), use_stream, id.alloc_stream, wait_last_write,
+                       wait_reads);
+}
+
+template <Backend B, class P>
+Status Resource<B, P>::finish_block_use(BlockId id, StreamId use_stream, Access access) {
+  if (auto e = check_device("finish_block_use", id.device_ordinal)) return *e;
+  auto s = resolve("finish_block_use", use_stream);
+  if (!s) return s.error();
+  {
+    // Validate before creating an event we would only have to give back.
+    std::lock_guard lock(live_mutex_);
+    auto it = live_.find(id.ptr);
+    if (it == live_.end() || it->second.generation != id.generation)
+      return ResourceError::use_after_free(id.generation);
+  }
+  // Record outside the lock: the driver call may block.
+  auto ev = backend_.create_event();
+  if (!ev) return ResourceError::driver(where("finish_block_use") + ": create event: " + ev.error().message);
+  auto rec = backend_.record_event(ev.value(), s.value());
+  if (!rec) return ResourceError::driver(where("finish_block_use") + ": record event: " + rec.error().message);
+
+  std::lock_guard lock(live_mutex_);
+  auto it = live_.find(id.ptr);
+  // Re-validate: a racing deallocate may have removed the entry. The event
+  // is released when `ev` goes out of scope.
+  if (it == live_.end() || it->second.generation != id.generation) return ResourceError::use_after_free(id.generation);
+  LiveEntry& entry = it->second;
+  if (writes(access)) {
+    // P-finish (write): the writer waited on everything, so its event
+    // subsumes the previous state.
+    entry.last_write.emplace(StreamEvent{use_stream, std::move(ev).value()});
+    entry.reads.clear();
+  } else if constexpr (P::has(MutantId::M5)) {
+    entry.last_write.emplace(StreamEvent{use_stream, std::move(ev).value()});
+  } else if constexpr (P::has(MutantId::M11)) {
+    // One event per block, re-recorded on each read: the new capture
+    // replaces the old one and drops the earlier reader's dependency.
+    if (entry.reads.empty()) {
+      entry.reads.push_back(StreamEvent{use_stream, std::move(ev).value()});
+    } else {
+      auto again = backend_.record_event(entry.reads.front().event, s.value());
+      if (!again) return ResourceError::driver(where("finish_block_use") + ": re-record: " + again.error().message);
+      entry.reads.front().stream = use_stream;
+    }
+  } else {
+    entry.reads.push_back(StreamEvent{use_stream, std::move(ev).value()});
+  }
+  return {};
+}
+
+template <Backend B, class P>
+Status Resource<B, P>::deallocate(const DeviceBlock& block) {
+  if (auto e = check_device("deallocate", block.device_ordinal)) return *e;
+  // Resolve first: on failure the entry and the counters stay untouched.
+  auto s = resolve("deallocate", block.alloc_stream);
+  if (!s) return s.error();
+
+  std::optional<LiveEntry> retired;
+  {
+    std::lock_guard lock(live_mutex_);
+    auto it = live_.find(block.ptr);
+    if (it == live_.end() || it->second.generation != block.generation)
+      return ResourceError::use_after_free(block.generation);
+    if constexpr (P::has(MutantId::M10)) {
+      // Removes the entry before the waits are known to have succeeded.
+      retired.emplace(std::move(it->second));
+      live_.erase(it);
+    }
+    const LiveEntry& entry = retired ? *retired : it->second;
+    // P-free: the alloc stream waits for last_write and every read (M4
+    // skips the reads). If a wait fails the entry stays and nothing moves.
+    auto waited = wait_for_uses("deallocate", entry, s.value(), block.alloc_stream, block.alloc_stream, true,
+                                !P::has(MutantId::M4));
+    if (!waited) return waited;
+    auto freed = backend_.free_async(block.ptr, s.value());
+    if (!freed) return ResourceError::driver(where("deallocate") + ": free_async: " + freed.error().message);
+    if (!retired) {
+      retired.emplace(std::move(it->second));
+      live_.erase(it);
+    }
+    // Move the bytes from live to pending, the per-stream tally and the
+    // total together under the pending lock, so a concurrent reap either
+    // sees both or neither.
+    live_bytes_.fetch_sub(retired->bytes);
+    std::lock_guard pending_lock(pending_mutex_);
+    pending_per_stream_[block.alloc_stream] += retired->bytes;
+    pending_bytes_.fetch_add(retired->bytes);
+  }
+  // `retired` (and its events) is released here, after the free is queued:
+  // the waits are already part of the stream.
+  return {};
+}
+
+template <Backend B, class P>
+Status Resource<B, P>::reap_pending() {
+  std::map<StreamId, std::size_t> drained;
+  {
+    std::lock_guard lock(pending_mutex_);
+    drained.swap(pending_per_stream_);
+  }
+  if (drained.empty()) return {};
+  std::size_t synced = 0;
+  std::optional<ResourceError> failure;
+  std::vector<std::pair<StreamId, std::size_t>> unsynced;
+  for (auto it = drained.begin(); it != drained.end(); ++it) {
+    auto stream = backend_.resolve_stream(it->first);
+    // A stream that no longer resolves has nothing left to wait for.
+    Status st = stream ? backend_.synchronize_stream(*stream) : Status{};
+    if (st) {
+      synced += it->second;
+      continue;
+    }
+    failure = ResourceError::driver(where("reap_pending") + ": synchronize StreamId(" +
+                                    std::to_string(it->first.value) + "): " + st.error().message);
+    // Put back the failing entry and every entry not yet tried (M8 forgets).
+    if constexpr (!P::has(MutantId::M8)) unsynced.assign(it, drained.end());
+    break;
+  }
+  std::lock_guard lock(pending_mutex_);
+  for (const auto& [stream, bytes] : unsynced) pending_per_stream_[stream] += bytes;
+  if constexpr (P::has(MutantId::M7)) {
+    pending_bytes_.store(0);
+  } else {
+    // Subtract only what was synchronized; a concurrent deallocate's bytes
+    // stay counted.
+    pending_bytes_.fetch_sub(synced);
+  }
+  if (failure) return *failure;
+  return {};
+}
+
+template <Backend B, class P>
+std::size_t Resource<B, P>::pending_per_stream_total() const {
+  std::lock_guard lock(pending_mutex_);
+  std::size_t total = 0;
+  for (const auto& [stream, bytes] : pending_per_stream_) total += bytes;
+  return total;
+}
+
+template <Backend B, class P>
+std::optional<std::size_t> Resource<B, P>::pending_use_event_count(std::uint64_t ptr) const {
+  std::lock_guard lock(live_mutex_);
+  auto it = live_.find(ptr);
+  if (it == live_.end()) return std::nullopt;
+  return it->second.reads.size() + (it->second.last_write ? 1 : 0);
+}
+
+template <Backend B, class P>
+std::size_t Resource<B, P>::live_block_count() const {
+  std::lock_guard lock(live_mutex_);
+  return live_.size();
+}
+
+}  // namespace streamcheck

@@ -1,0 +1,203 @@
+// Vocabulary types of the stream-ordered memory protocol (SPEC §2).
+//
+// Everything here is plain data: identities of streams and blocks, the
+// access kinds, and the error values every protocol call can return.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+namespace streamcheck {
+
+/// Identifies a stream known to the backend. Identities, not raw handles:
+/// driver handles are recycled, ids are not (an ABA bug class RMM fixed).
+struct StreamId {
+  std::uint32_t value = 0;
+  friend constexpr bool operator==(StreamId, StreamId) = default;
+  friend constexpr auto operator<=>(StreamId, StreamId) = default;
+};
+
+/// Process-wide, strictly increasing allocation generation. Distinct under
+/// concurrency: two blocks at the same address never share a generation.
+struct Generation {
+  std::uint64_t value = 0;
+  friend constexpr bool operator==(Generation, Generation) = default;
+  friend constexpr auto operator<=>(Generation, Generation) = default;
+
+  static Generation next() {
+    static std::atomic<std::uint64_t> counter{1};
+    return Generation{counter.fetch_add(1, std::memory_order_relaxed)};
+  }
+};
+
+/// Caller-supplied label carried by a block, for logs and reports.
+struct AllocTag {
+  std::string_view name = "untagged";
+  friend constexpr bool operator==(AllocTag, AllocTag) = default;
+};
+
+enum class Access : std::uint8_t { Read, Write, ReadWrite };
+
+constexpr bool reads(Access a) { return a == Access::Read || a == Access::ReadWrite; }
+constexpr bool writes(Access a) { return a == Access::Write || a == Access::ReadWrite; }
+
+/// The strongest-access lattice used by the recorder's dedup:
+/// Read + Write = ReadWrite; equal kinds stay as they are.
+constexpr Access combine(Access a, Access b) {
+  if (a == b) return a;
+  return Access::ReadWrite;
+}
+
+constexpr std::string_view to_string(Access a) {
+  switch (a) {
+    case Access::Read: return "read";
+    case Access::Write: return "write";
+    case Access::ReadWrite: return "read_write";
+  }
+  return "?";
+}
+
+enum class BlockState : std::uint8_t { Live, Retired, Quarantined, Freed };
+
+/// One outstanding allocation, owned by the caller until deallocated.
+struct DeviceBlock {
+  std::uint64_t ptr = 0;
+  std::uint32_t device_ordinal = 0;
+  StreamId alloc_stream{};
+  std::size_t bytes = 0;
+  std::size_t align = 1;
+  AllocTag tag{};
+  Generation generation{};
+  BlockState state = BlockState::Live;
+};
+
+/// A block's identity, snapshotted so it can outlive the block: the
+/// generation guard rejects it once the allocation is gone.
+struct BlockId {
+  std::uint64_t ptr = 0;
+  Generation generation{};
+  StreamId alloc_stream{};
+  std::uint32_t device_ordinal = 0;
+
+  static constexpr BlockId of(const DeviceBlock& b) {
+    return BlockId{b.ptr, b.generation, b.alloc_stream, b.device_ordinal};
+  }
+  friend constexpr bool operator==(const BlockId&, const BlockId&) = default;
+};
+
+enum class ErrorKind : std::uint8_t { OutOfBudget, Driver, StreamMisuse, UseAfterFree, OutOfBounds };
+
+constexpr std::string_view to_string(ErrorKind k) {
+  switch (k) {
+    case ErrorKind::OutOfBudget: return "OutOfBudget";
+    case ErrorKind::Driver: return "Driver";
+    case ErrorKind::StreamMisuse: return "StreamMisuse";
+    case ErrorKind::UseAfterFree: return "UseAfterFree";
+    case ErrorKind::OutOfBounds: return "OutOfBounds";
+  }
+  return "?";
+}
+
+/// An error value returned by a protocol call. Which fields are meaningful
+/// depends on `kind`: message for Driver/StreamMisuse, requested/remaining
+/// for OutOfBudget, generation for UseAfterFree/OutOfBounds.
+struct ResourceError {
+  ErrorKind kind = ErrorKind::Driver;
+  std::string message;
+  std::size_t requested = 0;
+  std::size_t remaining = 0;
+  Generation generation{};
+
+  static ResourceError driver(std::string msg) { return {ErrorKind::Driver, std::move(msg), 0, 0, {}}; }
+  static ResourceError stream_misuse(std::string msg) {
+    return {ErrorKind::StreamMisuse, std::move(msg), 0, 0, {}};
+  }
+  static ResourceError use_after_free(Generation g) { return {ErrorKind::UseAfterFree, {}, 0, 0, g}; }
+  static ResourceError out_of_bounds(Generation g) { return {ErrorKind::OutOfBounds, {}, 0, 0, g}; }
+  static ResourceError out_of_budget(std::size_t requested, std::size_t remaining) {
+    return {ErrorKind::OutOfBudget, {}, requested, remaining, {}};
+  }
+
+  std::string to_string() const {
+    std::ostringstream os;
+    switch (kind) {
+      case ErrorKind::OutOfBudget:
+        os << "out of budget: requested " << requested << " bytes, remaining " << remaining << " bytes";
+        break;
+      case ErrorKind::Driver: os << "driver error: " << message; break;
+      case ErrorKind::StreamMisuse: os << "stream-ordered contract violated: " << message; break;
+      case ErrorKind::UseAfterFree: os << "use after free of generation " << generation.value; break;
+      case ErrorKind::OutOfBounds: os << "out-of-bounds write on generation " << generation.value; break;
+    }
+    return os.str();
+  }
+};
+
+inline std::ostream& operator<<(std::ostream& os, const ResourceError& e) { return os << e.to_string(); }
+
+/// Thrown when a Result is read the wrong way: a tool failure, never a
+/// finding. The message says what the caller did wrong.
+class BadResultAccess : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+/// Either a value or a ResourceError (C++20 has no std::expected).
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}
+  Result(ResourceError error) : v_(std::in_place_index<1>, std::move(error)) {}
+
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+
+  T& value() & {
+    if (!ok()) throw BadResultAccess("Result::value() on an error: " + error().to_string());
+    return std::get<0>(v_);
+  }
+  const T& value() const& {
+    if (!ok()) throw BadResultAccess("Result::value() on an error: " + error().to_string());
+    return std::get<0>(v_);
+  }
+  T&& value() && {
+    if (!ok()) throw BadResultAccess("Result::value() on an error: " + error().to_string());
+    return std::get<0>(std::move(v_));
+  }
+  const ResourceError& error() const {
+    if (ok()) throw BadResultAccess("Result::error() on a success value");
+    return std::get<1>(v_);
+  }
+
+ private:
+  std::variant<T, ResourceError> v_;
+};
+
+template <>
+class [[nodiscard]] Result<void> {
+ public:
+  Result() = default;
+  Result(ResourceError error) : error_(std::move(error)) {}
+
+  bool ok() const { return !error_.has_value(); }
+  explicit operator bool() const { return ok(); }
+  const ResourceError& error() const {
+    if (ok()) throw BadResultAccess("Status::error() on a success value");
+    return *error_;
+  }
+
+ private:
+  std::optional<ResourceError> error_;
+};
+
+using Status = Result<void>;
+
+}  // namespace streamcheck

@@ -1,0 +1,139 @@
+#include "tools/explore.h"
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "backend_sim/sim_backend.h"
+#include "props/harness.h"
+
+namespace streamcheck::tools {
+
+namespace {
+
+struct RunResult {
+  std::optional<std::string> violation;
+  std::optional<std::size_t> at_op;  // nullopt: found during teardown
+  std::string schedule;
+};
+
+/// The pool policy of schedule `k`: every combination of the three reuse
+/// switches, with and without a release threshold, in turn.
+sim::PoolPolicy policy_for(std::uint64_t k) {
+  sim::PoolPolicy p;
+  p.follow_event_dependencies = (k & 1) != 0;
+  p.opportunistic = (k & 2) != 0;
+  p.internal_dependencies = (k & 4) != 0;
+  p.release_threshold = (k & 8) != 0 ? std::uint64_t{1} << 30 : 0;
+  return p;
+}
+
+std::string describe(const sim::PoolPolicy& p) {
+  auto on = [](bool b) { return b ? "on" : "off"; };
+  return std::string("follow-event-dependencies=") + on(p.follow_event_dependencies) +
+         " opportunistic=" + on(p.opportunistic) + " internal-dependencies=" + on(p.internal_dependencies) +
+         " release-threshold=" + std::to_string(p.release_threshold);
+}
+
+template <class Protocol>
+RunResult run_once(const props::ClientProgram& program, std::uint64_t schedule_seed, const sim::PoolPolicy& policy) {
+  sim::RandomChooser chooser(schedule_seed);
+  sim::DeviceModel model(chooser, policy);
+  sim::SimBackend backend(model);
+  RunResult result;
+  {
+    props::Harness<sim::SimBackend, Protocol> harness(backend);
+    for (std::size_t i = 0; i < program.size() && !result.violation; ++i) {
+      if (auto v = harness.apply(program[i])) {
+        result.violation = v;
+        result.at_op = i;
+      }
+    }
+    if (!result.violation) result.violation = harness.finish();
+  }
+  result.schedule = chooser.schedule();
+  return result;
+}
+
+struct Failure {
+  props::ClientProgram program;
+  std::uint64_t schedule_seed;
+  std::uint64_t policy_index;
+  RunResult result;
+};
+
+/// Tries the program under the failing schedule seed and a few derived
+/// ones; a reduced program keeps failing if any of them still fails.
+template <class Protocol>
+std::optional<Failure> fails(const props::ClientProgram& program, const Failure& like) {
+  for (std::uint64_t k = 0; k < 8; ++k) {
+    const std::uint64_t seed = like.schedule_seed + k * 0x9e3779b97f4a7c15ULL;
+    auto r = run_once<Protocol>(program, seed, policy_for(like.policy_index));
+    if (r.violation) return Failure{program, seed, like.policy_index, r};
+  }
+  return std::nullopt;
+}
+
+/// Greedy delta debugging: remove chunks of halving size while it fails.
+template <class Protocol>
+Failure shrink(Failure best) {
+  for (std::size_t chunk = best.program.size() / 2; chunk >= 1; chunk /= 2) {
+    for (std::size_t start = 0; start < best.program.size();) {
+      props::ClientProgram candidate;
+      for (std::size_t i = 0; i < best.program.size(); ++i)
+        if (i < start || i >= start + chunk) candidate.push_back(best.program[i]);
+      if (auto f = fails<Protocol>(candidate, best))
+        best = *f;
+      else
+        start += chunk;
+    }
+    if (chunk == 1) break;
+  }
+  return best;
+}
+
+template <class Protocol>
+int explore_with(const ExploreOptions& o, std::ostream& out) {
+  const std::string name = o.mutant ? std::string(info(*o.mutant).name) : "correct";
+  out << "streamcheck explore: resource protocol (" << name << ") on the simulated backend\n";
+  if (o.mutant) out << "mutant " << name << ": " << info(*o.mutant).description << "\n";
+  out << "seed " << o.seed << ", " << o.programs << " programs x " << o.schedules_per_program
+      << " schedules, program length " << o.program_length << ", pool policies: all 16 switch settings in turn\n";
+  sim::SplitMix64 rng(o.seed);
+  std::uint64_t explored = 0;
+  for (std::uint32_t p = 0; p < o.programs; ++p) {
+    const props::ClientProgram program = props::random_program(rng, o.program_length);
+    for (std::uint32_t s = 0; s < o.schedules_per_program; ++s) {
+      const std::uint64_t schedule_seed = rng.next();
+      const std::uint64_t policy_index = explored % 16;
+      ++explored;
+      auto r = run_once<Protocol>(program, schedule_seed, policy_for(policy_index));
+      if (!r.violation) continue;
+      const Failure shrunk = shrink<Protocol>(Failure{program, schedule_seed, policy_index, r});
+      out << "counterexample after " << explored << " schedules (program " << p << ", schedule " << s
+          << "); shrunk from " << program.size() << " to " << shrunk.program.size() << " ops:\n"
+          << props::show(shrunk.program);
+      if (shrunk.result.at_op)
+        out << "violation at op " << *shrunk.result.at_op << ":\n";
+      else
+        out << "violation during teardown (commit all, deallocate all, reap, drain the device):\n";
+      out << "  " << *shrunk.result.violation << "\n";
+      out << "pool policy: " << describe(policy_for(shrunk.policy_index)) << "\n";
+      out << "schedule: " << shrunk.result.schedule << "\n";
+      out << "reproduce: streamcheck explore --seed " << o.seed << (o.mutant ? " --mutant " + name : "") << "\n";
+      out << "findings: 1\n";
+      return 1;
+    }
+  }
+  out << "explored " << explored << " schedules\n";
+  out << "findings: none\n";
+  return 0;
+}
+
+}  // namespace
+
+int explore(const ExploreOptions& options, std::ostream& out) {
+  return with_protocol(options.mutant, [&]<class Protocol>() { return explore_with<Protocol>(options, out); });
+}
+
+}  // namespace streamcheck::tools
