@@ -60,6 +60,12 @@ struct PoolPolicy {
   std::uint64_t release_threshold = 0;
   /// Address space the pool may hand out, in bytes.
   std::uint64_t capacity = std::uint64_t{1} << 30;
+
+  /// Setting `k` of the 16 combinations of the four switches: bit 0 follow
+  /// event dependencies, bit 1 opportunistic, bit 2 internal dependencies,
+  /// bit 3 a release threshold large enough to keep every freed range.
+  static PoolPolicy from_bits(std::uint32_t k);
+  std::string describe() const;
 };
 
 /// How an allocation got its range.

@@ -92,13 +92,13 @@ class SimBackend {
   }
   Result<std::uint64_t> alloc_async(std::size_t bytes, StreamRef s) {
     if (auto f = enter("alloc_async")) return *f;
-    auto a = model_.alloc(s, bytes);
+    auto a = model_.alloc(s, bytes, take_label("alloc"));
     if (!a) return ResourceError::driver("alloc_async: out of memory (" + std::to_string(bytes) + " bytes)");
     return a->ptr;
   }
   Status free_async(std::uint64_t ptr, StreamRef s) {
     if (auto f = enter("free_async")) return *f;
-    if (!model_.free(s, ptr)) return ResourceError::driver("free_async: invalid device pointer " + std::to_string(ptr));
+    if (!model_.free(s, ptr, take_label("free"))) return ResourceError::driver("free_async: invalid device pointer " + std::to_string(ptr));
     return {};
   }
   Status synchronize_stream(StreamRef s) {
@@ -113,6 +113,8 @@ class SimBackend {
     model_.device_steps();
     return model_.launch(s, accesses, std::move(label));
   }
+  /// Names the next pool op (alloc or free) in reports, e.g. "alloc b3".
+  void set_op_label(std::string label) { next_label_ = std::move(label); }
   /// Makes the `nth` backend call from now (0 = the next one) fail.
   void arm_fault(std::uint32_t nth) { armed_ = nth; }
   void disarm_fault() { armed_.reset(); }
@@ -165,8 +167,15 @@ class SimBackend {
     return ResourceError::driver(std::string(kInjectedFault) + " at " + call);
   }
 
+  std::string take_label(const char* fallback) {
+    std::string l = next_label_.empty() ? std::string(fallback) : std::move(next_label_);
+    next_label_.clear();
+    return l;
+  }
+
   DeviceModel& model_;
   SimBackendOptions options_;
+  std::string next_label_;
   std::map<StreamId, StreamRef> streams_;
   std::uint32_t next_stream_id_ = 0;
   std::optional<std::uint32_t> armed_;

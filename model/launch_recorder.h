@@ -73,6 +73,11 @@ class LaunchRecorder {
     return note(to_string(access).data(), block, access, false);
   }
 
+  /// Gives up on the launch without recording its uses, silencing the
+  /// destructor's report: the caller states that it orders this work some
+  /// other way (or that the launch was never enqueued).
+  void abandon() { committed_ = true; }
+
   template <MemoryResource R>
   Status preflight(R& resource);
   template <MemoryResource R>
@@ -152,7 +157,11 @@ template <class P>
 template <MemoryResource R>
 Status LaunchRecorder<P>::preflight(R& resource) {
   if (rejection_) return *rejection_;
-  if (uses_.empty()) return {};
+  if (uses_.empty()) {
+    // An empty preflight succeeds too: the set of uses is frozen from here.
+    preflighted_ = true;
+    return {};
+  }
   if (!resource.supports_block_use_tracking())
     return ResourceError::stream_misuse(
         "LaunchRecorder::preflight: the resource does not support cross-stream use tracking; build on Resource "

@@ -16,7 +16,7 @@ std::string_view name(StaleHow h) {
     case StaleHow::PrepareWrite: return "prepare(write)";
     case StaleHow::FinishRead: return "finish(read)";
     case StaleHow::Deallocate: return "deallocate";
-    case StaleHow::RecorderWithFresh: return "recorder(read stale + write newest)";
+    case StaleHow::RecorderWithFresh: return "recorder(read the newest block at its address, then the stale one)";
   }
   return "?";
 }

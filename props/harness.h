@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,11 +47,24 @@ class Harness {
   explicit Harness(B& backend) : b_(backend), res_(backend) {
     for (std::uint32_t i = 0; i < kClientStreams; ++i) streams_.push_back(b_.add_stream("s" + std::to_string(i)));
   }
+  Harness(const Harness&) = delete;
+  Harness& operator=(const Harness&) = delete;
+  /// A run cut short by a violation leaves launches in flight; they are
+  /// abandoned quietly (the run is already reported).
+  ~Harness() {
+    for (auto& f : in_flight_) f.recorder->abandon();
+  }
+
+  /// What each applied op did, with blocks and launches by name; the
+  /// readable form of a counterexample.
+  const std::vector<std::string>& narrative() const { return narrative_; }
 
   /// Applies one op; returns the first property it breaks, if any.
   std::optional<std::string> apply(const ClientOp& op) {
     problems_.clear();
+    said_.clear();
     std::visit([this](const auto& o) { run(o); }, op);
+    narrative_.push_back(said_.empty() ? show(op) + "  [no-op]" : said_);
     check_accounting();
     for (auto& p : b_.new_problems()) problems_.push_back(std::move(p));
     return first_problem();
@@ -84,6 +98,7 @@ class Harness {
   struct InFlight {
     std::unique_ptr<LaunchRecorder<P>> recorder;
     std::vector<std::pair<BlockId, Access>> uses;
+    std::string name;
   };
   struct Snapshot {
     std::size_t live_bytes, pending, per_stream, live_blocks, events;
@@ -99,6 +114,15 @@ class Harness {
   };
 
   void problem(std::string text) { problems_.push_back(std::move(text)); }
+  void say(std::string text) { said_ = std::move(text); }
+  std::string name(const DeviceBlock& blk) const {
+    auto it = names_.find(blk.generation.value);
+    return it == names_.end() ? "?" : it->second;
+  }
+  std::string stream_name(StreamId id) const { return "s" + std::to_string(id.value); }
+  void label_next_pool_op(const std::string& label) {
+    if constexpr (requires { b_.set_op_label(label); }) b_.set_op_label(label);
+  }
   std::optional<std::string> first_problem() const {
     if (problems_.empty()) return std::nullopt;
     return problems_.front();
@@ -185,8 +209,16 @@ class Harness {
   }
 
   void run(const AllocateOp& o) {
-    auto r = checked("allocate", [&] { return res_.allocate(o.bytes, streams_[o.stream % kClientStreams]); });
-    if (r.ok()) live_.push_back(r.value());
+    const StreamId stream = streams_[o.stream % kClientStreams];
+    const std::string blk_name = "b" + std::to_string(names_.size());
+    auto r = checked("allocate", [&] {
+      label_next_pool_op("alloc " + blk_name);
+      return res_.allocate(o.bytes, stream);
+    });
+    if (!r.ok()) return;
+    live_.push_back(r.value());
+    names_[r.value().generation.value] = blk_name;
+    say("allocate " + std::to_string(o.bytes) + " bytes on " + stream_name(stream) + " -> " + blk_name);
   }
 
   void run(const BeginLaunchOp& o) {
@@ -204,6 +236,13 @@ class Harness {
       flight.uses.emplace_back(BlockId::of(blk), u.access);
     }
     if (flight.uses.empty()) return;
+    flight.name = "L" + std::to_string(launches_++);
+    std::string text = (o.strict ? "strict launch " : "launch ") + flight.name + " on " + stream_name(stream) + ":";
+    for (std::size_t i = 0; i < flight.uses.size(); ++i)
+      for (const auto& blk : live_)
+        if (BlockId::of(blk) == flight.uses[i].first)
+          text += (i ? ", " : " ") + std::string(to_string(flight.uses[i].second)) + " " + name(blk);
+    say(text + "  (preflight; enqueue the kernel)");
     auto st = checked("preflight", [&] { return rec->preflight(res_); });
     if (!st.ok()) return;
     std::vector<KernelAccess> accesses;
@@ -211,7 +250,7 @@ class Harness {
       for (const auto& blk : live_)
         if (BlockId::of(blk) == u.block) accesses.push_back(KernelAccess{blk.ptr, blk.bytes, u.access, std::nullopt});
     }
-    b_.launch(ref(stream), accesses, "L" + std::to_string(launches_++));
+    b_.launch(ref(stream), accesses, flight.name);
     flight.recorder = std::move(rec);
     in_flight_.push_back(std::move(flight));
   }
@@ -220,6 +259,7 @@ class Harness {
     if (in_flight_.empty()) return;
     const std::size_t idx = o.launch % in_flight_.size();
     auto& rec = *in_flight_[idx].recorder;
+    say("commit " + in_flight_[idx].name);
     // Commit finishes one use after another: atomic only for a single use.
     (void)checked("commit", [&] { return rec.commit(res_); }, rec.deduped_uses().size() == 1);
     in_flight_.erase(in_flight_.begin() + static_cast<std::ptrdiff_t>(idx));
@@ -232,20 +272,29 @@ class Harness {
     if (candidates.empty()) return;
     const std::size_t idx = candidates[candidates.size() - 1 - o.block % candidates.size()];
     const DeviceBlock blk = live_[idx];
-    auto st = checked("deallocate", [&] { return res_.deallocate(blk); });
+    say("deallocate " + name(blk));
+    auto st = checked("deallocate", [&] {
+      label_next_pool_op("free " + name(blk));
+      return res_.deallocate(blk);
+    });
     if (!st.ok()) return;
     live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(idx));
     freed_.push_back(blk);
   }
 
   void run(const ReapOp&) {
+    say("reap_pending");
     auto st = checked("reap_pending", [&] { return res_.reap_pending(); }, false);
     if (st.ok() && res_.pending_free_bytes() != 0)
       problem("P3 accounting: " + std::to_string(res_.pending_free_bytes()) +
               " bytes still pending after a successful reap");
   }
 
-  void run(const SyncStreamOp& o) { (void)b_.synchronize_stream(ref(streams_[o.stream % kClientStreams])); }
+  void run(const SyncStreamOp& o) {
+    const StreamId s = streams_[o.stream % kClientStreams];
+    say("synchronize " + stream_name(s));
+    (void)b_.synchronize_stream(ref(s));
+  }
 
   void run(const StaleUseOp& o) {
     auto idx = newest(freed_.size(), o.block);
@@ -253,7 +302,8 @@ class Harness {
     const DeviceBlock stale = freed_[*idx];
     const BlockId id = BlockId::of(stale);
     const StreamId s = streams_[(o.block + 1) % kClientStreams];
-    const std::string what = "stale " + std::string(show(ClientOp{o}));
+    const std::string what = show(ClientOp{o}) + " (stale " + name(stale) + ")";
+    say(what);
     switch (o.how) {
       case StaleHow::PrepareRead:
         refused(what, ErrorKind::UseAfterFree, id.generation, [&] { return res_.prepare_block_use(id, s, Access::Read); });
@@ -278,17 +328,23 @@ class Harness {
           LaunchRecorder<P> rec(s, RecorderMode::Strict);
           if (fresh) rec.read(fresh);
           rec.read(&stale);
-          return rec.preflight(res_);
+          Status st = rec.preflight(res_);
+          rec.abandon();  // nothing is enqueued after this preflight
+          return st;
         });
         break;
       }
     }
   }
 
-  void run(const InjectFaultOp& o) { b_.arm_fault(o.nth); }
+  void run(const InjectFaultOp& o) {
+    say(show(ClientOp{o}));
+    b_.arm_fault(o.nth);
+  }
 
   void run(const MisuseOp& o) {
     const StreamId unknown{0xdead};
+    say(show(ClientOp{o}));
     switch (o.how) {
       case MisuseHow::ZeroBytes:
         refused("allocate(0)", ErrorKind::Driver, std::nullopt, [&]() -> Status {
@@ -327,6 +383,9 @@ class Harness {
   std::vector<DeviceBlock> freed_;
   std::deque<InFlight> in_flight_;
   std::vector<std::string> problems_;
+  std::vector<std::string> narrative_;
+  std::string said_;
+  std::map<std::uint64_t, std::string> names_;  // generation -> b<k>
   std::uint32_t launches_ = 0;
 };
 

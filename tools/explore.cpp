@@ -15,25 +15,8 @@ struct RunResult {
   std::optional<std::string> violation;
   std::optional<std::size_t> at_op;  // nullopt: found during teardown
   std::string schedule;
+  std::vector<std::string> narrative;
 };
-
-/// The pool policy of schedule `k`: every combination of the three reuse
-/// switches, with and without a release threshold, in turn.
-sim::PoolPolicy policy_for(std::uint64_t k) {
-  sim::PoolPolicy p;
-  p.follow_event_dependencies = (k & 1) != 0;
-  p.opportunistic = (k & 2) != 0;
-  p.internal_dependencies = (k & 4) != 0;
-  p.release_threshold = (k & 8) != 0 ? std::uint64_t{1} << 30 : 0;
-  return p;
-}
-
-std::string describe(const sim::PoolPolicy& p) {
-  auto on = [](bool b) { return b ? "on" : "off"; };
-  return std::string("follow-event-dependencies=") + on(p.follow_event_dependencies) +
-         " opportunistic=" + on(p.opportunistic) + " internal-dependencies=" + on(p.internal_dependencies) +
-         " release-threshold=" + std::to_string(p.release_threshold);
-}
 
 template <class Protocol>
 RunResult run_once(const props::ClientProgram& program, std::uint64_t schedule_seed, const sim::PoolPolicy& policy) {
@@ -50,6 +33,7 @@ RunResult run_once(const props::ClientProgram& program, std::uint64_t schedule_s
       }
     }
     if (!result.violation) result.violation = harness.finish();
+    result.narrative = harness.narrative();
   }
   result.schedule = chooser.schedule();
   return result;
@@ -58,7 +42,7 @@ RunResult run_once(const props::ClientProgram& program, std::uint64_t schedule_s
 struct Failure {
   props::ClientProgram program;
   std::uint64_t schedule_seed;
-  std::uint64_t policy_index;
+  std::uint32_t policy_index;
   RunResult result;
 };
 
@@ -68,7 +52,7 @@ template <class Protocol>
 std::optional<Failure> fails(const props::ClientProgram& program, const Failure& like) {
   for (std::uint64_t k = 0; k < 8; ++k) {
     const std::uint64_t seed = like.schedule_seed + k * 0x9e3779b97f4a7c15ULL;
-    auto r = run_once<Protocol>(program, seed, policy_for(like.policy_index));
+    auto r = run_once<Protocol>(program, seed, sim::PoolPolicy::from_bits(like.policy_index));
     if (r.violation) return Failure{program, seed, like.policy_index, r};
   }
   return std::nullopt;
@@ -105,20 +89,22 @@ int explore_with(const ExploreOptions& o, std::ostream& out) {
     const props::ClientProgram program = props::random_program(rng, o.program_length);
     for (std::uint32_t s = 0; s < o.schedules_per_program; ++s) {
       const std::uint64_t schedule_seed = rng.next();
-      const std::uint64_t policy_index = explored % 16;
+      const auto policy_index = static_cast<std::uint32_t>(explored % 16);
       ++explored;
-      auto r = run_once<Protocol>(program, schedule_seed, policy_for(policy_index));
+      auto r = run_once<Protocol>(program, schedule_seed, sim::PoolPolicy::from_bits(policy_index));
       if (!r.violation) continue;
       const Failure shrunk = shrink<Protocol>(Failure{program, schedule_seed, policy_index, r});
       out << "counterexample after " << explored << " schedules (program " << p << ", schedule " << s
-          << "); shrunk from " << program.size() << " to " << shrunk.program.size() << " ops:\n"
-          << props::show(shrunk.program);
+          << "); shrunk from " << program.size() << " to " << shrunk.program.size()
+          << " ops. The program, as it ran:\n";
+      for (std::size_t i = 0; i < shrunk.result.narrative.size(); ++i)
+        out << "  " << i << ": " << shrunk.result.narrative[i] << "\n";
       if (shrunk.result.at_op)
         out << "violation at op " << *shrunk.result.at_op << ":\n";
       else
         out << "violation during teardown (commit all, deallocate all, reap, drain the device):\n";
       out << "  " << *shrunk.result.violation << "\n";
-      out << "pool policy: " << describe(policy_for(shrunk.policy_index)) << "\n";
+      out << "pool policy: " << sim::PoolPolicy::from_bits(shrunk.policy_index).describe() << "\n";
       out << "schedule: " << shrunk.result.schedule << "\n";
       out << "reproduce: streamcheck explore --seed " << o.seed << (o.mutant ? " --mutant " + name : "") << "\n";
       out << "findings: 1\n";

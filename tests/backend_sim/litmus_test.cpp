@@ -1,0 +1,447 @@
+// Litmus tests, one group per HB rule of SPEC §3 (R1-R5): each pins the
+// exact findings (kind, both ops, bytes) and the exact number of schedules
+// DfsEnumerator explores. Findings are reported at enqueue time, so the
+// verdict must be the same in every schedule; the count is the number of
+// orders in which finish() can complete the pending ops (linear extensions
+// of the HB order restricted to what is still pending).
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+
+#include "sim_test_util.h"
+
+namespace streamcheck::sim::test {
+namespace {
+
+constexpr std::uint64_t kX = std::uint64_t{1} << 20;  // the setup buffer (first pool address)
+constexpr ByteRange kLoX{kX, kX + 256};               // "x": first half of the buffer
+constexpr ByteRange kHiY{kX + 256, kX + 512};         // "y": second half
+
+/// A model with a 512-byte buffer allocated on stream 0 ("setup") and made
+/// ready for everyone by a device sync; user streams s1..s3 are 1..3.
+struct Litmus {
+  explicit Litmus(Chooser& c, PoolPolicy p = {}) : m(c, p) {
+    m.create_stream("setup");
+    m.create_stream("s1");
+    m.create_stream("s2");
+    m.create_stream("s3");
+    const auto a = m.alloc(0, 512, "X");
+    EXPECT_TRUE(a && a->ptr == kX);
+    m.sync_device();
+  }
+  OpRef w(std::uint32_t s, ByteRange r, std::string label = "w") {
+    return m.launch(s, {wr(r.lo, r.size())}, std::move(label));
+  }
+  OpRef r(std::uint32_t s, ByteRange b, std::string label = "r") {
+    return m.launch(s, {rd(b.lo, b.size())}, std::move(label));
+  }
+  /// Completes the run; returns the findings made by the program (all of
+  /// them are made at enqueue time) and checks that finish() adds only the
+  /// setup buffer's leak.
+  std::vector<F> finish() {
+    auto before = findings_of(m);
+    m.finish();
+    auto expected = before;
+    expected.push_back(F{FindingKind::Leak, OpRef{0, 0}, std::nullopt, ByteRange{kX, kX + 512}, false});
+    EXPECT_EQ(findings_of(m), expected);
+    return before;
+  }
+  DeviceModel m;
+};
+
+constexpr std::uint32_t s1 = 1, s2 = 2, s3 = 3;
+
+/// Runs `program` under every schedule; every run must give `expected`.
+std::size_t litmus(const std::function<void(Litmus&)>& program, const std::vector<F>& expected) {
+  return explore_all([&](Chooser& c) {
+    Litmus t(c);
+    program(t);
+    EXPECT_EQ(t.finish(), expected) << "schedule " << c.schedule();
+  });
+}
+
+F race(OpRef a, OpRef b, ByteRange bytes) { return F{FindingKind::DataRace, a, b, bytes, false}; }
+
+// --- R1 stream order
+
+TEST(LitmusR1, SameStreamWriteThenReadHasNoFinding) {
+  // s1: w(x), r(x); s2: w(y). Chain of 2 interleaved with 1 op: C(3,1) = 3.
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  t.w(s1, kLoX);
+                  t.r(s1, kLoX);
+                  t.w(s2, kHiY);
+                },
+                {}),
+            3u);
+}
+
+TEST(LitmusR1, WriteOnOneStreamReadOnAnotherRaces) {
+  // Two unordered ops: 2 orders.
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  t.w(s1, kLoX);
+                  t.r(s2, kLoX);
+                },
+                {race({s1, 0}, {s2, 0}, kLoX)}),
+            2u);
+}
+
+TEST(LitmusR1, DisjointBytesDoNotRace) {
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  t.w(s1, kLoX);
+                  t.w(s2, kHiY);
+                },
+                {}),
+            2u);
+}
+
+TEST(LitmusR1, ReadReadDoesNotRace) {
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  t.r(s1, kLoX);
+                  t.r(s2, kLoX);
+                },
+                {}),
+            2u);
+}
+
+TEST(LitmusR1, PartialOverlapReportsOnlyTheSharedBytes) {
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  t.w(s1, ByteRange{kX, kX + 300});
+                  t.r(s2, ByteRange{kX + 200, kX + 512});
+                },
+                {race({s1, 0}, {s2, 0}, ByteRange{kX + 200, kX + 300})}),
+            2u);
+}
+
+// --- R2 record
+
+TEST(LitmusR2, RecordAfterWorkCoversIt) {
+  // s2's read waits for s1's write: a total order, 1 schedule.
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  const auto e = t.m.create_event();
+                  t.w(s1, kLoX);
+                  t.m.record(e, s1);
+                  t.m.wait(s2, e);
+                  t.r(s2, kLoX);
+                },
+                {}),
+            1u);
+}
+
+TEST(LitmusR2, RecordCapturesOnlyWorkBeforeIt) {
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  const auto e = t.m.create_event();
+                  t.m.record(e, s1);
+                  t.w(s1, kLoX);
+                  t.m.wait(s2, e);
+                  t.r(s2, kLoX);
+                },
+                {race({s1, 0}, {s2, 0}, kLoX)}),
+            2u);
+}
+
+TEST(LitmusR2, ReRecordReplacesTheCapture) {
+  // e first captures s1's write, then is recorded on the empty s2: the
+  // capture is replaced (not merged), so s3's read is no longer covered.
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  const auto e = t.m.create_event();
+                  t.w(s1, kLoX);
+                  t.m.record(e, s1);
+                  t.m.record(e, s2);
+                  t.m.wait(s3, e);
+                  t.r(s3, kLoX);
+                },
+                {race({s1, 0}, {s3, 0}, kLoX)}),
+            2u);
+}
+
+TEST(LitmusR2, ReRecordOnTheSameStreamStillCoversEarlierWork) {
+  // Recording again on s1 captures everything on s1 so far (R1 + R2).
+  // s1: w(x), w(y); s3: r(x), r(y) after both: total order, 1 schedule.
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  const auto e = t.m.create_event();
+                  t.w(s1, kLoX);
+                  t.m.record(e, s1);
+                  t.w(s1, kHiY);
+                  t.m.record(e, s1);
+                  t.m.wait(s3, e);
+                  t.m.launch(s3, {rd(kX, 512)}, "r");
+                },
+                {}),
+            1u);
+}
+
+// --- R3 wait
+
+TEST(LitmusR3, WaitIssuedBeforeTheRecordIsANoOp) {
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  const auto e = t.m.create_event();
+                  t.w(s1, kLoX);
+                  t.m.wait(s2, e);
+                  t.m.record(e, s1);
+                  t.r(s2, kLoX);
+                },
+                {race({s1, 0}, {s2, 0}, kLoX)}),
+            2u);
+}
+
+TEST(LitmusR3, WaitOnNeverRecordedEventDoesNothing) {
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  const auto e = t.m.create_event();
+                  t.w(s1, kLoX);
+                  t.m.wait(s2, e);
+                  t.r(s2, kLoX);
+                },
+                {race({s1, 0}, {s2, 0}, kLoX)}),
+            2u);
+}
+
+TEST(LitmusR3, WaitUsesTheCaptureAsOfTheCall) {
+  // s2 waits for e capturing s1#0; e is then re-recorded after s1#1. The
+  // read of y (written by s1#1) races; the read of x does not. Pending
+  // ops: s1#0 < {s1#1, s2#0}: 2 orders.
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  const auto e = t.m.create_event();
+                  t.w(s1, kLoX);
+                  t.m.record(e, s1);
+                  t.m.wait(s2, e);
+                  t.w(s1, kHiY);
+                  t.m.record(e, s1);
+                  t.m.launch(s2, {rd(kX, 512)}, "r");
+                },
+                {race({s1, 1}, {s2, 0}, kHiY)}),
+            2u);
+}
+
+TEST(LitmusR3, WaitOrdersOnlyLaterWork) {
+  // s2's read enqueued before the wait races; the one after does not.
+  // Pending: s1#0 < s2#1, s2#0 < s2#1: 2 orders.
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  const auto e = t.m.create_event();
+                  t.w(s1, kLoX);
+                  t.m.record(e, s1);
+                  t.r(s2, kLoX, "early");
+                  t.m.wait(s2, e);
+                  t.r(s2, kLoX, "late");
+                },
+                {race({s1, 0}, {s2, 0}, kLoX)}),
+            2u);
+}
+
+TEST(LitmusR3, WaitIsTransitive) {
+  // s1 -> s2 -> s3 through two events: total order.
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  const auto e1 = t.m.create_event();
+                  const auto e2 = t.m.create_event();
+                  t.w(s1, kLoX);
+                  t.m.record(e1, s1);
+                  t.m.wait(s2, e1);
+                  t.m.record(e2, s2);
+                  t.m.wait(s3, e2);
+                  t.r(s3, kLoX);
+                },
+                {}),
+            1u);
+}
+
+// --- R4 host sync
+
+TEST(LitmusR4, StreamSyncOrdersLaterWorkOnAnotherStream) {
+  // The sync completes s1#0; only s2#0 is left: 1 schedule.
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  t.w(s1, kLoX);
+                  t.m.sync_stream(s1);
+                  t.r(s2, kLoX);
+                },
+                {}),
+            1u);
+}
+
+TEST(LitmusR4, StreamSyncOfAnotherStreamDoesNotOrder) {
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  t.w(s1, kLoX);
+                  t.m.sync_stream(s3);
+                  t.r(s2, kLoX);
+                },
+                {race({s1, 0}, {s2, 0}, kLoX)}),
+            2u);
+}
+
+TEST(LitmusR4, EventSyncOrdersOnlyTheCapturedWork) {
+  // sync_event completes s1#0 only; s1#1 and s2#0 are left unordered: 2.
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  const auto e = t.m.create_event();
+                  t.w(s1, kLoX);
+                  t.m.record(e, s1);
+                  t.w(s1, kHiY);
+                  t.m.sync_event(e);
+                  t.m.launch(s2, {rd(kX, 512)}, "r");
+                },
+                {race({s1, 1}, {s2, 0}, kHiY)}),
+            2u);
+}
+
+TEST(LitmusR4, EventSyncOfNeverRecordedEventOrdersNothing) {
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  const auto e = t.m.create_event();
+                  t.w(s1, kLoX);
+                  t.m.sync_event(e);
+                  t.r(s2, kLoX);
+                },
+                {race({s1, 0}, {s2, 0}, kLoX)}),
+            2u);
+}
+
+TEST(LitmusR4, DeviceSyncOrdersEveryStream) {
+  // Everything before the sync completes in it; s3#0 alone is left: 1.
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  t.w(s1, kLoX);
+                  t.w(s2, kHiY);
+                  t.m.sync_device();
+                  t.m.launch(s3, {rd(kX, 512)}, "r");
+                },
+                {}),
+            1u);
+}
+
+TEST(LitmusR4, QueryDoneOrdersAndNotDoneDoesNot) {
+  // device_steps() offers {stop, complete s1#0}. Completed -> the query
+  // answers done -> the read is ordered, 1 finish order. Not completed ->
+  // "not done" orders nothing -> race, 2 finish orders. Total 3.
+  std::map<bool, std::vector<std::vector<F>>> by_answer;
+  const auto n = explore_all([&](Chooser& c) {
+    Litmus t(c);
+    const auto e = t.m.create_event();
+    t.w(s1, kLoX);
+    t.m.record(e, s1);
+    t.m.device_steps();
+    const bool done = t.m.query_event(e);
+    t.r(s2, kLoX);
+    by_answer[done].push_back(t.finish());
+  });
+  EXPECT_EQ(n, 3u);
+  ASSERT_EQ(by_answer[true].size(), 1u);
+  ASSERT_EQ(by_answer[false].size(), 2u);
+  EXPECT_EQ(by_answer[true][0], std::vector<F>{});
+  for (const auto& v : by_answer[false]) EXPECT_EQ(v, std::vector<F>{race({s1, 0}, {s2, 0}, kLoX)});
+}
+
+TEST(LitmusR4, QueryOfNeverRecordedEventAnswersDoneButOrdersNothing) {
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  const auto e = t.m.create_event();
+                  t.w(s1, kLoX);
+                  EXPECT_TRUE(t.m.query_event(e));
+                  t.r(s2, kLoX);
+                },
+                {race({s1, 0}, {s2, 0}, kLoX)}),
+            2u);
+}
+
+// --- R5 enqueue
+
+TEST(LitmusR5, OnlyWorkEnqueuedAfterTheHostActionIsOrdered) {
+  // s2#0 is enqueued before the host syncs s1 and races; s2#1 is enqueued
+  // after and is ordered. The sync completes s1#0; s2#0 < s2#1 left: 1.
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  t.w(s1, kLoX);
+                  t.r(s2, kLoX, "before sync");
+                  t.m.sync_stream(s1);
+                  t.r(s2, kLoX, "after sync");
+                },
+                {race({s1, 0}, {s2, 0}, kLoX)}),
+            1u);
+}
+
+TEST(LitmusR5, EnqueueOrderAloneOrdersNothing) {
+  // The host enqueued s1#0 before s2#0, but enqueueing is not completion.
+  DfsEnumerator dfs;
+  auto run = dfs.next_run();
+  Litmus t(run);
+  const auto a = t.w(s1, kLoX);
+  const auto b = t.w(s2, kHiY);
+  EXPECT_FALSE(t.m.happens_before(a, b));
+  EXPECT_FALSE(t.m.happens_before(b, a));
+  t.m.sync_stream(s1);
+  const auto c = t.w(s2, kHiY);
+  EXPECT_TRUE(t.m.happens_before(a, c));
+  EXPECT_TRUE(t.m.happens_before(b, c));
+  EXPECT_FALSE(t.m.happens_before(c, a));
+}
+
+// --- report text and the P2 value oracle
+
+TEST(LitmusReport, RaceReportNamesBothOpsBytesAndTheFix) {
+  DfsEnumerator dfs;
+  auto run = dfs.next_run();
+  Litmus t(run);
+  t.w(s1, kLoX, "producer");
+  t.r(s2, kLoX, "consumer");
+  ASSERT_EQ(t.m.findings().size(), 1u);
+  EXPECT_EQ(t.m.format(t.m.findings()[0]),
+            "data race: s1#0 kernel \"producer\" and s2#0 kernel \"consumer\" touch bytes [0x100000, 0x100100) "
+            "(256 bytes); neither is ordered before the other (missing edge s1#0 -> s2#0)\n"
+            "  fix: record an event on s1 after s1#0 kernel \"producer\"; make s2 wait on it before s2#0 kernel "
+            "\"consumer\"");
+}
+
+TEST(LitmusValues, RacingReadSeesAWrongValueInExactlyOneOfTwoSchedules) {
+  // The read must see the buffer's allocation; when s1's write runs first
+  // it sees the write instead.
+  std::size_t with_mismatch = 0;
+  const auto n = explore_all([&](Chooser& c) {
+    Litmus t(c);
+    t.w(s1, kLoX);
+    t.r(s2, kLoX);
+    t.finish();
+    if (!t.m.value_mismatches().empty()) {
+      ++with_mismatch;
+      EXPECT_EQ(t.m.value_mismatches().size(), 1u);
+      EXPECT_EQ(t.m.value_mismatches()[0].read, (OpRef{s2, 0}));
+      EXPECT_EQ(t.m.value_mismatches()[0].bytes, kLoX);
+    }
+  });
+  EXPECT_EQ(n, 2u);
+  EXPECT_EQ(with_mismatch, 1u);
+}
+
+TEST(LitmusValues, OrderedReadNeverMismatches) {
+  std::size_t runs = 0;
+  explore_all([&](Chooser& c) {
+    Litmus t(c);
+    const auto e = t.m.create_event();
+    t.w(s1, kLoX);
+    t.w(s2, kHiY);
+    t.m.record(e, s1);
+    t.m.wait(s2, e);
+    t.m.launch(s2, {rd(kX, 512)}, "r");
+    t.finish();
+    ++runs;
+    EXPECT_TRUE(t.m.value_mismatches().empty()) << c.schedule();
+  });
+  // s1#0 and s2#0 unordered, both before s2#1: 2 orders.
+  EXPECT_EQ(runs, 2u);
+}
+
+}  // namespace
+}  // namespace streamcheck::sim::test

@@ -1,0 +1,330 @@
+// R7 pool litmus tests: which ReuseKind outcomes each policy switch allows
+// (collected over all DFS schedules), that safe reuse gives no finding, and
+// the pool findings (use before ready, use after free, reuse race, leak),
+// each with its exact verdict and schedule count. Streams are s0, s1.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <set>
+
+#include "sim_test_util.h"
+
+namespace streamcheck::sim::test {
+namespace {
+
+constexpr std::uint64_t kBase = std::uint64_t{1} << 20;  // first pool address
+constexpr std::uint32_t s0 = 0, s1 = 1;
+
+struct Outcomes {
+  std::size_t schedules = 0;
+  std::map<ReuseKind, std::size_t> reuse;  // kind of the checked allocation -> schedules
+  std::set<ReuseKind> kinds() const {
+    std::set<ReuseKind> k;
+    for (const auto& [kind, n] : reuse) k.insert(kind);
+    return k;
+  }
+};
+
+/// Runs `program` (which returns the allocation whose reuse is checked)
+/// under every schedule; every run must end with exactly `expected(m)`.
+Outcomes explore_pool(PoolPolicy policy, const std::function<std::uint32_t(DeviceModel&)>& program,
+                      const std::function<std::vector<F>(const DeviceModel&)>& expected) {
+  Outcomes out;
+  out.schedules = explore_all([&](Chooser& c) {
+    DeviceModel m(c, policy);
+    m.create_stream();
+    m.create_stream();
+    const std::uint32_t checked = program(m);
+    m.finish();
+    ++out.reuse[m.allocation_reuse(checked)];
+    EXPECT_EQ(findings_of(m), expected(m)) << "schedule " << c.schedule();
+  });
+  return out;
+}
+
+std::vector<F> none(const DeviceModel&) { return {}; }
+
+PoolPolicy policy(bool follow, bool opportunistic, bool internal, std::uint64_t threshold = 0) {
+  PoolPolicy p;
+  p.follow_event_dependencies = follow;
+  p.opportunistic = opportunistic;
+  p.internal_dependencies = internal;
+  p.release_threshold = threshold;
+  return p;
+}
+
+// A is written and freed on s0; s1 waits for an event recorded after the
+// free, then allocates B (the pool choice), writes and frees it. All ops are
+// totally ordered, so each pool answer is one schedule.
+std::uint32_t event_program(DeviceModel& m) {
+  const auto a = m.alloc(s0, 256, "A");
+  m.launch(s0, {wr(a->ptr, 256)}, "write A");
+  m.free(s0, a->ptr, "free A");
+  const auto e = m.create_event();
+  m.record(e, s0);
+  m.wait(s1, e);
+  const auto b = m.alloc(s1, 256, "B");
+  EXPECT_TRUE(b->reuse == ReuseKind::Fresh || b->ptr == a->ptr);
+  m.launch(s1, {wr(b->ptr, 256)}, "write B");
+  m.free(s1, b->ptr, "free B");
+  return b->allocation;
+}
+
+TEST(PoolR7, FollowEventDependenciesOn) {
+  const auto o = explore_pool(PoolPolicy{}, event_program, none);
+  EXPECT_EQ(o.schedules, 2u);  // fresh | event dependency
+  EXPECT_EQ(o.kinds(), (std::set{ReuseKind::Fresh, ReuseKind::EventDependency}));
+}
+
+TEST(PoolR7, FollowEventDependenciesOffFallsBackToInternalDependency) {
+  const auto o = explore_pool(policy(false, true, true), event_program, none);
+  EXPECT_EQ(o.schedules, 2u);  // fresh | internal dependency (the free has not executed)
+  EXPECT_EQ(o.kinds(), (std::set{ReuseKind::Fresh, ReuseKind::InternalDependency}));
+}
+
+TEST(PoolR7, FollowEventDependenciesAndInternalOffLeavesOnlyFresh) {
+  const auto o = explore_pool(policy(false, true, false), event_program, none);
+  EXPECT_EQ(o.schedules, 1u);
+  EXPECT_EQ(o.kinds(), (std::set{ReuseKind::Fresh}));
+}
+
+// No event: A is written and freed on s0, the device may complete k = 0..3
+// of s0's ops, then s1 allocates B, writes and frees it. Per k the pool
+// offers fresh plus (k = 3: opportunistic, else internal dependency).
+// Schedules: fresh leaves s0's 3-k ops and s1's 3 ops unordered, C(6-k, 3)
+// = 20, 10, 4, 1; internal dependency makes s1 wait for all of s0: 1;
+// opportunistic: s0 is done: 1.
+std::uint32_t opportunistic_program(DeviceModel& m) {
+  const auto a = m.alloc(s0, 256, "A");
+  m.launch(s0, {wr(a->ptr, 256)}, "write A");
+  m.free(s0, a->ptr, "free A");
+  m.device_steps();
+  const auto b = m.alloc(s1, 256, "B");
+  m.launch(s1, {wr(b->ptr, 256)}, "write B");
+  m.free(s1, b->ptr, "free B");
+  return b->allocation;
+}
+
+TEST(PoolR7, DefaultsAllowOpportunisticAndInternalReuseWithoutFindings) {
+  const auto o = explore_pool(PoolPolicy{}, opportunistic_program, none);
+  EXPECT_EQ(o.schedules, 39u);  // (20+1) + (10+1) + (4+1) + (1+1)
+  EXPECT_EQ(o.reuse, (std::map<ReuseKind, std::size_t>{
+                         {ReuseKind::Fresh, 35}, {ReuseKind::InternalDependency, 3}, {ReuseKind::Opportunistic, 1}}));
+}
+
+TEST(PoolR7, OpportunisticOffUsesInternalDependencyEvenWhenTheFreeExecuted) {
+  const auto o = explore_pool(policy(true, false, true), opportunistic_program, none);
+  EXPECT_EQ(o.schedules, 39u);
+  EXPECT_EQ(o.reuse,
+            (std::map<ReuseKind, std::size_t>{{ReuseKind::Fresh, 35}, {ReuseKind::InternalDependency, 4}}));
+}
+
+TEST(PoolR7, InternalDependenciesOffReusesOnlyAnExecutedFree) {
+  const auto o = explore_pool(policy(true, true, false), opportunistic_program, none);
+  EXPECT_EQ(o.schedules, 36u);  // 20 + 10 + 4 + (1+1)
+  EXPECT_EQ(o.reuse, (std::map<ReuseKind, std::size_t>{{ReuseKind::Fresh, 35}, {ReuseKind::Opportunistic, 1}}));
+}
+
+TEST(PoolR7, OpportunisticAndInternalOffNeverReuseAcrossStreams) {
+  const auto o = explore_pool(policy(true, false, false), opportunistic_program, none);
+  EXPECT_EQ(o.schedules, 35u);  // 20 + 10 + 4 + 1
+  EXPECT_EQ(o.kinds(), (std::set{ReuseKind::Fresh}));
+}
+
+// A is allocated and freed on s0, the host syncs s0, s1 allocates B.
+std::uint32_t host_sync_program(DeviceModel& m) {
+  const auto a = m.alloc(s0, 256, "A");
+  m.free(s0, a->ptr, "free A");
+  m.sync_stream(s0);
+  const auto b = m.alloc(s1, 256, "B");
+  m.free(s1, b->ptr, "free B");
+  return b->allocation;
+}
+
+TEST(PoolR7, ReleaseThresholdZeroReleasesTheRangeAtTheSync) {
+  std::set<std::uint64_t> ptrs;
+  const auto o = explore_pool(
+      PoolPolicy{},
+      [&](DeviceModel& m) {
+        const auto id = host_sync_program(m);
+        ptrs.insert(m.allocation_range(id).lo);
+        return id;
+      },
+      none);
+  EXPECT_EQ(o.schedules, 1u);  // no reusable range: the released bytes are handed out as fresh
+  EXPECT_EQ(o.kinds(), (std::set{ReuseKind::Fresh}));
+  EXPECT_EQ(ptrs, (std::set{kBase}));
+}
+
+TEST(PoolR7, ReleaseThresholdAboveTheFreedBytesKeepsTheRangeForHostSyncedReuse) {
+  std::set<std::uint64_t> ptrs;
+  const auto o = explore_pool(
+      policy(true, true, true, 256),
+      [&](DeviceModel& m) {
+        const auto id = host_sync_program(m);
+        ptrs.insert(m.allocation_range(id).lo);
+        return id;
+      },
+      none);
+  EXPECT_EQ(o.schedules, 2u);  // fresh (next address) | host-synced (A's address)
+  EXPECT_EQ(o.kinds(), (std::set{ReuseKind::Fresh, ReuseKind::HostSynced}));
+  EXPECT_EQ(ptrs, (std::set{kBase, kBase + 256}));
+}
+
+TEST(PoolR7, HostSyncedReuseIsAllowedWithEverySwitchOff) {
+  const auto o = explore_pool(policy(false, false, false, std::uint64_t{1} << 20), host_sync_program, none);
+  EXPECT_EQ(o.schedules, 2u);
+  EXPECT_EQ(o.kinds(), (std::set{ReuseKind::Fresh, ReuseKind::HostSynced}));
+}
+
+TEST(PoolR7, SameStreamReuseIsAllowedWithEverySwitchOff) {
+  const auto o = explore_pool(
+      policy(false, false, false),
+      [](DeviceModel& m) {
+        const auto a = m.alloc(s0, 256, "A");
+        m.free(s0, a->ptr, "free A");
+        const auto b = m.alloc(s0, 256, "B");
+        m.free(s0, b->ptr, "free B");
+        return b->allocation;
+      },
+      none);
+  EXPECT_EQ(o.schedules, 2u);  // one stream: fresh | same stream
+  EXPECT_EQ(o.kinds(), (std::set{ReuseKind::Fresh, ReuseKind::SameStream}));
+}
+
+// A reader on s1 that the free on s0 does not wait for: a racing use after
+// free; if s0 then reuses A's bytes, every op of B on them (alloc, write,
+// free) is a reuse race with the reader. After the sync, pending are s1#0
+// and s0#1..s0#4: 5 orders per pool answer, 10 in all.
+TEST(PoolR7, FreeWithoutWaitingForTheReaderRacesAndReuseRaces) {
+  const auto o = explore_pool(
+      PoolPolicy{},
+      [](DeviceModel& m) {
+        const auto a = m.alloc(s0, 256, "A");
+        m.sync_device();
+        m.launch(s1, {rd(a->ptr, 256)}, "reader");
+        m.free(s0, a->ptr, "free A");
+        const auto b = m.alloc(s0, 256, "B");
+        m.launch(s0, {wr(b->ptr, 256)}, "write B");
+        m.free(s0, b->ptr, "free B");
+        return b->allocation;
+      },
+      [](const DeviceModel& m) {
+        const ByteRange a{kBase, kBase + 256};
+        std::vector<F> f{F{FindingKind::UseAfterFree, {s1, 0}, OpRef{s0, 1}, a, false}};
+        if (m.allocation_reuse(1) == ReuseKind::SameStream)
+          for (std::uint32_t i : {2u, 3u, 4u}) f.push_back(F{FindingKind::ReuseRace, {s1, 0}, OpRef{s0, i}, a, false});
+        return f;
+      });
+  EXPECT_EQ(o.schedules, 10u);
+  EXPECT_EQ(o.reuse, (std::map<ReuseKind, std::size_t>{{ReuseKind::Fresh, 5}, {ReuseKind::SameStream, 5}}));
+}
+
+TEST(PoolR7, FreeThatWaitsForTheReaderIsSafeToReuse) {
+  const auto o = explore_pool(
+      PoolPolicy{},
+      [](DeviceModel& m) {
+        const auto a = m.alloc(s0, 256, "A");
+        m.sync_device();
+        m.launch(s1, {rd(a->ptr, 256)}, "reader");
+        const auto e = m.create_event();
+        m.record(e, s1);
+        m.wait(s0, e);
+        m.free(s0, a->ptr, "free A");
+        const auto b = m.alloc(s0, 256, "B");
+        m.launch(s0, {wr(b->ptr, 256)}, "write B");
+        m.free(s0, b->ptr, "free B");
+        return b->allocation;
+      },
+      none);
+  EXPECT_EQ(o.schedules, 2u);  // total order; fresh | same stream
+  EXPECT_EQ(o.kinds(), (std::set{ReuseKind::Fresh, ReuseKind::SameStream}));
+}
+
+// X is written on s0 and A freed there; s1 allocates B (fresh | internal
+// dependency on A's free) and reads X. The read is ordered after the write
+// only through the pool-inserted wait, which user code must not rely on:
+// a race in both cases. Fresh: s0's 2 ops and s1's 3 unordered, C(5,2) =
+// 10; internal dependency: s1 waits for all of s0, 1. Total 11.
+TEST(PoolR7, AccessOrderedOnlyThroughAPoolInsertedWaitIsReported) {
+  const auto o = explore_pool(
+      PoolPolicy{},
+      [](DeviceModel& m) {
+        const auto x = m.alloc(s0, 256, "X");
+        const auto a = m.alloc(s0, 256, "A");
+        m.sync_device();
+        m.launch(s0, {wr(x->ptr, 256)}, "write X");
+        m.free(s0, a->ptr, "free A");
+        const auto b = m.alloc(s1, 256, "B");
+        m.launch(s1, {rd(x->ptr, 256)}, "read X");
+        m.free(s1, b->ptr, "free B");
+        return b->allocation;
+      },
+      [](const DeviceModel&) {
+        return std::vector<F>{F{FindingKind::DataRace, {s0, 2}, OpRef{s1, 1}, {kBase, kBase + 256}, false},
+                              F{FindingKind::Leak, {s0, 0}, std::nullopt, {kBase, kBase + 256}, false}};
+      });
+  EXPECT_EQ(o.schedules, 11u);
+  EXPECT_EQ(o.reuse,
+            (std::map<ReuseKind, std::size_t>{{ReuseKind::Fresh, 10}, {ReuseKind::InternalDependency, 1}}));
+}
+
+TEST(PoolFindings, UseBeforeReady) {
+  // Alloc on s0, write on s1 without a wait; the free waits for the write.
+  // s0#0 and s1#0 unordered, both before s0#1: 2 orders.
+  const auto o = explore_pool(
+      PoolPolicy{},
+      [](DeviceModel& m) {
+        const auto a = m.alloc(s0, 256, "A");
+        m.launch(s1, {wr(a->ptr, 256)}, "too early");
+        const auto e = m.create_event();
+        m.record(e, s1);
+        m.wait(s0, e);
+        m.free(s0, a->ptr, "free A");
+        return a->allocation;
+      },
+      [](const DeviceModel&) {
+        return std::vector<F>{F{FindingKind::UseBeforeReady, {s0, 0}, OpRef{s1, 0}, {kBase, kBase + 256}, false}};
+      });
+  EXPECT_EQ(o.schedules, 2u);
+}
+
+TEST(PoolFindings, DefiniteUseAfterFree) {
+  // The kernel names the freed allocation explicitly, after a synced free.
+  std::string report;
+  const auto o = explore_pool(
+      PoolPolicy{},
+      [&](DeviceModel& m) {
+        const auto a = m.alloc(s0, 256, "A");
+        m.free(s0, a->ptr, "free A");
+        m.sync_stream(s0);
+        m.launch(s1, {KernelAccess{a->ptr, 64, Access::Read, a->allocation}}, "stale read");
+        report = m.format(m.findings().at(0));
+        return a->allocation;
+      },
+      [](const DeviceModel&) {
+        return std::vector<F>{F{FindingKind::UseAfterFree, {s0, 1}, OpRef{s1, 0}, {kBase, kBase + 64}, true}};
+      });
+  EXPECT_EQ(o.schedules, 1u);  // the sync completed s0; only s1#0 is left
+  EXPECT_EQ(report.rfind("use after free (definite): s0#1 free \"free A\" and s1#0 kernel \"stale read\"", 0), 0u)
+      << report;
+}
+
+TEST(PoolFindings, LeakNamesTheAllocationAndTheRequestedBytes) {
+  std::string report;
+  const auto o = explore_pool(
+      PoolPolicy{},
+      [&](DeviceModel& m) { return m.alloc(s0, 100, "A")->allocation; },
+      [&](const DeviceModel& m) {
+        report = m.format(m.findings().at(0));
+        return std::vector<F>{F{FindingKind::Leak, {s0, 0}, std::nullopt, {kBase, kBase + 100}, false}};
+      });
+  EXPECT_EQ(o.schedules, 1u);
+  EXPECT_EQ(report,
+            "leak (warning): s0#0 alloc \"A\" is never freed; bytes [0x100000, 0x100064)\n"
+            "  fix: deallocate the block before the program ends");
+}
+
+}  // namespace
+}  // namespace streamcheck::sim::test

@@ -1,0 +1,550 @@
+// Every error branch of Resource and LaunchRecorder: the error kind, that
+// nothing observable changed (P4), and that a retry succeeds once an
+// injected fault has cleared.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "model/backend.h"
+#include "model/launch_recorder.h"
+#include "model/non_tracking_resource.h"
+#include "model/resource.h"
+#include "tests/model/sim_fixture.h"
+
+namespace streamcheck {
+namespace {
+
+using testing::has_injected_fault;
+using testing::on_device;
+using testing::snapshot;
+using testing::Snapshot;
+using testing::stale_id;
+
+// A deterministic backend for the branches the simulator cannot reach: it
+// can hand out one address twice, and run a callback inside record_event.
+class FakeBackend {
+ public:
+  using StreamRef = std::uint32_t;
+  using Mutex = std::mutex;
+  template <class T>
+  using Atomic = std::atomic<T>;
+
+  class Event {
+   public:
+    explicit Event(std::size_t* live) : live_(live) { ++*live_; }
+    Event(Event&& o) noexcept : live_(std::exchange(o.live_, nullptr)) {}
+    Event& operator=(Event&& o) noexcept {
+      if (this != &o) {
+        release();
+        live_ = std::exchange(o.live_, nullptr);
+      }
+      return *this;
+    }
+    Event(const Event&) = delete;
+    Event& operator=(const Event&) = delete;
+    ~Event() { release(); }
+
+   private:
+    void release() {
+      if (live_) --*live_;
+      live_ = nullptr;
+    }
+    std::size_t* live_;
+  };
+
+  std::optional<StreamRef> resolve_stream(StreamId id) const {
+    if (id.value < 4) return id.value;
+    return std::nullopt;
+  }
+  Result<Event> create_event() { return Event(&live_events); }
+  Status record_event(Event&, StreamRef) {
+    if (on_record) std::exchange(on_record, {})();
+    return {};
+  }
+  Status wait_event(StreamRef, const Event&) { return {}; }
+  Result<std::uint64_t> alloc_async(std::size_t, StreamRef) {
+    if (fixed_ptr) return *fixed_ptr;
+    next_ptr += 0x1000;
+    return next_ptr;
+  }
+  Status free_async(std::uint64_t, StreamRef) {
+    ++frees;
+    return {};
+  }
+  Status synchronize_stream(StreamRef) { return {}; }
+  std::uint32_t device_ordinal() const { return 0; }
+
+  std::optional<std::uint64_t> fixed_ptr;
+  std::function<void()> on_record;
+  std::uint64_t next_ptr = 0x10000;
+  std::size_t live_events = 0;
+  std::size_t frees = 0;
+};
+static_assert(Backend<FakeBackend>);
+
+class ErrorPaths : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto b = r.allocate(512, env.s0, AllocTag{"block"});
+    ASSERT_TRUE(b.ok());
+    block = b.value();
+    id = BlockId::of(block);
+  }
+  Snapshot snap() const { return snapshot(r, env.backend, block.ptr); }
+  static void expect_kind(const Status& st, ErrorKind kind) {
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.error().kind, kind) << st.error();
+  }
+  static void expect_fault(const Status& st) {
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.error().kind, ErrorKind::Driver) << st.error();
+    EXPECT_TRUE(has_injected_fault(st.error())) << st.error();
+  }
+  sim::OpKind last_op_kind(StreamId s) const {
+    const auto ref = *env.backend.resolve_stream(s);
+    const auto n = env.model.op_count(ref);
+    EXPECT_GT(n, 0u);
+    return env.model.op_kind(sim::OpRef{ref, n - 1});
+  }
+
+  testing::SimEnv env;
+  Resource<sim::SimBackend> r{env.backend};
+  DeviceBlock block;
+  BlockId id;
+};
+
+// ---------------------------------------------------------------- allocate
+
+TEST_F(ErrorPaths, AllocateZeroBytesIsDriverError) {
+  const Snapshot before = snap();
+  const auto calls = env.backend.calls();
+  auto b = r.allocate(0, env.s0);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.error().kind, ErrorKind::Driver);
+  EXPECT_EQ(snap(), before);
+  EXPECT_EQ(env.backend.calls(), calls) << "rejected before any backend call";
+}
+
+TEST_F(ErrorPaths, AllocateUnknownStreamIsStreamMisuse) {
+  const Snapshot before = snap();
+  const auto calls = env.backend.calls();
+  auto b = r.allocate(64, StreamId{77});
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.error().kind, ErrorKind::StreamMisuse);
+  EXPECT_NE(b.error().message.find("StreamId(77)"), std::string::npos) << b.error();
+  EXPECT_EQ(snap(), before);
+  EXPECT_EQ(env.backend.calls(), calls);
+}
+
+TEST_F(ErrorPaths, AllocateAllocAsyncFault) {
+  const Snapshot before = snap();
+  env.backend.arm_fault(0);
+  auto b = r.allocate(64, env.s1);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.error().kind, ErrorKind::Driver);
+  EXPECT_TRUE(has_injected_fault(b.error())) << b.error();
+  EXPECT_EQ(snap(), before);
+  auto retry = r.allocate(64, env.s1);
+  ASSERT_TRUE(retry.ok());
+  EXPECT_EQ(r.live_bytes(), before.live + 64);
+}
+
+TEST_F(ErrorPaths, AllocateCreateEventFaultUndoesAllocation) {
+  const Snapshot before = snap();
+  env.backend.arm_fault(1);  // alloc_async, then create_event
+  auto b = r.allocate(64, env.s1);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.error().kind, ErrorKind::Driver);
+  EXPECT_TRUE(has_injected_fault(b.error())) << b.error();
+  EXPECT_NE(b.error().message.find("allocation-ready"), std::string::npos) << b.error();
+  EXPECT_EQ(snap(), before);
+  EXPECT_EQ(last_op_kind(env.s1), sim::OpKind::Free) << "the allocation must be released";
+  auto retry = r.allocate(64, env.s1);
+  ASSERT_TRUE(retry.ok());
+  EXPECT_EQ(r.live_block_count(), before.blocks + 1);
+}
+
+TEST_F(ErrorPaths, AllocateRecordFaultUndoesAllocation) {
+  const Snapshot before = snap();
+  env.backend.arm_fault(2);  // alloc_async, create_event, then record_event
+  auto b = r.allocate(64, env.s1);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.error().kind, ErrorKind::Driver);
+  EXPECT_TRUE(has_injected_fault(b.error())) << b.error();
+  EXPECT_EQ(snap(), before) << "live/pending/blocks and the created event must all be given back";
+  EXPECT_EQ(last_op_kind(env.s1), sim::OpKind::Free) << "the allocation must be released";
+  auto retry = r.allocate(64, env.s1);
+  ASSERT_TRUE(retry.ok());
+  EXPECT_EQ(r.pending_use_event_count(retry.value().ptr), std::optional<std::size_t>(1));
+}
+
+TEST(ErrorPathsFake, AllocatePointerCollisionChangesNothing) {
+  FakeBackend fake;
+  fake.fixed_ptr = 0xabc000;
+  Resource<FakeBackend> r(fake);
+  auto first = r.allocate(128, StreamId{0});
+  ASSERT_TRUE(first.ok());
+  const std::size_t events = fake.live_events;
+  const std::size_t frees = fake.frees;
+  auto second = r.allocate(256, StreamId{1});
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.error().kind, ErrorKind::Driver);
+  EXPECT_NE(second.error().message.find("pointer collision"), std::string::npos) << second.error();
+  EXPECT_EQ(r.live_bytes(), 128u);
+  EXPECT_EQ(r.live_block_count(), 1u);
+  EXPECT_EQ(r.pending_free_bytes(), 0u);
+  EXPECT_EQ(r.pending_use_event_count(0xabc000), std::optional<std::size_t>(1));
+  EXPECT_EQ(fake.live_events, events) << "the colliding allocation's event must be released";
+  EXPECT_EQ(fake.frees, frees) << "freeing would release the live block";
+  // The original block is intact and still usable.
+  ASSERT_TRUE(r.deallocate(first.value()).ok());
+  EXPECT_EQ(r.pending_free_bytes(), 128u);
+}
+
+// ---------------------------------------------------------------- prepare
+
+TEST_F(ErrorPaths, PrepareWrongDeviceIsDriver) {
+  const Snapshot before = snap();
+  auto st = r.prepare_block_use(on_device(block, 3), env.s1, Access::Read);
+  expect_kind(st, ErrorKind::Driver);
+  EXPECT_EQ(snap(), before);
+}
+
+TEST_F(ErrorPaths, PrepareUnknownStreamIsStreamMisuse) {
+  const Snapshot before = snap();
+  expect_kind(r.prepare_block_use(id, StreamId{42}, Access::Write), ErrorKind::StreamMisuse);
+  EXPECT_EQ(snap(), before);
+}
+
+TEST_F(ErrorPaths, PrepareStaleGenerationIsUseAfterFree) {
+  const Snapshot before = snap();
+  const BlockId stale = stale_id(block);
+  auto st = r.prepare_block_use(stale, env.s1, Access::Read);
+  expect_kind(st, ErrorKind::UseAfterFree);
+  EXPECT_EQ(st.error().generation, stale.generation);
+  EXPECT_EQ(snap(), before);
+}
+
+TEST_F(ErrorPaths, PrepareAfterDeallocateIsUseAfterFree) {
+  ASSERT_TRUE(r.deallocate(block).ok());
+  const Snapshot before = snap();
+  expect_kind(r.prepare_block_use(id, env.s1, Access::Read), ErrorKind::UseAfterFree);
+  EXPECT_EQ(snap(), before);
+}
+
+TEST_F(ErrorPaths, PrepareSameStreamQueuesNoWait) {
+  const auto calls = env.backend.calls();
+  ASSERT_TRUE(r.prepare_block_use(id, env.s0, Access::ReadWrite).ok());
+  EXPECT_EQ(env.backend.calls(), calls) << "the allocation-ready event is on the use stream";
+}
+
+TEST_F(ErrorPaths, PrepareWaitFaultOnLastWrite) {
+  const Snapshot before = snap();
+  env.backend.arm_fault(0);
+  auto st = r.prepare_block_use(id, env.s1, Access::Read);
+  expect_fault(st);
+  EXPECT_NE(st.error().message.find("last_write"), std::string::npos) << st.error();
+  EXPECT_EQ(snap(), before);
+  EXPECT_TRUE(r.prepare_block_use(id, env.s1, Access::Read).ok());
+}
+
+TEST_F(ErrorPaths, PrepareWaitFaultOnOutstandingRead) {
+  ASSERT_TRUE(r.finish_block_use(id, env.s1, Access::Read).ok());
+  const Snapshot before = snap();
+  ASSERT_EQ(before.uses, std::optional<std::size_t>(2));
+  env.backend.arm_fault(1);  // wait on last_write (s0), then on the read (s1)
+  auto st = r.prepare_block_use(id, env.s2, Access::Write);
+  expect_fault(st);
+  EXPECT_NE(st.error().message.find("outstanding read"), std::string::npos) << st.error();
+  EXPECT_EQ(snap(), before);
+  EXPECT_TRUE(r.prepare_block_use(id, env.s2, Access::Write).ok());
+}
+
+// ---------------------------------------------------------------- finish
+
+TEST_F(ErrorPaths, FinishWrongDeviceIsDriver) {
+  const Snapshot before = snap();
+  expect_kind(r.finish_block_use(on_device(block, 1), env.s1, Access::Write), ErrorKind::Driver);
+  EXPECT_EQ(snap(), before);
+}
+
+TEST_F(ErrorPaths, FinishUnknownStreamIsStreamMisuse) {
+  const Snapshot before = snap();
+  expect_kind(r.finish_block_use(id, StreamId{9}, Access::Read), ErrorKind::StreamMisuse);
+  EXPECT_EQ(snap(), before);
+}
+
+TEST_F(ErrorPaths, FinishStaleGenerationIsUseAfterFreeWithoutBackendCalls) {
+  const Snapshot before = snap();
+  const auto calls = env.backend.calls();
+  const BlockId stale = stale_id(block);
+  auto st = r.finish_block_use(stale, env.s1, Access::Read);
+  expect_kind(st, ErrorKind::UseAfterFree);
+  EXPECT_EQ(st.error().generation, stale.generation);
+  EXPECT_EQ(snap(), before);
+  EXPECT_EQ(env.backend.calls(), calls) << "validated before creating an event";
+}
+
+TEST_F(ErrorPaths, FinishCreateEventFault) {
+  const Snapshot before = snap();
+  env.backend.arm_fault(0);
+  expect_fault(r.finish_block_use(id, env.s1, Access::Read));
+  EXPECT_EQ(snap(), before);
+  ASSERT_TRUE(r.finish_block_use(id, env.s1, Access::Read).ok());
+  EXPECT_EQ(r.pending_use_event_count(block.ptr), std::optional<std::size_t>(2));
+}
+
+TEST_F(ErrorPaths, FinishRecordFaultReleasesEvent) {
+  const Snapshot before = snap();
+  env.backend.arm_fault(1);  // create_event, then record_event
+  expect_fault(r.finish_block_use(id, env.s1, Access::Write));
+  EXPECT_EQ(snap(), before);
+  ASSERT_TRUE(r.finish_block_use(id, env.s1, Access::Write).ok());
+  EXPECT_EQ(r.pending_use_event_count(block.ptr), std::optional<std::size_t>(1));
+}
+
+TEST(ErrorPathsFake, FinishRevalidationFailureReleasesEvent) {
+  FakeBackend fake;
+  Resource<FakeBackend> r(fake);
+  auto b = r.allocate(64, StreamId{0});
+  ASSERT_TRUE(b.ok());
+  const DeviceBlock block = b.value();
+  // A racing deallocate lands between finish's validation and its
+  // re-validation (while the event is recorded outside the lock).
+  bool deallocated = false;
+  fake.on_record = [&] { deallocated = r.deallocate(block).ok(); };
+  auto st = r.finish_block_use(BlockId::of(block), StreamId{1}, Access::Read);
+  ASSERT_TRUE(deallocated);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().kind, ErrorKind::UseAfterFree);
+  EXPECT_EQ(st.error().generation, block.generation);
+  EXPECT_EQ(fake.live_events, 0u) << "finish's event and the block's events are all given back";
+  EXPECT_EQ(r.live_block_count(), 0u);
+  EXPECT_EQ(r.pending_use_event_count(block.ptr), std::nullopt);
+  EXPECT_EQ(r.pending_free_bytes(), 64u);
+}
+
+// ---------------------------------------------------------------- deallocate
+
+TEST_F(ErrorPaths, DeallocateWrongDeviceIsDriver) {
+  const Snapshot before = snap();
+  DeviceBlock other = block;
+  other.device_ordinal = 2;
+  expect_kind(r.deallocate(other), ErrorKind::Driver);
+  EXPECT_EQ(snap(), before);
+  EXPECT_TRUE(r.deallocate(block).ok());
+}
+
+TEST_F(ErrorPaths, DeallocateUnresolvableAllocStreamLeavesEntry) {
+  auto b = r.allocate(64, env.s2);
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE(r.finish_block_use(BlockId::of(b.value()), env.s1, Access::Read).ok());
+  env.backend.remove_stream(env.s2);
+  const Snapshot before = snapshot(r, env.backend, b.value().ptr);
+  auto st = r.deallocate(b.value());
+  expect_kind(st, ErrorKind::StreamMisuse);
+  EXPECT_EQ(snapshot(r, env.backend, b.value().ptr), before);
+  EXPECT_EQ(before.uses, std::optional<std::size_t>(2));
+  // The entry is untouched: it still tracks uses and is still live.
+  EXPECT_TRUE(r.prepare_block_use(BlockId::of(b.value()), env.s1, Access::Read).ok());
+}
+
+TEST_F(ErrorPaths, DeallocateStaleGenerationIsUseAfterFree) {
+  const Snapshot before = snap();
+  DeviceBlock stale = block;
+  stale.generation = Generation::next();
+  auto st = r.deallocate(stale);
+  expect_kind(st, ErrorKind::UseAfterFree);
+  EXPECT_EQ(st.error().generation, stale.generation);
+  EXPECT_EQ(snap(), before);
+}
+
+TEST_F(ErrorPaths, DoubleDeallocateIsUseAfterFree) {
+  ASSERT_TRUE(r.deallocate(block).ok());
+  const Snapshot before = snap();
+  expect_kind(r.deallocate(block), ErrorKind::UseAfterFree);
+  EXPECT_EQ(snap(), before);
+  EXPECT_EQ(r.pending_free_bytes(), 512u) << "counted once";
+}
+
+TEST_F(ErrorPaths, DeallocateWaitFaultOnLastWrite) {
+  ASSERT_TRUE(r.prepare_block_use(id, env.s1, Access::Write).ok());
+  ASSERT_TRUE(r.finish_block_use(id, env.s1, Access::Write).ok());
+  const Snapshot before = snap();
+  env.backend.arm_fault(0);
+  auto st = r.deallocate(block);
+  expect_fault(st);
+  EXPECT_NE(st.error().message.find("last_write"), std::string::npos) << st.error();
+  EXPECT_EQ(snap(), before);
+  ASSERT_TRUE(r.deallocate(block).ok());
+  EXPECT_EQ(r.pending_free_bytes(), 512u);
+  EXPECT_EQ(r.live_block_count(), 0u);
+}
+
+TEST_F(ErrorPaths, DeallocateWaitFaultOnRead) {
+  ASSERT_TRUE(r.finish_block_use(id, env.s1, Access::Read).ok());
+  ASSERT_TRUE(r.finish_block_use(id, env.s2, Access::Read).ok());
+  const Snapshot before = snap();
+  env.backend.arm_fault(1);  // last_write is on the alloc stream: the reads are calls 0 and 1
+  auto st = r.deallocate(block);
+  expect_fault(st);
+  EXPECT_NE(st.error().message.find("outstanding read"), std::string::npos) << st.error();
+  EXPECT_EQ(snap(), before);
+  ASSERT_TRUE(r.deallocate(block).ok());
+  EXPECT_EQ(r.pending_free_bytes(), 512u);
+}
+
+TEST_F(ErrorPaths, DeallocateFreeAsyncFault) {
+  const Snapshot before = snap();
+  env.backend.arm_fault(0);  // no waits needed: free_async is the first call
+  auto st = r.deallocate(block);
+  expect_fault(st);
+  EXPECT_NE(st.error().message.find("free_async"), std::string::npos) << st.error();
+  EXPECT_EQ(snap(), before);
+  ASSERT_TRUE(r.deallocate(block).ok());
+  EXPECT_EQ(r.live_bytes(), 0u);
+  EXPECT_EQ(r.pending_free_bytes(), 512u);
+  EXPECT_EQ(r.pending_per_stream_total(), 512u);
+}
+
+// ---------------------------------------------------------------- reap
+
+TEST_F(ErrorPaths, ReapSyncFaultRestoresEntries) {
+  ASSERT_TRUE(r.deallocate(block).ok());
+  const Snapshot before = snap();
+  env.backend.arm_fault(0);
+  expect_fault(r.reap_pending());
+  EXPECT_EQ(snap(), before);
+  EXPECT_EQ(r.pending_per_stream_total(), 512u);
+  ASSERT_TRUE(r.reap_pending().ok());
+  EXPECT_EQ(r.pending_free_bytes(), 0u);
+  EXPECT_EQ(r.pending_per_stream_total(), 0u);
+}
+
+TEST_F(ErrorPaths, ReapCountsUnresolvableStreamAsSynchronized) {
+  auto b = r.allocate(100, env.s2);
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE(r.deallocate(b.value()).ok());
+  env.backend.remove_stream(env.s2);
+  const auto calls = env.backend.calls();
+  ASSERT_TRUE(r.reap_pending().ok());
+  EXPECT_EQ(env.backend.calls(), calls) << "nothing to synchronize";
+  EXPECT_EQ(r.pending_free_bytes(), 0u);
+  EXPECT_EQ(r.pending_per_stream_total(), 0u);
+}
+
+TEST_F(ErrorPaths, ReapKeepsBytesOfDeallocationsAfterFailure) {
+  ASSERT_TRUE(r.deallocate(block).ok());
+  env.backend.arm_fault(0);
+  expect_fault(r.reap_pending());
+  auto b = r.allocate(8, env.s1);
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE(r.deallocate(b.value()).ok());
+  EXPECT_EQ(r.pending_free_bytes(), 520u);
+  EXPECT_EQ(r.pending_per_stream_total(), 520u);
+  ASSERT_TRUE(r.reap_pending().ok());
+  EXPECT_EQ(r.bytes_outstanding(), 0u);
+}
+
+// ---------------------------------------------------------------- LaunchRecorder
+
+using Recorder = LaunchRecorder<>;
+
+TEST_F(ErrorPaths, RecorderPreflightPropagatesPrepareError) {
+  Recorder rec(env.s1, RecorderMode::Strict);
+  rec.read(&block);
+  ASSERT_TRUE(r.deallocate(block).ok());
+  const Snapshot before = snap();
+  auto st = rec.preflight(r);
+  expect_kind(st, ErrorKind::UseAfterFree);
+  EXPECT_FALSE(rec.preflighted());
+  EXPECT_EQ(snap(), before);
+  // Commit is still refused: the preflight never succeeded.
+  expect_kind(rec.commit(r), ErrorKind::StreamMisuse);
+}
+
+TEST_F(ErrorPaths, RecorderPreflightFaultThenRetry) {
+  Recorder rec(env.s1, RecorderMode::Strict);
+  rec.write(&block);
+  const Snapshot before = snap();
+  env.backend.arm_fault(0);
+  expect_fault(rec.preflight(r));
+  EXPECT_FALSE(rec.preflighted());
+  EXPECT_EQ(snap(), before);
+  ASSERT_TRUE(rec.preflight(r).ok());
+  ASSERT_TRUE(rec.commit(r).ok());
+}
+
+TEST_F(ErrorPaths, RecorderCommitPropagatesFinishError) {
+  Recorder rec(env.s1, RecorderMode::Strict);
+  rec.read(&block);
+  ASSERT_TRUE(rec.preflight(r).ok());
+  ASSERT_TRUE(r.deallocate(block).ok());
+  const Snapshot before = snap();
+  expect_kind(rec.commit(r), ErrorKind::UseAfterFree);
+  EXPECT_FALSE(rec.committed());
+  EXPECT_EQ(snap(), before);
+  rec.abandon();
+}
+
+TEST_F(ErrorPaths, RecorderCommitFaultThenRetry) {
+  Recorder rec(env.s1, RecorderMode::Permissive);
+  rec.read(&block);
+  ASSERT_TRUE(rec.preflight(r).ok());
+  const Snapshot before = snap();
+  env.backend.arm_fault(1);  // create_event, then record_event
+  expect_fault(rec.commit(r));
+  EXPECT_FALSE(rec.committed());
+  EXPECT_EQ(snap(), before);
+  ASSERT_TRUE(rec.commit(r).ok());
+  EXPECT_TRUE(rec.committed());
+  EXPECT_EQ(r.pending_use_event_count(block.ptr), std::optional<std::size_t>(2));
+}
+
+TEST_F(ErrorPaths, RecorderStrictRejectionAlsoFailsCommit) {
+  Recorder rec(env.s1, RecorderMode::Strict);
+  rec.read(&block);
+  rec.write(nullptr);
+  const Snapshot before = snap();
+  auto st = rec.commit(r);
+  expect_kind(st, ErrorKind::StreamMisuse);
+  EXPECT_NE(st.error().message.find("untracked buffer rejected"), std::string::npos) << st.error();
+  EXPECT_EQ(snap(), before);
+}
+
+TEST_F(ErrorPaths, RecorderFirstRejectionWins) {
+  Recorder rec(env.s1, RecorderMode::Strict);
+  rec.write(nullptr);
+  rec.read(nullptr, /*external=*/true);
+  auto st = rec.preflight(r);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("LaunchRecorder::write"), std::string::npos) << st.error();
+  EXPECT_EQ(st.error().message.find("external memory"), std::string::npos) << st.error();
+}
+
+TEST_F(ErrorPaths, RecorderRegistrationAfterEmptyPreflightRejected) {
+  Recorder rec(env.s1, RecorderMode::Permissive);
+  ASSERT_TRUE(rec.preflight(r).ok());
+  rec.read(&block);
+  EXPECT_EQ(rec.recorded_count(), 0u);
+  auto st = rec.commit(r);
+  expect_kind(st, ErrorKind::StreamMisuse);
+  EXPECT_NE(st.error().message.find("recorded after preflight"), std::string::npos) << st.error();
+  EXPECT_EQ(r.pending_use_event_count(block.ptr), std::optional<std::size_t>(1));
+}
+
+TEST_F(ErrorPaths, RecorderEmptyPreflightOnNonTrackingResourceOk) {
+  NonTrackingResource<sim::SimBackend> direct(env.backend);
+  Recorder rec(env.s1, RecorderMode::Strict);
+  EXPECT_TRUE(rec.preflight(direct).ok());
+  EXPECT_TRUE(rec.commit(direct).ok());
+}
+
+}  // namespace
+}  // namespace streamcheck
