@@ -13,7 +13,7 @@ namespace streamcheck::tools {
 
 struct ExploreOptions {
   std::uint64_t seed = 1;
-  std::uint32_t programs = 150;
+  std::uint32_t programs = 1000;
   std::uint32_t schedules_per_program = 16;
   std::uint32_t program_length = 40;
   std::optional<MutantId> mutant;

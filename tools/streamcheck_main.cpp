@@ -18,7 +18,7 @@ constexpr const char* kUsage =
     "            counterexample. Exit 0: no findings; 1: findings; 2: usage error.\n"
     "\n"
     "  --seed N       seed of the random exploration (default 1); same seed, same output\n"
-    "  --programs N   random client programs to generate (default 150)\n"
+    "  --programs N   random client programs to generate (default 1000)\n"
     "  --schedules N  schedules (and pool policies) to try per program (default 16)\n"
     "  --length N     ops per program (default 40)\n"
     "  --mutant Mk    explore a deliberately broken protocol (SPEC §5) instead of the correct one\n";

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# One entry point for a fresh Debian machine with nothing but this repo:
+#   bash tools/run.sh explore [streamcheck explore options]   # the main job
+#   bash tools/run.sh test                                     # the whole test suite
+# Both install what is missing (Debian packages), configure and build with
+# the CMake preset "default" (build/default), then run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(g++ cmake make libgtest-dev librapidcheck-dev libboost-graph-dev libbenchmark-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "run.sh: installing missing packages: ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+verb="${1:-}"
+[ $# -gt 0 ] && shift
+cmake --preset default >/dev/null
+case "$verb" in
+  explore)
+    cmake --build --preset default --target streamcheck
+    exec build/default/tools/streamcheck explore "$@"
+    ;;
+  test)
+    cmake --build --preset default
+    exec ctest --preset default "$@"
+    ;;
+  *)
+    echo "usage: bash tools/run.sh explore [options] | test [ctest options]" >&2
+    exit 2
+    ;;
+esac
