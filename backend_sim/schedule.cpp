@@ -33,6 +33,8 @@ std::vector<std::uint32_t> decode_schedule(std::string_view text) {
       for (std::size_t j = i + 1; j < close; ++j) {
         if (text[j] < '0' || text[j] > '9')
           throw std::invalid_argument("schedule: non-digit inside () at position " + std::to_string(j));
+        if (v > (0xffffffffu - 9) / 10)
+          throw std::invalid_argument("schedule: choice index too large at position " + std::to_string(i));
         v = v * 10 + static_cast<std::uint32_t>(text[j] - '0');
       }
       out.push_back(v);
