@@ -29,15 +29,15 @@ std::vector<std::uint32_t> decode_schedule(std::string_view text) {
       const auto close = text.find(')', i);
       if (close == std::string_view::npos || close == i + 1)
         throw std::invalid_argument("schedule: unterminated '(' at position " + std::to_string(i));
-      std::uint32_t v = 0;
+      std::uint64_t v = 0;
       for (std::size_t j = i + 1; j < close; ++j) {
         if (text[j] < '0' || text[j] > '9')
           throw std::invalid_argument("schedule: non-digit inside () at position " + std::to_string(j));
-        if (v > (0xffffffffu - 9) / 10)
+        v = v * 10 + static_cast<std::uint64_t>(text[j] - '0');
+        if (v > 0xffffffffu)
           throw std::invalid_argument("schedule: choice index too large at position " + std::to_string(i));
-        v = v * 10 + static_cast<std::uint32_t>(text[j] - '0');
       }
-      out.push_back(v);
+      out.push_back(static_cast<std::uint32_t>(v));
       i = close;
       continue;
     }
