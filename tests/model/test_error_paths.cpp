@@ -13,6 +13,7 @@
 
 #include "model/backend.h"
 #include "model/launch_recorder.h"
+#include "model/mutants.h"
 #include "model/non_tracking_resource.h"
 #include "model/resource.h"
 #include "tests/model/sim_fixture.h"
@@ -450,6 +451,49 @@ TEST_F(ErrorPaths, ReapKeepsBytesOfDeallocationsAfterFailure) {
   EXPECT_EQ(r.pending_per_stream_total(), 520u);
   ASSERT_TRUE(r.reap_pending().ok());
   EXPECT_EQ(r.bytes_outstanding(), 0u);
+}
+
+// ---------------------------------------------------------------- mutants
+// The checks above tell the correct protocol from the mutants that break
+// error atomicity: each of these mutants visibly changes state on a failure.
+
+TEST(ErrorPathsMutants, M7ResetsPendingTotalOnPartialReap) {
+  testing::SimEnv env;
+  Resource<sim::SimBackend, MutantSet<MutantId::M7>> r(env.backend);
+  auto a = r.allocate(1024, env.s1);
+  auto b = r.allocate(2048, env.s2);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(r.deallocate(a.value()).ok());
+  ASSERT_TRUE(r.deallocate(b.value()).ok());
+  env.backend.arm_fault(1);
+  ASSERT_FALSE(r.reap_pending().ok());
+  EXPECT_EQ(r.pending_per_stream_total(), 2048u);
+  EXPECT_NE(r.pending_free_bytes(), r.pending_per_stream_total()) << "M7 must break P3";
+}
+
+TEST(ErrorPathsMutants, M8ForgetsUnsyncedEntries) {
+  testing::SimEnv env;
+  Resource<sim::SimBackend, MutantSet<MutantId::M8>> r(env.backend);
+  auto a = r.allocate(512, env.s0);
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(r.deallocate(a.value()).ok());
+  env.backend.arm_fault(0);
+  ASSERT_FALSE(r.reap_pending().ok());
+  EXPECT_EQ(r.pending_free_bytes(), 512u);
+  EXPECT_EQ(r.pending_per_stream_total(), 0u) << "M8 must lose the entry";
+}
+
+TEST(ErrorPathsMutants, M10LosesEntryWhenDeallocateWaitFails) {
+  testing::SimEnv env;
+  Resource<sim::SimBackend, MutantSet<MutantId::M10>> r(env.backend);
+  auto a = r.allocate(512, env.s0);
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(r.finish_block_use(BlockId::of(a.value()), env.s1, Access::Write).ok());
+  const Snapshot before = snapshot(r, env.backend, a.value().ptr);
+  env.backend.arm_fault(0);
+  ASSERT_FALSE(r.deallocate(a.value()).ok());
+  EXPECT_NE(snapshot(r, env.backend, a.value().ptr), before) << "M10 must break error atomicity";
+  EXPECT_EQ(r.live_block_count(), 0u);
 }
 
 // ---------------------------------------------------------------- LaunchRecorder
