@@ -106,7 +106,12 @@ int explore_with(const ExploreOptions& o, std::ostream& out) {
       out << "  " << *shrunk.result.violation << "\n";
       out << "pool policy: " << sim::PoolPolicy::from_bits(shrunk.policy_index).describe() << "\n";
       out << "schedule: " << shrunk.result.schedule << "\n";
-      out << "reproduce: streamcheck explore --seed " << o.seed << (o.mutant ? " --mutant " + name : "") << "\n";
+      out << "reproduce: streamcheck explore --seed " << o.seed;
+      const ExploreOptions defaults;
+      if (o.programs != defaults.programs) out << " --programs " << o.programs;
+      if (o.schedules_per_program != defaults.schedules_per_program) out << " --schedules " << o.schedules_per_program;
+      if (o.program_length != defaults.program_length) out << " --length " << o.program_length;
+      out << (o.mutant ? " --mutant " + name : "") << "\n";
       out << "findings: 1\n";
       return 1;
     }

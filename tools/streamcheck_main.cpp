@@ -15,7 +15,8 @@ constexpr const char* kUsage =
     "  explore   model-check the built-in resource protocol on the simulated backend under random\n"
     "            client programs, device schedules, pool reuse choices and injected faults.\n"
     "            Prints the schedules explored and the findings; with --mutant, the shrunk\n"
-    "            counterexample. Exit 0: no findings; 1: findings; 2: usage error.\n"
+    "            counterexample. Exit 0: no findings; 1: findings; 2: usage error;\n"
+    "            3: streamcheck itself failed (a bug to report).\n"
     "\n"
     "  --seed N       seed of the random exploration (default 1); same seed, same output\n"
     "  --programs N   random client programs to generate (default 1000)\n"
@@ -75,6 +76,7 @@ int main(int argc, char** argv) {
   try {
     return streamcheck::tools::explore(options, std::cout);
   } catch (const std::exception& e) {
+    // Exit 3: a failure of the tool itself, never a verdict on the program.
     std::cerr << "streamcheck: internal error: " << e.what()
               << "\nThis is a bug in streamcheck, not in the checked program; please report it with the command "
                  "line above.\n";

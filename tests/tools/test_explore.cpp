@@ -71,6 +71,20 @@ TEST(Explore, EveryMutantGivesAShrunkCounterexample) {
   }
 }
 
+TEST(Explore, ReproduceLineCarriesEveryNonDefaultOption) {
+  ExploreOptions o;
+  o.seed = 3;
+  o.schedules_per_program = 4;
+  o.program_length = 30;
+  o.mutant = MutantId::M5;
+  int code = -1;
+  const std::string out = explore_text(o, code);
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("reproduce: streamcheck explore --seed 3 --schedules 4 --length 30 --mutant M5\n"),
+            std::string::npos)
+      << out;
+}
+
 TEST(Explore, RaceMutantReportNamesThePairAndTheFix) {
   ExploreOptions o;
   o.mutant = MutantId::M1;
