@@ -40,22 +40,6 @@ std::string_view to_string(FindingKind k) {
   return "?";
 }
 
-PoolPolicy PoolPolicy::from_bits(std::uint32_t k) {
-  PoolPolicy p;
-  p.follow_event_dependencies = (k & 1) != 0;
-  p.opportunistic = (k & 2) != 0;
-  p.internal_dependencies = (k & 4) != 0;
-  p.release_threshold = (k & 8) != 0 ? p.capacity : 0;
-  return p;
-}
-
-std::string PoolPolicy::describe() const {
-  auto on = [](bool b) { return b ? "on" : "off"; };
-  return std::string("follow-event-dependencies=") + on(follow_event_dependencies) +
-         " opportunistic=" + on(opportunistic) + " internal-dependencies=" + on(internal_dependencies) +
-         " release-threshold=" + std::to_string(release_threshold);
-}
-
 DeviceModel::DeviceModel(Chooser& chooser, PoolPolicy policy) : chooser_(chooser), policy_(policy), bump_(kPoolBase) {
   create_host_thread();
 }

@@ -29,6 +29,7 @@
 #include "backend_sim/schedule.h"
 #include "backend_sim/vector_clock.h"
 #include "model/kernel_access.h"
+#include "model/pool_policy.h"
 #include "model/types.h"
 
 namespace streamcheck::sim {
@@ -50,23 +51,8 @@ struct ByteRange {
   friend constexpr bool operator==(ByteRange, ByteRange) = default;
 };
 
-/// The four pool switches of SPEC §3 R7 (defaults as CUDA's pools).
-struct PoolPolicy {
-  bool follow_event_dependencies = true;
-  bool opportunistic = true;
-  bool internal_dependencies = true;
-  /// Freed bytes kept for reuse across a host synchronize; above this the
-  /// completed frees are released and their ranges are no longer reused.
-  std::uint64_t release_threshold = 0;
-  /// Address space the pool may hand out, in bytes.
-  std::uint64_t capacity = std::uint64_t{1} << 30;
-
-  /// Setting `k` of the 16 combinations of the four switches: bit 0 follow
-  /// event dependencies, bit 1 opportunistic, bit 2 internal dependencies,
-  /// bit 3 a release threshold large enough to keep every freed range.
-  static PoolPolicy from_bits(std::uint32_t k);
-  std::string describe() const;
-};
+/// The pool's reuse switches are shared with the GPU backend (model/pool_policy.h).
+using PoolPolicy = streamcheck::PoolPolicy;
 
 /// How an allocation got its range.
 enum class ReuseKind : std::uint8_t {
