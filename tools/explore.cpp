@@ -16,6 +16,7 @@ struct RunResult {
   std::optional<std::size_t> at_op;  // nullopt: found during teardown
   std::string schedule;
   std::vector<std::string> narrative;
+  std::optional<std::pair<sim::OpRef, sim::OpRef>> race;
 };
 
 template <class Protocol>
@@ -34,6 +35,12 @@ RunResult run_once(const props::ClientProgram& program, std::uint64_t schedule_s
     }
     if (!result.violation) result.violation = harness.finish();
     result.narrative = harness.narrative();
+  }
+  for (const auto& f : model.findings()) {
+    if (f.second) {
+      result.race = std::make_pair(f.first, *f.second);
+      break;
+    }
   }
   result.schedule = chooser.schedule();
   return result;
@@ -77,15 +84,11 @@ Failure shrink(Failure best) {
 }
 
 template <class Protocol>
-int explore_with(const ExploreOptions& o, std::ostream& out) {
-  const std::string name = o.mutant ? std::string(info(*o.mutant).name) : "correct";
-  out << "streamcheck explore: resource protocol (" << name << ") on the simulated backend\n";
-  if (o.mutant) out << "mutant " << name << ": " << info(*o.mutant).description << "\n";
-  out << "seed " << o.seed << ", " << o.programs << " programs x " << o.schedules_per_program
-      << " schedules, program length " << o.program_length << ", pool policies: all 16 switch settings in turn\n";
+std::optional<Counterexample> find_with(const ExploreOptions& o, std::uint64_t* explored_out) {
   sim::SplitMix64 rng(o.seed);
   std::uint64_t explored = 0;
-  for (std::uint32_t p = 0; p < o.programs; ++p) {
+  std::optional<Counterexample> found;
+  for (std::uint32_t p = 0; p < o.programs && !found; ++p) {
     const props::ClientProgram program = props::random_program(rng, o.program_length);
     for (std::uint32_t s = 0; s < o.schedules_per_program; ++s) {
       const std::uint64_t schedule_seed = rng.next();
@@ -94,34 +97,66 @@ int explore_with(const ExploreOptions& o, std::ostream& out) {
       auto r = run_once<Protocol>(program, schedule_seed, sim::PoolPolicy::from_bits(policy_index));
       if (!r.violation) continue;
       const Failure shrunk = shrink<Protocol>(Failure{program, schedule_seed, policy_index, r});
-      out << "counterexample after " << explored << " schedules (program " << p << ", schedule " << s
-          << "); shrunk from " << program.size() << " to " << shrunk.program.size()
-          << " ops. The program, as it ran:\n";
-      for (std::size_t i = 0; i < shrunk.result.narrative.size(); ++i)
-        out << "  " << i << ": " << shrunk.result.narrative[i] << "\n";
-      if (shrunk.result.at_op)
-        out << "violation at op " << *shrunk.result.at_op << ":\n";
-      else
-        out << "violation during teardown (commit all, deallocate all, reap, drain the device):\n";
-      out << "  " << *shrunk.result.violation << "\n";
-      out << "pool policy: " << sim::PoolPolicy::from_bits(shrunk.policy_index).describe() << "\n";
-      out << "schedule: " << shrunk.result.schedule << "\n";
-      out << "reproduce: streamcheck explore --seed " << o.seed;
-      const ExploreOptions defaults;
-      if (o.programs != defaults.programs) out << " --programs " << o.programs;
-      if (o.schedules_per_program != defaults.schedules_per_program) out << " --schedules " << o.schedules_per_program;
-      if (o.program_length != defaults.program_length) out << " --length " << o.program_length;
-      out << (o.mutant ? " --mutant " + name : "") << "\n";
-      out << "findings: 1\n";
-      return 1;
+      found = Counterexample{program,
+                             shrunk.program,
+                             shrunk.policy_index,
+                             shrunk.schedule_seed,
+                             shrunk.result.schedule,
+                             *shrunk.result.violation,
+                             shrunk.result.at_op,
+                             shrunk.result.narrative,
+                             shrunk.result.race,
+                             explored,
+                             p,
+                             s};
+      break;
     }
   }
-  out << "explored " << explored << " schedules\n";
-  out << "findings: none\n";
-  return 0;
+  if (explored_out) *explored_out = explored;
+  return found;
+}
+
+template <class Protocol>
+int explore_with(const ExploreOptions& o, std::ostream& out) {
+  const std::string name = o.mutant ? std::string(info(*o.mutant).name) : "correct";
+  out << "streamcheck explore: resource protocol (" << name << ") on the simulated backend\n";
+  if (o.mutant) out << "mutant " << name << ": " << info(*o.mutant).description << "\n";
+  out << "seed " << o.seed << ", " << o.programs << " programs x " << o.schedules_per_program
+      << " schedules, program length " << o.program_length << ", pool policies: all 16 switch settings in turn\n";
+  std::uint64_t explored = 0;
+  const auto c = find_with<Protocol>(o, &explored);
+  if (!c) {
+    out << "explored " << explored << " schedules\n";
+    out << "findings: none\n";
+    return 0;
+  }
+  out << "counterexample after " << c->explored << " schedules (program " << c->program_number << ", schedule "
+      << c->schedule_number << "); shrunk from " << c->original.size() << " to " << c->program.size()
+      << " ops. The program, as it ran:\n";
+  for (std::size_t i = 0; i < c->narrative.size(); ++i) out << "  " << i << ": " << c->narrative[i] << "\n";
+  if (c->at_op)
+    out << "violation at op " << *c->at_op << ":\n";
+  else
+    out << "violation during teardown (commit all, deallocate all, reap, drain the device):\n";
+  out << "  " << c->violation << "\n";
+  out << "pool policy: " << sim::PoolPolicy::from_bits(c->policy_index).describe() << "\n";
+  out << "schedule: " << c->schedule << "\n";
+  out << "reproduce: streamcheck explore --seed " << o.seed;
+  const ExploreOptions defaults;
+  if (o.programs != defaults.programs) out << " --programs " << o.programs;
+  if (o.schedules_per_program != defaults.schedules_per_program) out << " --schedules " << o.schedules_per_program;
+  if (o.program_length != defaults.program_length) out << " --length " << o.program_length;
+  out << (o.mutant ? " --mutant " + name : "") << "\n";
+  out << "findings: 1\n";
+  return 1;
 }
 
 }  // namespace
+
+std::optional<Counterexample> find_counterexample(const ExploreOptions& options, std::uint64_t* explored) {
+  return with_protocol(options.mutant,
+                       [&]<class Protocol>() { return find_with<Protocol>(options, explored); });
+}
 
 int explore(const ExploreOptions& options, std::ostream& out) {
   return with_protocol(options.mutant, [&]<class Protocol>() { return explore_with<Protocol>(options, out); });
