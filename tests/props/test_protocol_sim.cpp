@@ -86,5 +86,22 @@ TEST(ProtocolSim, HarnessReportsARaceTheResourceCannotSee) {
   EXPECT_NE(v->find("P1 race freedom: data race"), std::string::npos) << *v;
 }
 
+// A broken protocol can refuse to free a block for good (M10 drops the entry
+// when the free fails); teardown must still end, and say so.
+TEST(ProtocolSim, TeardownEndsWhenABlockCannotBeFreed) {
+  sim::RandomChooser chooser(1);
+  sim::DeviceModel model(chooser);
+  sim::SimBackend backend(model);
+  Harness<sim::SimBackend, MutantSet<MutantId::M10>> harness(backend);
+  ASSERT_FALSE(harness.apply(AllocateOp{256, 0}));
+  ASSERT_FALSE(harness.apply(InjectFaultOp{0}));
+  auto v = harness.apply(DeallocateOp{0});
+  ASSERT_TRUE(v);
+  EXPECT_NE(v->find("P4 error atomicity"), std::string::npos) << *v;
+  auto end = harness.finish();
+  ASSERT_TRUE(end);
+  EXPECT_EQ(harness.live_count(), 0u);
+}
+
 }  // namespace
 }  // namespace streamcheck::props

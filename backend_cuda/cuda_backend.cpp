@@ -1,0 +1,277 @@
+#include "backend_cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <iostream>
+
+namespace streamcheck::cuda {
+
+// The fatbin built from backend_cuda/kernels.cu (generated source).
+extern const unsigned char kernels_fatbin[];
+extern const std::size_t kernels_fatbin_size;
+
+namespace {
+constexpr unsigned kThreads = 256;
+constexpr std::uint64_t kFreedStampBit = std::uint64_t{1} << 63;
+}  // namespace
+
+Result<std::unique_ptr<CudaBackend>> CudaBackend::create(CudaBackendOptions options) {
+  std::unique_ptr<CudaBackend> b(new CudaBackend(options));
+  if (auto st = b->init(); !st) return st.error();
+  return b;
+}
+
+Status CudaBackend::init() {
+  auto ctx = Context::primary(options_.device_ordinal);
+  if (!ctx) return ctx.error();
+  context_.emplace(std::move(ctx).value());
+  const Driver& d = driver();
+  const DriverApi& a = d.api();
+
+  // A dedicated pool, so that its reuse attributes are ours alone.
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = options_.device_ordinal;
+  if (auto st = d.check(a.mem_pool_create(&pool_, &props), "cuMemPoolCreate"); !st) return st;
+  int follow = options_.policy.follow_event_dependencies ? 1 : 0;
+  int opportunistic = options_.policy.opportunistic ? 1 : 0;
+  int internal = options_.policy.internal_dependencies ? 1 : 0;
+  cuuint64_t threshold = options_.policy.release_threshold;
+  for (auto [attr, value, name] :
+       {std::tuple<CUmemPool_attribute, void*, const char*>{CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES, &follow,
+                                                             "REUSE_FOLLOW_EVENT_DEPENDENCIES"},
+        {CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &opportunistic, "REUSE_ALLOW_OPPORTUNISTIC"},
+        {CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES, &internal, "REUSE_ALLOW_INTERNAL_DEPENDENCIES"},
+        {CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold, "RELEASE_THRESHOLD"}}) {
+    if (auto st = d.check(a.mem_pool_set_attribute(pool_, attr, value), name); !st) return st;
+  }
+
+  if (auto st = d.check(a.module_load_data(&module_, kernels_fatbin), "cuModuleLoadData (streamcheck kernels)"); !st)
+    return st;
+  if (auto st = d.check(a.module_get_function(&stamp_write_, module_, "streamcheck_stamp_write"), "cuModuleGetFunction");
+      !st)
+    return st;
+  if (auto st = d.check(a.module_get_function(&stamp_check_, module_, "streamcheck_stamp_check"), "cuModuleGetFunction");
+      !st)
+    return st;
+  if (auto st = d.check(a.module_get_function(&delay_, module_, "streamcheck_delay"), "cuModuleGetFunction"); !st)
+    return st;
+  if (auto st = d.check(a.mem_alloc(&mismatch_counter_, sizeof(std::uint64_t)), "cuMemAlloc (mismatch counter)"); !st)
+    return st;
+  if (auto st = d.check(a.memset_d8(mismatch_counter_, 0, sizeof(std::uint64_t)), "cuMemsetD8"); !st) return st;
+  events_ = EventCache::create(options_.max_cached_events);
+  streams_cache_ = StreamCache::create(options_.max_cached_streams);
+  return {};
+}
+
+CudaBackend::~CudaBackend() {
+  if (!context_) return;
+  const DriverApi& a = driver().api();
+  // Work may still use the pool or the counter: wait for everything first.
+  if (CUresult r = a.ctx_synchronize(); r != CUDA_SUCCESS)
+    std::cerr << "streamcheck: cuCtxSynchronize failed while destroying the CUDA backend: " << driver().describe(r)
+              << "\n";
+  streams_.clear();
+  // Allocations the client never freed: cuMemFree takes pool memory back
+  // synchronously (the device is idle by now).
+  for (const auto& [ptr, bytes] : live_allocations_) {
+    (void)bytes;
+    a.mem_free(ptr);
+  }
+  if (mismatch_counter_) a.mem_free(mismatch_counter_);
+  if (module_) a.module_unload(module_);
+  if (pool_) a.mem_pool_destroy(pool_);
+}
+
+std::string CudaBackend::device_description() const {
+  char name[256] = {};
+  CUdevice dev{};
+  driver().api().device_get(&dev, options_.device_ordinal);
+  driver().api().device_get_name(name, sizeof(name), dev);
+  return std::string(name) + ", driver API " + std::to_string(driver().version());
+}
+
+std::optional<ResourceError> CudaBackend::enter(const char* call) {
+  if (!armed_) return std::nullopt;
+  if (*armed_ > 0) {
+    --*armed_;
+    return std::nullopt;
+  }
+  armed_.reset();
+  return ResourceError::driver(std::string(kInjectedFault) + " at " + call);
+}
+
+StreamId CudaBackend::add_stream(std::string) {
+  auto lease = streams_cache_->acquire();
+  if (!lease) throw std::runtime_error("CudaBackend::add_stream: " + lease.error().to_string());
+  const StreamId id{next_stream_id_++};
+  streams_.emplace(id, StreamEntry{std::move(lease).value(), next_stream_index_++, 0});
+  return id;
+}
+
+void CudaBackend::remove_stream(StreamId id) { streams_.erase(id); }
+
+std::optional<StreamRef> CudaBackend::resolve_stream(StreamId id) const {
+  auto it = streams_.find(id);
+  if (it == streams_.end()) return std::nullopt;
+  return it->second.lease.get().ref();
+}
+
+std::uint32_t CudaBackend::stream_index(StreamRef s) const {
+  for (const auto& [id, entry] : streams_)
+    if (entry.lease.get().ref() == s) return entry.index;
+  throw std::invalid_argument("CudaBackend: stream is not one of this backend's streams");
+}
+
+Result<CudaBackend::Event> CudaBackend::create_event() {
+  if (auto f = enter("create_event")) return *f;
+  auto lease = events_->acquire();
+  if (!lease) return lease.error();
+  live_events_.fetch_add(1);
+  return Event(std::move(lease).value(), &live_events_);
+}
+
+Status CudaBackend::record_event(Event& e, StreamRef s) {
+  if (auto f = enter("record_event")) return *f;
+  return cuda::record_event(e.ref().get(), s.get());
+}
+
+Status CudaBackend::wait_event(StreamRef s, const Event& e) {
+  if (auto f = enter("wait_event")) return *f;
+  return cuda::wait_event(s.get(), e.ref().get());
+}
+
+Result<std::uint64_t> CudaBackend::alloc_async(std::size_t bytes, StreamRef s) {
+  if (auto f = enter("alloc_async")) return *f;
+  CUdeviceptr ptr = 0;
+  if (auto st = driver().check(driver().api().mem_alloc_from_pool_async(&ptr, bytes, pool_, s.get()),
+                               "cuMemAllocFromPoolAsync");
+      !st)
+    return st.error();
+  live_allocations_[ptr] = bytes;
+  if (options_.stamp_pool_ops) {
+    // R7: the allocation is a write of the whole range on its stream.
+    const std::uint64_t spin = next_op(s);
+    stamp(s, ptr, bytes, next_stamp_++, spin);
+  }
+  return static_cast<std::uint64_t>(ptr);
+}
+
+Status CudaBackend::free_async(std::uint64_t ptr, StreamRef s) {
+  if (auto f = enter("free_async")) return *f;
+  auto it = live_allocations_.find(ptr);
+  if (it == live_allocations_.end())
+    return ResourceError::driver("free_async: " + std::to_string(ptr) + " is not a live allocation of this backend");
+  if (options_.stamp_pool_ops) {
+    // R7: the free is a write of the whole range; a racing reader sees it.
+    const std::uint64_t spin = next_op(s);
+    stamp(s, ptr, it->second, kFreedStampBit | next_stamp_++, spin);
+  }
+  if (auto st = driver().check(driver().api().mem_free_async(ptr, s.get()), "cuMemFreeAsync"); !st) return st;
+  live_allocations_.erase(it);
+  return {};
+}
+
+Status CudaBackend::synchronize_stream(StreamRef s) {
+  if (auto f = enter("synchronize_stream")) return *f;
+  return cuda::synchronize_stream(s.get());
+}
+
+std::uint64_t CudaBackend::next_op(StreamRef s) {
+  const std::uint32_t index = stream_index(s);
+  for (auto& [id, entry] : streams_) {
+    if (entry.index != index) continue;
+    const std::uint32_t op = entry.ops++;
+    return delayed_.contains({index, op}) ? delay_ns_ : 0;
+  }
+  return 0;
+}
+
+Status CudaBackend::launch_kernel(CUfunction f, std::uint64_t words, StreamRef s, void** args) {
+  const std::uint64_t blocks = std::clamp<std::uint64_t>((words + kThreads - 1) / kThreads, 1, 1024);
+  return driver().check(driver().api().launch_kernel(f, static_cast<unsigned>(blocks), 1, 1, kThreads, 1, 1, 0,
+                                                     s.get(), args, nullptr),
+                        "cuLaunchKernel");
+}
+
+void CudaBackend::stamp(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint64_t value,
+                        std::uint64_t spin) {
+  std::uint64_t words = bytes / 8;
+  if (words == 0 && spin == 0) return;
+  CUdeviceptr p = ptr;
+  void* args[] = {&p, &words, &value, &spin};
+  if (auto st = launch_kernel(stamp_write_, words, s, args); !st) errors_.push_back(st.error().to_string());
+  last_stamp_.for_range(ptr, ptr + words * 8, 0, [&](std::uint64_t, std::uint64_t, std::uint64_t& v) { v = value; });
+}
+
+void CudaBackend::check(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint64_t spin) {
+  const std::uint64_t end = ptr + bytes / 8 * 8;
+  // One check kernel per run of words that share an expected stamp.
+  std::vector<std::pair<std::pair<std::uint64_t, std::uint64_t>, std::uint64_t>> runs;
+  last_stamp_.for_range(ptr, end, 0, [&](std::uint64_t lo, std::uint64_t hi, std::uint64_t& v) {
+    runs.push_back({{lo, hi}, v});
+  });
+  for (auto& [range, expected] : runs) {
+    CUdeviceptr p = range.first;
+    std::uint64_t words = (range.second - range.first) / 8;
+    CUdeviceptr counter = mismatch_counter_;
+    void* args[] = {&p, &words, &expected, &spin, &counter};
+    if (auto st = launch_kernel(stamp_check_, words, s, args); !st) errors_.push_back(st.error().to_string());
+    spin = 0;  // the gate holds back the op's first kernel; the rest follow in stream order
+  }
+}
+
+void CudaBackend::launch(StreamRef s, const std::vector<KernelAccess>& accesses, std::string label) {
+  (void)label;
+  std::uint64_t spin = next_op(s);
+  for (const auto& a : accesses) {
+    if (!reads(a.access)) continue;
+    check(s, a.ptr, a.bytes, spin);
+    spin = 0;
+  }
+  const std::uint64_t value = next_stamp_++;
+  for (const auto& a : accesses) {
+    if (!writes(a.access)) continue;
+    stamp(s, a.ptr, a.bytes, value, spin);
+    spin = 0;
+  }
+}
+
+Status CudaBackend::enqueue_delay(StreamRef s, std::uint64_t spin_ns) {
+  void* args[] = {&spin_ns};
+  return launch_kernel(delay_, 1, s, args);
+}
+
+void CudaBackend::force_delays(std::set<std::pair<std::uint32_t, std::uint32_t>> ops, std::uint64_t spin_ns) {
+  delayed_ = std::move(ops);
+  delay_ns_ = spin_ns;
+}
+
+void CudaBackend::drain() {
+  const DriverApi& a = driver().api();
+  if (auto st = driver().check(a.ctx_synchronize(), "cuCtxSynchronize"); !st) {
+    errors_.push_back(st.error().to_string());
+    return;
+  }
+  std::uint64_t count = 0;
+  if (auto st = driver().check(a.memcpy_dtoh(&count, mismatch_counter_, sizeof(count)), "cuMemcpyDtoH"); !st) {
+    errors_.push_back(st.error().to_string());
+    return;
+  }
+  mismatches_ = count;
+}
+
+std::vector<std::string> CudaBackend::new_problems() {
+  std::vector<std::string> out;
+  for (auto& e : errors_) out.push_back("GPU validation failed to run: " + e);
+  errors_.clear();
+  if (mismatches_ > mismatches_reported_) {
+    out.push_back("P2 data oracle: " + std::to_string(mismatches_ - mismatches_reported_) +
+                  " words on the GPU held another stamp than the last write ordered before their read");
+    mismatches_reported_ = mismatches_;
+  }
+  return out;
+}
+
+}  // namespace streamcheck::cuda

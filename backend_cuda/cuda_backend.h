@@ -1,0 +1,174 @@
+// The real GPU backend: the Backend concept over CUDA streams, events and a
+// dedicated memory pool, plus what the property harness needs to check the
+// model against the hardware (SPEC §6).
+//
+// Memory ordering is CUDA's own: R1 stream order, R2 cuEventRecord, R3
+// cuStreamWaitEvent, R4 cuStreamSynchronize, R7 cuMemAllocFromPoolAsync /
+// cuMemFreeAsync on a pool whose reuse attributes come from the same
+// PoolPolicy the simulator is given.
+//
+// Validation (stamps): with `stamp_pool_ops`, every allocation and free is
+// followed/preceded by a kernel that stamps the whole range on its stream,
+// exactly as the simulator models them as writes (R7); `launch` runs
+// stamp-check kernels for the reads (expected stamp = the last write
+// enqueued before, which in a race-free program is the last write ordered
+// before) and stamp-write kernels for the writes. Mismatches are counted on
+// the device (P2). Ops are numbered per stream exactly as the simulator
+// numbers them, so a simulator counterexample's ops can be delayed here to
+// force the order in which the race shows (`force_delays`).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend_cuda/handles.h"
+#include "backend_cuda/launch_resources.h"
+#include "backend_sim/interval_map.h"
+#include "model/backend.h"
+#include "model/kernel_access.h"
+#include "model/pool_policy.h"
+
+namespace streamcheck::cuda {
+
+struct CudaBackendOptions {
+  PoolPolicy policy{};
+  int device_ordinal = 0;
+  std::size_t max_cached_events = 256;
+  std::size_t max_cached_streams = 16;
+  /// Stamp allocations and frees (validation); off = bare driver calls.
+  bool stamp_pool_ops = true;
+};
+
+class CudaBackend {
+ public:
+  using StreamRef = cuda::StreamRef;
+  using Mutex = std::mutex;
+  template <class T>
+  using Atomic = std::atomic<T>;
+
+  /// A pooled event (timing disabled), leased from the backend's cache.
+  class Event {
+   public:
+    Event(Event&& o) noexcept : lease_(std::move(o.lease_)), counter_(std::exchange(o.counter_, nullptr)) {}
+    Event& operator=(Event&& o) noexcept {
+      if (this != &o) {
+        release();
+        lease_ = std::move(o.lease_);
+        counter_ = std::exchange(o.counter_, nullptr);
+      }
+      return *this;
+    }
+    Event(const Event&) = delete;
+    ~Event() { release(); }
+    EventRef ref() const { return lease_.get().ref(); }
+
+   private:
+    friend class CudaBackend;
+    Event(EventCache::Lease lease, std::atomic<std::size_t>* counter) : lease_(std::move(lease)), counter_(counter) {}
+    void release() {
+      if (counter_) counter_->fetch_sub(1);
+      counter_ = nullptr;
+    }
+    EventCache::Lease lease_;
+    std::atomic<std::size_t>* counter_;
+  };
+
+  /// Creates the backend on `options.device_ordinal`: context, pool, kernels.
+  /// Fails with Driver(...) when there is no usable GPU.
+  static Result<std::unique_ptr<CudaBackend>> create(CudaBackendOptions options = {});
+  ~CudaBackend();
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  // --- stream registry
+  /// Leases a pooled stream and gives it an id (simulator numbering: the
+  /// k-th stream added is stream index k).
+  StreamId add_stream(std::string name = {});
+  void remove_stream(StreamId id);
+  std::optional<StreamRef> resolve_stream(StreamId id) const;
+
+  // --- the Backend concept
+  Result<Event> create_event();
+  Status record_event(Event& e, StreamRef s);
+  Status wait_event(StreamRef s, const Event& e);
+  Result<std::uint64_t> alloc_async(std::size_t bytes, StreamRef s);
+  Status free_async(std::uint64_t ptr, StreamRef s);
+  Status synchronize_stream(StreamRef s);
+  std::uint32_t device_ordinal() const { return static_cast<std::uint32_t>(options_.device_ordinal); }
+
+  // --- validation (the props harness's ValidationBackend)
+  void launch(StreamRef s, const std::vector<KernelAccess>& accesses, std::string label);
+  void arm_fault(std::uint32_t nth) { armed_ = nth; }
+  void disarm_fault() { armed_.reset(); }
+  std::size_t live_event_count() const { return live_events_.load(); }
+  /// P2 mismatches found since the last call (known only after drain()).
+  std::vector<std::string> new_problems();
+  /// Waits for all work and reads the mismatch counter.
+  void drain();
+  static constexpr const char* kInjectedFault = "injected fault";
+
+  // --- forcing and observation
+  /// Delays the memory access of these ops (stream index, op index on that
+  /// stream) by `spin_ns`, so that whatever races with them runs first.
+  void force_delays(std::set<std::pair<std::uint32_t, std::uint32_t>> ops, std::uint64_t spin_ns);
+  /// Enqueues a kernel that only spins: a gate holding back a stream.
+  Status enqueue_delay(StreamRef s, std::uint64_t spin_ns);
+  std::uint64_t mismatches_total() const { return mismatches_; }
+  const Context& context() const { return *context_; }
+  std::size_t cached_events() const { return events_->cached(); }
+  std::size_t cached_streams() const { return streams_cache_->cached(); }
+  /// "NVIDIA H100 80GB HBM3, driver 13000".
+  std::string device_description() const;
+
+ private:
+  explicit CudaBackend(CudaBackendOptions options) : options_(options) {}
+  Status init();
+  std::optional<ResourceError> enter(const char* call);
+  std::uint32_t stream_index(StreamRef s) const;
+  /// Numbers the next op on `s`; returns the spin its first kernel gets.
+  std::uint64_t next_op(StreamRef s);
+  void stamp(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint64_t stamp, std::uint64_t spin);
+  void check(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint64_t spin);
+  Status launch_kernel(CUfunction f, std::uint64_t words, StreamRef s, void** args);
+
+  CudaBackendOptions options_;
+  std::optional<Context> context_;
+  CUmemoryPool pool_ = nullptr;
+  CUmodule module_ = nullptr;
+  CUfunction stamp_write_ = nullptr;
+  CUfunction stamp_check_ = nullptr;
+  CUfunction delay_ = nullptr;
+  CUdeviceptr mismatch_counter_ = 0;
+  std::shared_ptr<EventCache> events_;
+  std::shared_ptr<StreamCache> streams_cache_;
+  struct StreamEntry {
+    StreamCache::Lease lease;
+    std::uint32_t index;
+    std::uint32_t ops = 0;
+  };
+  std::map<StreamId, StreamEntry> streams_;
+  std::uint32_t next_stream_id_ = 0;
+  std::uint32_t next_stream_index_ = 0;
+  std::map<std::uint64_t, std::uint64_t> live_allocations_;  // ptr -> bytes
+  sim::IntervalMap<std::uint64_t> last_stamp_;             // host view: last write enqueued per word
+  std::uint64_t next_stamp_ = 1;
+  std::atomic<std::size_t> live_events_{0};
+  std::optional<std::uint32_t> armed_;
+  std::set<std::pair<std::uint32_t, std::uint32_t>> delayed_;
+  std::uint64_t delay_ns_ = 0;
+  std::uint64_t mismatches_ = 0;
+  std::uint64_t mismatches_reported_ = 0;
+  std::vector<std::string> errors_;  // driver failures inside validation kernels
+};
+
+static_assert(Backend<CudaBackend>, "CudaBackend must satisfy the streamcheck::Backend concept (model/backend.h)");
+
+}  // namespace streamcheck::cuda
