@@ -124,6 +124,8 @@ class CudaBackend {
   std::uint64_t mismatches_total() const { return mismatches_; }
   const Context& context() const { return *context_; }
   std::size_t cached_events() const { return events_->cached(); }
+  /// Fences the work enqueued on `s` so far (a pooled completion event).
+  Result<CompletionFence> fence(StreamRef s) { return CompletionFence::after(*events_, s); }
   std::size_t cached_streams() const { return streams_cache_->cached(); }
   /// "NVIDIA H100 80GB HBM3, driver 13000".
   std::string device_description() const;

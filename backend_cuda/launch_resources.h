@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <iostream>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -94,5 +95,43 @@ class BoundedCache : public std::enable_shared_from_this<BoundedCache<Handle>> {
 
 using EventCache = BoundedCache<Event>;
 using StreamCache = BoundedCache<Stream>;
+
+/// A pending dispatch fenced by a completion event (seed 004): recorded on
+/// the stream after the work; `is_ready` queries it, `wait` synchronizes on
+/// it, and dropping an unfinished fence synchronizes too, so memory the work
+/// uses is never released under it.
+class CompletionFence {
+ public:
+  static Result<CompletionFence> after(EventCache& events, StreamRef stream) {
+    auto lease = events.acquire();
+    if (!lease) return lease.error();
+    if (auto st = record_event(lease.value().get().ref().get(), stream.get()); !st) return st.error();
+    return CompletionFence(std::move(lease).value());
+  }
+  CompletionFence(CompletionFence&&) noexcept = default;
+  CompletionFence& operator=(CompletionFence&&) = delete;
+  CompletionFence(const CompletionFence&) = delete;
+  /// Synchronizes an unfinished fence; a failure goes to stderr.
+  ~CompletionFence() {
+    if (!lease_ || done_) return;
+    if (auto st = synchronize_event(lease_->get().ref().get()); !st)
+      std::cerr << "streamcheck: dropping a completion fence: " << st.error().to_string() << "\n";
+  }
+  Result<bool> is_ready() {
+    auto r = query_event(lease_->get().ref().get());
+    if (r.ok() && r.value()) done_ = true;
+    return r;
+  }
+  Status wait() {
+    auto st = synchronize_event(lease_->get().ref().get());
+    if (st) done_ = true;
+    return st;
+  }
+
+ private:
+  explicit CompletionFence(EventCache::Lease lease) : lease_(std::move(lease)) {}
+  std::optional<EventCache::Lease> lease_;
+  bool done_ = false;
+};
 
 }  // namespace streamcheck::cuda

@@ -181,6 +181,43 @@ TEST_F(Gpu, Seed001RecordAfterPreflightIsRejected) {
   ASSERT_TRUE(r.deallocate(b.value()).ok());
 }
 
+TEST_F(Gpu, Seed001PermissiveSkipsUntrackedSilently) {
+  Resource<CudaBackend> r(*backend);
+  LaunchRecorder<> rec(s1, RecorderMode::Permissive);
+  rec.read(nullptr);
+  EXPECT_EQ(rec.recorded_count(), 0u);
+  EXPECT_TRUE(rec.preflight(r).ok());
+  EXPECT_TRUE(rec.commit(r).ok());
+}
+
+TEST_F(Gpu, Seed001ReadThenWriteOfOneBlockDedupsToReadWrite) {
+  Resource<CudaBackend> r(*backend);
+  auto b = r.allocate(64, s0);
+  ASSERT_TRUE(b.ok());
+  LaunchRecorder<> rec(s1, RecorderMode::Strict);
+  rec.read(&b.value());
+  rec.write(&b.value());
+  ASSERT_EQ(rec.deduped_uses().size(), 1u);
+  EXPECT_EQ(rec.deduped_uses().front().access, Access::ReadWrite);
+  ASSERT_TRUE(rec.preflight(r).ok());
+  ASSERT_TRUE(rec.commit(r).ok());
+  EXPECT_EQ(r.pending_use_event_count(b.value().ptr), 1u);  // the write replaced the alloc-ready event
+  ASSERT_TRUE(r.deallocate(b.value()).ok());
+}
+
+TEST_F(Gpu, CompletionFenceReportsReadinessAndWaits) {
+  ASSERT_TRUE(backend->enqueue_delay(ref(s1), 20'000'000).ok());  // 20 ms of work
+  auto f = backend->fence(ref(s1));
+  ASSERT_TRUE(f.ok()) << f.error();
+  auto early = f.value().is_ready();
+  ASSERT_TRUE(early.ok());
+  EXPECT_FALSE(early.value());
+  ASSERT_TRUE(f.value().wait().ok());
+  auto late = f.value().is_ready();
+  ASSERT_TRUE(late.ok());
+  EXPECT_TRUE(late.value());
+}
+
 // --- the kernels really check: a missing wait, forced, corrupts a read
 
 TEST_F(Gpu, StampKernelsCountAForcedMissingWait) {
