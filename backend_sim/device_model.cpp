@@ -349,6 +349,7 @@ void DeviceModel::execute(OpRef r) {
         v = o.stamp;
       });
   o.done = true;
+  o.completion = next_completion_++;
   ++streams_[r.stream].completed;
 }
 
@@ -476,6 +477,7 @@ std::uint32_t DeviceModel::op_count(std::uint32_t stream) const {
 }
 
 OpKind DeviceModel::op_kind(OpRef r) const { return op(r).kind; }
+std::optional<std::uint64_t> DeviceModel::completion_index(OpRef r) const { return op(r).completion; }
 const std::string& DeviceModel::op_label(OpRef r) const { return op(r).label; }
 
 ReuseKind DeviceModel::allocation_reuse(std::uint32_t allocation) const { return allocations_.at(allocation).reuse; }

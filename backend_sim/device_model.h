@@ -144,6 +144,10 @@ class DeviceModel {
   /// True when the current host thread is ordered after op `a`.
   bool host_after(OpRef a) const;
   bool completed(OpRef a) const;
+  /// Position of op `a` in the execution order of this run (0 = the first op
+  /// the simulated schedule completed); nullopt while it has not executed.
+  /// For renderers (tools/render.h): the order the schedule chose, not HB.
+  std::optional<std::uint64_t> completion_index(OpRef a) const;
   const std::vector<Finding>& findings() const { return findings_; }
   const std::vector<ValueMismatch>& value_mismatches() const { return mismatches_; }
   const std::vector<LogEntry>& log() const { return log_; }
@@ -175,6 +179,7 @@ class DeviceModel {
     std::optional<OpRef> pool_dep;  // exec dependency inserted by the pool
     std::uint64_t stamp;            // value this op's writes leave in memory
     bool done = false;
+    std::optional<std::uint64_t> completion = std::nullopt;  // index in the execution order
   };
   struct Stream {
     std::string name;
@@ -247,6 +252,7 @@ class DeviceModel {
   IntervalMap<Shadow> shadow_;
   IntervalMap<std::uint64_t> memory_;
   std::uint64_t next_stamp_ = 1;
+  std::uint64_t next_completion_ = 0;  // ops executed so far
   std::vector<Finding> findings_;
   std::vector<ValueMismatch> mismatches_;
   std::vector<LogEntry> log_;

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdio>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
@@ -116,6 +117,70 @@ TEST(ExploreCommand, SameSeedByteIdenticalAcrossProcesses) {
   const auto d = run_command("explore --seed 5 --mutant M2");
   EXPECT_EQ(c.exit_code, 1);
   EXPECT_EQ(c.out, d.out);
+}
+
+std::string examples(const std::string& file) { return std::string(STREAMCHECK_EXAMPLES_DIR) + "/" + file; }
+
+TEST(TraceCommand, VerbsExitCodes) {
+  EXPECT_EQ(run_command("check " + examples("08_pipeline.trace")).exit_code, 0);
+  EXPECT_EQ(run_command("check " + examples("01_missing_wait.trace")).exit_code, 1);
+  const auto racy = run_command("explore " + examples("01_missing_wait.trace") + " --schedules 50");
+  EXPECT_EQ(racy.exit_code, 1);
+  EXPECT_NE(racy.out.find("data race"), std::string::npos) << racy.out;
+  EXPECT_NE(racy.out.find("fix:      record an event on"), std::string::npos) << racy.out;
+  EXPECT_EQ(run_command("explore " + examples("15_host_sync.trace") + " --strategy dfs").exit_code, 0);
+  EXPECT_EQ(run_command("explore " + examples("14_leak.trace")).exit_code, 0);  // a leak is a warning
+  EXPECT_EQ(run_command("explore " + examples("01_missing_wait.trace") + " --strategy bfs").exit_code, 2);
+  EXPECT_EQ(run_command("explore " + examples("01_missing_wait.trace") + " --policy bogus=on").exit_code, 2);
+  EXPECT_EQ(run_command("check /nonexistent.trace").exit_code, 2);
+  EXPECT_EQ(run_command("replay " + examples("01_missing_wait.trace")).exit_code, 2);  // no --schedule
+  EXPECT_EQ(run_command("replay " + examples("01_missing_wait.trace") + " --schedule '!'").exit_code, 2);
+}
+
+TEST(TraceCommand, ReplayOfAReportedScheduleReproducesIt) {
+  const auto r = run_command("check " + examples("01_missing_wait.trace") + " --seed 3");
+  const auto at = r.out.find("schedule: ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string schedule = r.out.substr(at + 10, r.out.find(' ', at + 10) - at - 10);
+  const auto again = run_command("replay " + examples("01_missing_wait.trace") + " --schedule " + schedule);
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.out.find("data race"), std::string::npos) << again.out;
+}
+
+TEST(TraceCommand, EveryVerbHasHelp) {
+  for (const char* verb : {"check", "explore", "replay", "render"}) {
+    const auto r = run_command(std::string(verb) + " --help");
+    EXPECT_EQ(r.exit_code, 0) << verb;
+    EXPECT_NE(r.out.find(std::string("usage: streamcheck ") + verb), std::string::npos) << r.out;
+  }
+}
+
+TEST(TraceCommand, MalformedInputGivesFileLineColumnAndExit2) {
+  const std::string path = testing::TempDir() + "/malformed.trace";
+  {
+    std::ofstream f(path);
+    f << "stream s1\nbuffer A 64 on s1\nlaunch K on s2 writes A\n";
+  }
+  const auto r = run_command("check " + path);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find(path + ":3:13: unknown stream 's2'"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("verdict"), std::string::npos) << "nothing may run: " << r.out;
+}
+
+TEST(TraceCommand, JsonAndRenderings) {
+  const auto j = run_command("explore " + examples("04_free_while_reading.trace") + " --json --schedules 20");
+  EXPECT_EQ(j.exit_code, 1);
+  EXPECT_EQ(j.out.rfind("{\"tool\":\"streamcheck\",\"schema\":1", 0), 0u) << j.out;
+  const auto svg = run_command("render " + examples("01_missing_wait.trace") + " --format svg");
+  EXPECT_NE(svg.out.find("<svg"), std::string::npos);
+  EXPECT_NE(svg.out.find("</svg>"), std::string::npos);
+  const auto dot = run_command("render " + examples("01_missing_wait.trace") + " --format dot");
+  EXPECT_NE(dot.out.find("digraph"), std::string::npos);
+  const auto perfetto = run_command("render " + examples("01_missing_wait.trace") + " --format perfetto");
+  EXPECT_EQ(perfetto.out.rfind("{\"traceEvents\":[", 0), 0u);
+  EXPECT_EQ(run_command("render " + examples("01_missing_wait.trace") + " --format png").exit_code, 2);
+  EXPECT_EQ(run_command("render " + examples("01_missing_wait.trace") + " --format svg").out,
+            run_command("render " + examples("01_missing_wait.trace") + " --format svg").out);
 }
 
 }  // namespace

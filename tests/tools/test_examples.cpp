@@ -1,0 +1,73 @@
+// Every program in examples/ declares its verdict on its first line
+// ("# expect: clean" or "# expect: KIND, KIND"); this checks it by exploring
+// every schedule (DFS; random as well if the bound is hit).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "tools/trace_check.h"
+
+namespace streamcheck::tools {
+namespace {
+
+std::vector<std::string> example_files() {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(STREAMCHECK_EXAMPLES_DIR))
+    if (e.path().extension() == ".trace") out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::set<std::string> expected_kinds(const std::string& path) {
+  std::ifstream in(path);
+  std::string first;
+  std::getline(in, first);
+  const std::string prefix = "# expect: ";
+  if (first.rfind(prefix, 0) != 0) throw std::runtime_error(path + ": first line must be '# expect: ...'");
+  std::set<std::string> kinds;
+  std::stringstream ss(first.substr(prefix.size()));
+  std::string kind;
+  while (std::getline(ss, kind, ',')) {
+    kind.erase(0, kind.find_first_not_of(' '));
+    kind.erase(kind.find_last_not_of(' ') + 1);
+    if (kind != "clean") kinds.insert(kind);
+  }
+  return kinds;
+}
+
+class Example : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Example, VerdictMatchesItsExpectLine) {
+  const std::string path = std::string(STREAMCHECK_EXAMPLES_DIR) + "/" + GetParam();
+  const Trace trace = load_trace(path);
+  TraceCheckOptions o;
+  o.strategy = Strategy::Dfs;
+  o.max_schedules = 20000;
+  TraceReport r = explore_trace(trace, o);
+  std::set<std::string> found;
+  for (const auto& f : r.findings) found.insert(f.kind);
+  if (!r.exhaustive) {
+    o.strategy = Strategy::Random;
+    o.max_schedules = 2000;
+    for (const auto& f : explore_trace(trace, o).findings) found.insert(f.kind);
+  }
+  if (!r.notes.empty()) found.insert("error");
+  EXPECT_EQ(found, expected_kinds(path)) << report_text(r);
+  EXPECT_EQ(r.exit_code(), (found.empty() || found == std::set<std::string>{"leak"}) ? 0 : 1);
+}
+
+TEST(Examples, AtLeastTwelve) { EXPECT_GE(example_files().size(), 12u); }
+
+INSTANTIATE_TEST_SUITE_P(Examples, Example, ::testing::ValuesIn(example_files()), [](const auto& info) {
+  std::string n = info.param.substr(0, info.param.size() - 6);
+  for (char& c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+});
+
+}  // namespace
+}  // namespace streamcheck::tools

@@ -1,0 +1,208 @@
+// The trace language: malformed input gives FILE:LINE:COL and runs nothing;
+// well-formed traces give the verdicts of the HB rules; reports and JSON.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "tools/trace.h"
+#include "tools/trace_check.h"
+
+namespace streamcheck::tools {
+namespace {
+
+struct Malformed {
+  const char* name;
+  const char* text;
+  int line;
+  int col;
+  const char* message;
+};
+
+// Each case: the trace, and the exact position and part of the message.
+const Malformed kMalformed[] = {
+    {"UnknownStatement", "stream s1\nlanuch K on s1 writes A\n", 2, 1, "unknown statement 'lanuch' (did you mean 'launch'?)"},
+    {"UnknownStream", "buffer A 64 on s9\n", 1, 16, "unknown stream 's9'"},
+    {"UnknownEvent", "stream s1\nrecord e1 on s1\n", 2, 8, "unknown event 'e1'"},
+    {"UnknownBuffer", "stream s1\nlaunch K on s1 reads B\n", 2, 22, "unknown buffer 'B'"},
+    {"UnknownThread", "stream s1\n@h1 sync stream s1\n", 2, 1, "unknown thread 'h1'"},
+    {"DuplicateStream", "stream s1\nstream s1\n", 2, 8, "'s1' is already declared as a stream"},
+    {"NameOfAnotherKind", "stream s1\nevent e\nbuffer A 64 on e\n", 3, 16, "'e' is an event, not a stream"},
+    {"MissingOn", "stream s1\nbuffer A 64\nlaunch K s1 writes A\n", 3, 10, "expected 'on', found 's1'"},
+    {"BadNumber", "stream s1\nbuffer A 6x4 on s1\n", 2, 10, "'6x4' is not a number"},
+    {"ZeroBytes", "stream s1\nbuffer A 0 on s1\n", 2, 10, "a buffer needs at least 1 byte"},
+    {"ReversedRange", "stream s1\nbuffer A 64 on s1\nlaunch K on s1 reads A[32:16]\n", 3, 23, "byte range [32:16] is empty or reversed"},
+    {"RangePastEnd", "stream s1\nbuffer A 64 on s1\nlaunch K on s1 reads A[0:128]\n", 3, 23, "goes past the end of A (64 bytes)"},
+    {"MalformedRange", "stream s1\nbuffer A 64 on s1\nlaunch K on s1 reads A[0-8]\n", 3, 23, "a byte range is written [LO:HI]"},
+    {"MissingAccesses", "stream s1\nlaunch K on s1\n", 2, 15, "expected 'reads', 'writes' or 'readwrites'"},
+    {"UnknownAccess", "stream s1\nbuffer A 64 on s1\nlaunch K on s1 touches A\n", 3, 16, "expected 'reads', 'writes' or 'readwrites', found 'touches'"},
+    {"UnknownPoolSwitch", "policy sharing = on\n", 1, 8, "unknown pool switch 'sharing'"},
+    {"BadPoolValue", "policy opportunistic = maybe\n", 1, 24, "expected 'on' or 'off', found 'maybe'"},
+    {"ResourceTwice", "resource\nresource\n", 2, 1, "'resource' may appear only once"},
+    {"AllocateWithoutResource", "stream s1\nallocate X 64 on s1\n", 2, 1, "'allocate' needs a 'resource' line before it"},
+    {"UnknownMutant", "resource mutant M12\n", 1, 17, "unknown mutant 'M12'"},
+    {"TrailingTokens", "stream s1 s2\n", 1, 11, "unexpected 's2' at the end of the statement"},
+    {"KeywordAsName", "stream launch\n", 1, 8, "'launch' is a keyword"},
+    {"BadPrepareAccess", "stream s1\nresource\nallocate X 64 on s1\nprepare X on s1 modify\n", 4, 17, "expected 'read', 'write' or 'read_write'"},
+    {"BadSync", "sync everything\n", 1, 6, "expected 'stream', 'event' or 'device' after 'sync'"},
+    {"ThreadPrefixAlone", "thread h1\n@h1\n", 2, 4, "expected a statement after '@h1'"},
+    {"BadName", "stream 1s\n", 1, 8, "'1s' is not a valid name"},
+};
+
+void PrintTo(const Malformed& m, std::ostream* os) { *os << m.name; }
+
+class MalformedTrace : public ::testing::TestWithParam<Malformed> {};
+
+TEST_P(MalformedTrace, ReportsFileLineColumn) {
+  const Malformed& m = GetParam();
+  try {
+    (void)parse_trace(m.text, "bad.trace");
+    FAIL() << "accepted malformed trace " << m.name;
+  } catch (const TraceError& e) {
+    EXPECT_EQ(e.line(), m.line) << e.what();
+    EXPECT_EQ(e.col(), m.col) << e.what();
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("bad.trace:" + std::to_string(m.line) + ":" + std::to_string(m.col) + ": ", 0), 0u) << what;
+    EXPECT_NE(what.find(m.message), std::string::npos) << what;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Trace, MalformedTrace, ::testing::ValuesIn(kMalformed),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(TraceParse, CommentsBlankLinesNumbersAndRanges) {
+  const Trace t = parse_trace(
+      "# header\n\nstream s1   # the producer\nbuffer A 4K on s1\nbuffer B 0x100\n"
+      "launch K on s1 reads A[0:1024], B writes A[1K:2K]\n",
+      "ok.trace");
+  ASSERT_EQ(t.statements.size(), 4u);
+  EXPECT_EQ(t.statements[1].bytes, 4096u);
+  EXPECT_EQ(t.statements[2].bytes, 256u);
+  const Statement& k = t.statements[3];
+  ASSERT_EQ(k.accesses.size(), 2u);
+  EXPECT_EQ(k.accesses[0].refs.size(), 2u);
+  EXPECT_EQ(k.accesses[1].refs[0].lo, 1024u);
+  EXPECT_EQ(*k.accesses[1].refs[0].hi, 2048u);
+  EXPECT_EQ(k.line, 6);
+}
+
+std::set<std::string> kinds(const TraceReport& r) {
+  std::set<std::string> out;
+  for (const auto& f : r.findings) out.insert(f.kind);
+  return out;
+}
+
+TraceReport explore_text(const std::string& text, Strategy strategy = Strategy::Dfs) {
+  TraceCheckOptions o;
+  o.strategy = strategy;
+  o.max_schedules = 5000;
+  return explore_trace(parse_trace(text, "t.trace"), o);
+}
+
+TEST(TraceRun, MissingWaitIsADataRaceNamingBothLines) {
+  const auto r = explore_text(
+      "stream s1\nstream s2\nbuffer A 4096 on s1\nlaunch K1 on s1 writes A\nlaunch K2 on s2 reads A\nfree A on s1\n");
+  EXPECT_TRUE(r.exhaustive);
+  ASSERT_TRUE(kinds(r).contains("data race"));
+  const auto& f = *std::find_if(r.findings.begin(), r.findings.end(), [](const auto& f) { return f.kind == "data race"; });
+  EXPECT_EQ(f.first_line, 4);
+  EXPECT_EQ(f.second_line, 5);
+  EXPECT_EQ(f.bytes, "A[0:4096]");
+  EXPECT_NE(f.fix.find("record an event on s1 after line 4"), std::string::npos) << f.fix;
+  EXPECT_NE(f.fix.find("make s2 wait on it before line 5"), std::string::npos) << f.fix;
+  EXPECT_EQ(r.exit_code(), 1);
+}
+
+TEST(TraceRun, EventWaitMakesItClean) {
+  const auto r = explore_text(
+      "stream s1\nstream s2\nevent e\nbuffer A 4096 on s1\nlaunch K1 on s1 writes A\nrecord e on s1\nwait e on s2\n"
+      "launch K2 on s2 reads A\nrecord e on s2\nwait e on s1\nfree A on s1\n");
+  EXPECT_TRUE(r.findings.empty()) << report_text(r);
+  EXPECT_TRUE(r.notes.empty());
+  EXPECT_EQ(r.exit_code(), 0);
+}
+
+TEST(TraceRun, ResourceProgramThroughTheCoreAndItsMutant) {
+  const std::string body =
+      "stream s0\nstream s1\nallocate X 1024 on s0\nrun K1 on s1 writes X\nrun K2 on s0 reads X\ndeallocate X\nreap\n";
+  EXPECT_TRUE(explore_text("resource\n" + body).findings.empty());
+  EXPECT_TRUE(kinds(explore_text("resource mutant M2\n" + body)).contains("data race"));
+}
+
+TEST(TraceRun, RefusedResourceCallIsANote) {
+  const auto r = explore_text("stream s0\nresource budget 100\nallocate X 1024 on s0\n");
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("line 3: allocate refused: out of budget"), std::string::npos) << r.notes[0];
+  EXPECT_EQ(r.exit_code(), 1);
+}
+
+TEST(TraceRun, LeakIsAWarningOnly) {
+  const auto r = explore_text("stream s1\nbuffer A 64 on s1\n");
+  ASSERT_EQ(kinds(r), std::set<std::string>{"leak"});
+  EXPECT_EQ(r.exit_code(), 0);
+  EXPECT_NE(report_text(r).find("verdict: clean (1 warning)"), std::string::npos) << report_text(r);
+}
+
+TEST(TraceRun, ReplayReproducesTheReportedSchedule) {
+  const Trace t = parse_trace(
+      "stream s1\nstream s2\nevent e\nbuffer A 4096 on s1\nlaunch K1 on s1 writes A\nrecord e on s1\nquery e\n"
+      "launch K2 on s2 reads A\nfree A on s1\n",
+      "q.trace");
+  TraceCheckOptions o;
+  o.strategy = Strategy::Random;
+  o.max_schedules = 50;
+  const auto r = explore_trace(t, o);
+  ASSERT_FALSE(r.findings.empty());
+  for (const auto& f : r.findings) {
+    const auto again = replay_trace(t, f.schedule, o);
+    EXPECT_EQ(again.schedules, 1u);
+    bool seen = false;
+    for (const auto& g : again.findings) seen = seen || (g.kind == f.kind && g.first == f.first && g.second == f.second);
+    EXPECT_TRUE(seen) << f.kind << " not reproduced by schedule " << f.schedule;
+  }
+}
+
+TEST(TraceReport, SameSeedSameBytes) {
+  const Trace t = parse_trace("stream s1\nstream s2\nbuffer A 64 on s1\nlaunch K on s2 reads A\nfree A on s1\n", "d.trace");
+  TraceCheckOptions o;
+  o.strategy = Strategy::Random;
+  o.max_schedules = 30;
+  o.seed = 7;
+  EXPECT_EQ(report_text(explore_trace(t, o)), report_text(explore_trace(t, o)));
+  EXPECT_EQ(report_json(explore_trace(t, o)), report_json(explore_trace(t, o)));
+}
+
+TEST(TraceReport, JsonHasTheDocumentedFields) {
+  const auto r = explore_text("stream s1\nstream s2\nbuffer A 64 on s1\nlaunch K on s2 reads A\nfree A on s1\n");
+  const std::string j = report_json(r);
+  for (const char* key : {"\"tool\":\"streamcheck\"", "\"schema\":1", "\"file\":", "\"strategy\":\"dfs\"",
+                          "\"schedules\":", "\"exhaustive\":true", "\"policy\":", "\"verdict\":\"findings\"",
+                          "\"findings\":[", "\"kind\":\"use before ready\"", "\"severity\":\"error\"", "\"first\":{",
+                          "\"second\":{", "\"line\":4", "\"bytes\":\"A[0:64]\"", "\"order\":", "\"fix\":",
+                          "\"schedule\":", "\"notes\":[]"})
+    EXPECT_NE(j.find(key), std::string::npos) << key << " missing in " << j;
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    if (in_string) {
+      if (j[i] == '\\') ++i;
+      else if (j[i] == '"') in_string = false;
+      continue;
+    }
+    if (j[i] == '"') in_string = true;
+    if (j[i] == '{' || j[i] == '[') ++depth;
+    if (j[i] == '}' || j[i] == ']') --depth;
+    ASSERT_GE(depth, 0);
+  }
+  EXPECT_EQ(depth, 0);
+}
+
+TEST(TracePolicy, OverridesAreValidated) {
+  EXPECT_THROW(apply_policy_overrides({}, {{"opportunistic", "maybe"}}), std::invalid_argument);
+  EXPECT_THROW(apply_policy_overrides({}, {{"bogus", "on"}}), std::invalid_argument);
+  EXPECT_FALSE(apply_policy_overrides({}, {{"opportunistic", "off"}}).opportunistic);
+  EXPECT_EQ(apply_policy_overrides({}, {{"release_threshold", "4096"}}).release_threshold, 4096u);
+}
+
+}  // namespace
+}  // namespace streamcheck::tools

@@ -1,0 +1,611 @@
+#include "tools/render.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "backend_sim/hb_graph.h"
+
+namespace streamcheck::tools {
+namespace {
+
+using sim::DeviceModel;
+using sim::Finding;
+using sim::FindingKind;
+using sim::LogEntry;
+using sim::OpKind;
+using sim::OpRef;
+
+const char* kind_name(OpKind k) {
+  switch (k) {
+    case OpKind::Alloc: return "alloc";
+    case OpKind::Free: return "free";
+    case OpKind::Kernel: return "kernel";
+  }
+  return "?";
+}
+
+std::string event_name(std::uint32_t e) { return "e" + std::to_string(e); }
+
+std::string ref_name(const DeviceModel& m, OpRef r) {
+  return m.stream_name(r.stream) + "#" + std::to_string(r.index);
+}
+
+/// The host action of a non-enqueue log entry, in the words HbGraph uses.
+std::string host_action(const DeviceModel& m, const LogEntry& e) {
+  switch (e.kind) {
+    case LogEntry::Kind::Enqueue: return "enqueue " + m.describe(e.op);
+    case LogEntry::Kind::Record: return "record " + event_name(e.event) + " on " + m.stream_name(e.stream);
+    case LogEntry::Kind::Wait: return m.stream_name(e.stream) + " waits for " + event_name(e.event);
+    case LogEntry::Kind::SyncStream: return "synchronize " + m.stream_name(e.stream);
+    case LogEntry::Kind::SyncEvent: return "synchronize " + event_name(e.event);
+    case LogEntry::Kind::SyncDevice: return "synchronize device";
+    case LogEntry::Kind::QueryDone: return "query " + event_name(e.event) + " -> done";
+    case LogEntry::Kind::QueryNotDone: return "query " + event_name(e.event) + " -> not done";
+  }
+  return "?";
+}
+
+/// The short label of a host action in its SVG box.
+std::string host_short(const DeviceModel& m, const LogEntry& e) {
+  switch (e.kind) {
+    case LogEntry::Kind::SyncStream: return "sync " + m.stream_name(e.stream);
+    case LogEntry::Kind::SyncEvent: return "sync " + event_name(e.event);
+    case LogEntry::Kind::SyncDevice: return "sync device";
+    case LogEntry::Kind::QueryDone: return "query " + event_name(e.event) + ": done";
+    case LogEntry::Kind::QueryNotDone: return "query " + event_name(e.event) + ": busy";
+    default: return host_action(m, e);
+  }
+}
+
+bool is_host_side(LogEntry::Kind k) {
+  return k != LogEntry::Kind::Enqueue && k != LogEntry::Kind::Record && k != LogEntry::Kind::Wait;
+}
+
+std::string finding_label(const Finding& f) {
+  std::string s(sim::to_string(f.kind));
+  if (f.kind == FindingKind::UseAfterFree) s += f.definite ? " (definite)" : " (racing)";
+  return s;
+}
+
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::string line;
+  std::istringstream in(s);
+  while (std::getline(in, line)) out.push_back(line);
+  return out;
+}
+
+/// Keeps at most `n` bytes (cut at a UTF-8 boundary), marking a cut with "...".
+std::string shorten(const std::string& s, std::size_t n) {
+  if (s.size() <= n) return s;
+  std::size_t cut = n - 1;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return s.substr(0, cut) + "\xE2\x80\xA6";  // U+2026 HORIZONTAL ELLIPSIS
+}
+
+/// Approximate display width in characters (UTF-8 continuation bytes excluded).
+std::size_t display_chars(const std::string& s) {
+  std::size_t n = 0;
+  for (const char c : s)
+    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++n;
+  return n;
+}
+
+std::string xml_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (const char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default:
+        // XML 1.0 forbids most control characters, escaped or not.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n') out.push_back('?');
+        else out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string json_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  for (const char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+          out += buf;
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+  return out;
+}
+
+std::string dot_escape(std::string_view s) {
+  std::string out;
+  for (const char c : s) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+/// Every op of the model, stream by stream, in enqueue order.
+std::vector<OpRef> all_ops(const DeviceModel& m) {
+  std::vector<OpRef> out;
+  for (std::uint32_t s = 0; s < m.stream_count(); ++s)
+    for (std::uint32_t i = 0; i < m.op_count(s); ++i) out.push_back(OpRef{s, i});
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- text
+
+std::string render_text(const DeviceModel& m) {
+  std::ostringstream os;
+  os << "streams (" << m.stream_count() << "):\n";
+  for (std::uint32_t s = 0; s < m.stream_count(); ++s) {
+    os << "  " << m.stream_name(s) << " (" << m.op_count(s) << (m.op_count(s) == 1 ? " op" : " ops") << "):\n";
+    for (std::uint32_t i = 0; i < m.op_count(s); ++i) {
+      const OpRef r{s, i};
+      os << "    " << m.describe(r);
+      if (const auto c = m.completion_index(r)) os << "  [executed #" << *c << "]";
+      else os << "  [not executed]";
+      os << "\n";
+    }
+  }
+  std::vector<std::string> actions;
+  for (std::size_t i = 0; i < m.log().size(); ++i) {
+    const LogEntry& e = m.log()[i];
+    if (e.kind == LogEntry::Kind::Enqueue) continue;
+    actions.push_back("  @" + std::to_string(i) + " host" + std::to_string(e.host) + ": " + host_action(m, e));
+  }
+  os << "host actions (" << actions.size() << "):\n";
+  for (const auto& a : actions) os << a << "\n";
+  os << "findings (" << m.findings().size() << "):\n";
+  for (const Finding& f : m.findings())
+    for (const auto& line : split_lines(m.format(f))) os << "  " << line << "\n";
+  return os.str();
+}
+
+// ---------------------------------------------------------------- DOT
+
+std::string render_dot(const DeviceModel& m) {
+  const sim::HbGraph g(m);
+  std::ostringstream base;
+  g.write_dot(base);
+  std::string dot = base.str();
+  // write_dot ends with "}\n": append the findings' highlights before it.
+  const auto close = dot.rfind('}');
+  if (close != std::string::npos) dot.erase(close);
+
+  std::set<sim::HbGraph::Vertex> red;
+  std::ostringstream extra;
+  if (!m.findings().empty()) extra << "  // findings: racing ops in red, the missing edge dashed red\n";
+  for (const Finding& f : m.findings()) {
+    red.insert(g.vertex(f.first));
+    if (!f.second) continue;
+    red.insert(g.vertex(*f.second));
+    const std::string label = f.definite ? "freed before use" : "missing";
+    extra << "  n" << g.vertex(f.first) << " -> n" << g.vertex(*f.second)
+          << " [style=dashed, color=red, fontcolor=red, penwidth=2, constraint=false, label=\"" << dot_escape(label)
+          << "\", tooltip=\"" << dot_escape(m.format(f)) << "\"];\n";
+  }
+  std::ostringstream nodes;
+  for (const auto v : red)
+    nodes << "  n" << v << " [color=red, fontcolor=red, penwidth=2, style=filled, fillcolor=\"#ffe5e5\"];\n";
+  dot += nodes.str();
+  dot += extra.str();
+  dot += "}\n";
+  return dot;
+}
+
+// ---------------------------------------------------------------- SVG
+
+namespace {
+
+struct SvgLayout {
+  static constexpr int kTop = 70;         // title and room for arcs over the first lane
+  static constexpr int kLabelW = 120;     // lane labels
+  static constexpr int kColW = 132;       // one column per log entry
+  static constexpr int kBoxW = 118;
+  static constexpr int kBoxH = 44;
+  static constexpr int kLaneH = 104;
+  static constexpr int kDiamond = 9;      // half-diagonal of record / wait marks
+  static constexpr std::size_t kBoxChars = 17;
+
+  static int cx(std::size_t col) { return kLabelW + static_cast<int>(col) * kColW + kColW / 2; }
+  static int lane_top(std::size_t lane) { return kTop + static_cast<int>(lane) * kLaneH; }
+  static int lane_mid(std::size_t lane) { return lane_top(lane) + kLaneH / 2; }
+};
+
+/// Where a log entry is drawn: its column, lane, and half-height of its shape.
+struct Place {
+  std::size_t col = 0;
+  std::size_t lane = 0;
+  int half_h = 0;
+};
+
+void svg_text(std::ostringstream& os, int x, int y, const std::string& text, const char* extra_attrs = "") {
+  os << "<text x=\"" << x << "\" y=\"" << y << "\"" << extra_attrs << ">" << xml_escape(text) << "</text>\n";
+}
+
+/// A straight arrow between two placed entries, leaving / entering through the
+/// side facing the other lane (or arcing over the lane when both share it).
+std::string arrow_path(const Place& a, const Place& b, int bulge) {
+  using L = SvgLayout;
+  const int x1 = L::cx(a.col), x2 = L::cx(b.col);
+  std::ostringstream d;
+  if (a.lane == b.lane) {
+    const int y1 = L::lane_mid(a.lane) - a.half_h, y2 = L::lane_mid(b.lane) - b.half_h;
+    d << "M " << x1 << " " << y1 << " Q " << (x1 + x2) / 2 << " " << std::min(y1, y2) - bulge << " " << x2 << " "
+      << y2;
+  } else {
+    const bool down = b.lane > a.lane;
+    const int y1 = L::lane_mid(a.lane) + (down ? a.half_h : -a.half_h);
+    const int y2 = L::lane_mid(b.lane) + (down ? -b.half_h : b.half_h);
+    d << "M " << x1 << " " << y1 << " L " << x2 << " " << y2;
+  }
+  return d.str();
+}
+
+}  // namespace
+
+std::string render_svg(const DeviceModel& m) {
+  using L = SvgLayout;
+  const auto& log = m.log();
+
+  // Lanes: the streams, then each host thread that synchronized or queried.
+  std::set<std::uint32_t> hosts;
+  for (const LogEntry& e : log)
+    if (is_host_side(e.kind)) hosts.insert(e.host);
+  std::vector<std::string> lane_names;
+  for (std::uint32_t s = 0; s < m.stream_count(); ++s) lane_names.push_back(m.stream_name(s));
+  std::map<std::uint32_t, std::size_t> host_lane;
+  for (const auto h : hosts) {
+    host_lane[h] = lane_names.size();
+    lane_names.push_back(hosts.size() == 1 ? std::string("host") : "host " + std::to_string(h));
+  }
+
+  // Place every log entry; collect the HB edges the diagram shows.
+  std::vector<Place> place(log.size());
+  std::map<OpRef, std::size_t> op_entry;
+  std::vector<std::pair<std::size_t, std::size_t>> event_edges, sync_edges;
+  std::vector<std::optional<std::size_t>> stream_last(m.stream_count());
+  std::map<std::uint32_t, std::size_t> capture;
+  for (std::size_t i = 0; i < log.size(); ++i) {
+    const LogEntry& e = log[i];
+    place[i].col = i;
+    switch (e.kind) {
+      case LogEntry::Kind::Enqueue:
+        place[i].lane = e.stream;
+        place[i].half_h = L::kBoxH / 2;
+        op_entry[e.op] = i;
+        stream_last[e.stream] = i;
+        break;
+      case LogEntry::Kind::Record:
+        place[i].lane = e.stream;
+        place[i].half_h = L::kDiamond;
+        capture[e.event] = i;
+        stream_last[e.stream] = i;
+        break;
+      case LogEntry::Kind::Wait:
+        place[i].lane = e.stream;
+        place[i].half_h = L::kDiamond;
+        if (auto it = capture.find(e.event); it != capture.end()) event_edges.emplace_back(it->second, i);
+        stream_last[e.stream] = i;
+        break;
+      case LogEntry::Kind::SyncStream:
+        place[i].lane = host_lane.at(e.host);
+        place[i].half_h = L::kBoxH / 2 - 6;
+        if (stream_last.at(e.stream)) sync_edges.emplace_back(*stream_last[e.stream], i);
+        break;
+      case LogEntry::Kind::SyncDevice:
+        place[i].lane = host_lane.at(e.host);
+        place[i].half_h = L::kBoxH / 2 - 6;
+        for (const auto& last : stream_last)
+          if (last) sync_edges.emplace_back(*last, i);
+        break;
+      case LogEntry::Kind::SyncEvent:
+      case LogEntry::Kind::QueryDone:
+        place[i].lane = host_lane.at(e.host);
+        place[i].half_h = L::kBoxH / 2 - 6;
+        if (auto it = capture.find(e.event); it != capture.end()) sync_edges.emplace_back(it->second, i);
+        break;
+      case LogEntry::Kind::QueryNotDone:
+        place[i].lane = host_lane.at(e.host);
+        place[i].half_h = L::kBoxH / 2 - 6;
+        break;
+    }
+  }
+
+  // The findings' ops (red outline) and the missing edges.
+  std::set<std::size_t> red;
+  std::map<std::size_t, std::vector<std::string>> leak_tags;  // entry -> labels
+  for (const Finding& f : m.findings()) {
+    if (auto it = op_entry.find(f.first); it != op_entry.end()) {
+      red.insert(it->second);
+      if (!f.second) leak_tags[it->second].push_back(finding_label(f));
+    }
+    if (f.second)
+      if (auto it = op_entry.find(*f.second); it != op_entry.end()) red.insert(it->second);
+  }
+
+  // Text under the lanes: legend, then the formatted findings.
+  std::vector<std::string> finding_lines;
+  for (std::size_t k = 0; k < m.findings().size(); ++k) {
+    const auto lines = split_lines(m.format(m.findings()[k]));
+    for (std::size_t j = 0; j < lines.size(); ++j)
+      finding_lines.push_back((j == 0 ? std::to_string(k + 1) + ". " : "   ") + lines[j]);
+  }
+  const int lanes_bottom = L::lane_top(lane_names.size());
+  const int legend_y = lanes_bottom + 28;
+  const int findings_y = legend_y + 34;
+  const int line_h = 17;
+  std::size_t widest_line = 0;
+  for (const auto& l : finding_lines) widest_line = std::max(widest_line, display_chars(l));
+  const int lanes_w = L::kLabelW + static_cast<int>(std::max<std::size_t>(log.size(), 1)) * L::kColW + 20;
+  const int text_w = 20 + static_cast<int>(widest_line) * 8 + 20;  // 13px monospace ~ 7.8px a char
+  const int width = std::max({lanes_w, text_w, 760});
+  const int height =
+      findings_y + (finding_lines.empty() ? line_h : static_cast<int>(finding_lines.size() + 1) * line_h) + 12;
+
+  std::ostringstream os;
+  os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+     << "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" << width << "\" height=\"" << height
+     << "\" viewBox=\"0 0 " << width << " " << height << "\" font-family=\"DejaVu Sans, Arial, sans-serif\">\n";
+  os << "<defs>\n";
+  for (const auto& [id, color] : std::vector<std::pair<const char*, const char*>>{
+           {"arrow-event", "#1f5fbf"}, {"arrow-sync", "#777777"}, {"arrow-missing", "#d62728"}})
+    os << "<marker id=\"" << id << "\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" "
+       << "markerHeight=\"7\" orient=\"auto\"><path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"" << color
+       << "\"/></marker>\n";
+  os << "</defs>\n";
+  os << "<rect x=\"0\" y=\"0\" width=\"" << width << "\" height=\"" << height << "\" fill=\"#ffffff\"/>\n";
+  {
+    std::size_t ops = 0;
+    for (std::uint32_t s = 0; s < m.stream_count(); ++s) ops += m.op_count(s);
+    const std::size_t nf = m.findings().size();
+    svg_text(os, 12, 26,
+             "streamcheck run: " + std::to_string(m.stream_count()) + " stream" + (m.stream_count() == 1 ? "" : "s") +
+                 ", " + std::to_string(ops) + " op" + (ops == 1 ? "" : "s") + ", " + std::to_string(nf) +
+                 " finding" + (nf == 1 ? "" : "s"),
+             " font-size=\"16\" font-weight=\"bold\" fill=\"#222222\"");
+    svg_text(os, 12, 46, "columns: API calls in program order (left to right)",
+             " font-size=\"12\" fill=\"#666666\"");
+  }
+
+  // Lanes.
+  os << "<g id=\"lanes\">\n";
+  for (std::size_t l = 0; l < lane_names.size(); ++l) {
+    const bool host = l >= m.stream_count();
+    os << "<rect x=\"0\" y=\"" << L::lane_top(l) << "\" width=\"" << width << "\" height=\"" << L::kLaneH
+       << "\" fill=\"" << (host ? "#fff8e6" : (l % 2 == 0 ? "#f3f6fa" : "#ffffff")) << "\" stroke=\"#d0d7de\"/>\n";
+    svg_text(os, 12, L::lane_mid(l) + 5, shorten(lane_names[l], 14),
+             " class=\"lane-label\" font-size=\"15\" font-weight=\"bold\" fill=\"#222222\"");
+  }
+  os << "<line x1=\"" << L::kLabelW - 6 << "\" y1=\"" << L::kTop << "\" x2=\"" << L::kLabelW - 6 << "\" y2=\""
+     << lanes_bottom << "\" stroke=\"#b0b7bf\"/>\n";
+  os << "</g>\n";
+
+  // HB edges under the boxes: event edges (R3) and host synchronization (R4).
+  os << "<g id=\"hb-edges\" fill=\"none\">\n";
+  for (const auto& [a, b] : event_edges)
+    os << "<path class=\"event-edge\" d=\"" << arrow_path(place[a], place[b], 30)
+       << "\" stroke=\"#1f5fbf\" stroke-width=\"2\" marker-end=\"url(#arrow-event)\"/>\n";
+  for (const auto& [a, b] : sync_edges)
+    os << "<path class=\"sync-edge\" d=\"" << arrow_path(place[a], place[b], 30)
+       << "\" stroke=\"#777777\" stroke-width=\"1.5\" stroke-dasharray=\"2,3\" marker-end=\"url(#arrow-sync)\"/>\n";
+  os << "</g>\n";
+
+  // Entries.
+  os << "<g id=\"ops\">\n";
+  for (std::size_t i = 0; i < log.size(); ++i) {
+    const LogEntry& e = log[i];
+    const Place& p = place[i];
+    const int x = L::cx(p.col), y = L::lane_mid(p.lane);
+    const bool is_red = red.count(i) != 0;
+    switch (e.kind) {
+      case LogEntry::Kind::Enqueue: {
+        const OpKind k = m.op_kind(e.op);
+        const char* fill = k == OpKind::Kernel ? "#dbe9ff" : k == OpKind::Alloc ? "#ddf4dd" : "#f1e4fb";
+        os << "<g class=\"op" << (is_red ? " finding" : "") << "\">\n<title>" << xml_escape(m.describe(e.op))
+           << "</title>\n";
+        os << "<rect x=\"" << x - L::kBoxW / 2 << "\" y=\"" << y - L::kBoxH / 2 << "\" width=\"" << L::kBoxW
+           << "\" height=\"" << L::kBoxH << "\" rx=\"4\" fill=\"" << fill << "\" stroke=\""
+           << (is_red ? "#d62728" : "#5a6b7d") << "\" stroke-width=\"" << (is_red ? 3 : 1) << "\"/>\n";
+        svg_text(os, x, y - 5, "#" + std::to_string(e.op.index) + " " + kind_name(k),
+                 " text-anchor=\"middle\" font-size=\"11\" fill=\"#555555\"");
+        svg_text(os, x, y + 13, shorten(m.op_label(e.op), L::kBoxChars),
+                 " text-anchor=\"middle\" font-size=\"13\" fill=\"#111111\"");
+        os << "</g>\n";
+        if (auto it = leak_tags.find(i); it != leak_tags.end()) {
+          std::string tag;
+          for (const auto& t : it->second) tag += (tag.empty() ? "" : ", ") + t;
+          svg_text(os, x, y - L::kBoxH / 2 - 5, tag,
+                   " text-anchor=\"middle\" font-size=\"12\" font-weight=\"bold\" fill=\"#d62728\"");
+        }
+        break;
+      }
+      case LogEntry::Kind::Record:
+      case LogEntry::Kind::Wait: {
+        const bool rec = e.kind == LogEntry::Kind::Record;
+        const int d = L::kDiamond;
+        os << "<g class=\"" << (rec ? "record" : "wait") << "\">\n<title>" << xml_escape(host_action(m, e))
+           << "</title>\n";
+        os << "<polygon points=\"" << x << "," << y - d << " " << x + d << "," << y << " " << x << "," << y + d
+           << " " << x - d << "," << y << "\" fill=\"" << (rec ? "#1f5fbf" : "#ffffff")
+           << "\" stroke=\"#1f5fbf\" stroke-width=\"2\"/>\n";
+        svg_text(os, x + d + 4, y + 4, (rec ? "record " : "wait ") + event_name(e.event),
+                 " font-size=\"12\" fill=\"#1f5fbf\"");
+        os << "</g>\n";
+        break;
+      }
+      default: {
+        const int h = p.half_h;
+        os << "<g class=\"host-action\">\n<title>" << xml_escape("host" + std::to_string(e.host) + ": " +
+                                                                  host_action(m, e))
+           << "</title>\n";
+        os << "<rect x=\"" << x - L::kBoxW / 2 << "\" y=\"" << y - h << "\" width=\"" << L::kBoxW << "\" height=\""
+           << 2 * h << "\" rx=\"" << h << "\" fill=\"#ffe9b3\" stroke=\"#b58900\"/>\n";
+        svg_text(os, x, y + 5, shorten(host_short(m, e), L::kBoxChars),
+                 " text-anchor=\"middle\" font-size=\"12\" fill=\"#111111\"");
+        os << "</g>\n";
+      }
+    }
+  }
+  os << "</g>\n";
+
+  // The findings' missing edges, over the boxes.
+  os << "<g id=\"missing-edges\" fill=\"none\">\n";
+  std::map<std::pair<std::size_t, std::size_t>, int> seen_pairs;  // stacks labels of one pair
+  for (const Finding& f : m.findings()) {
+    if (!f.second) continue;
+    const auto ia = op_entry.find(f.first), ib = op_entry.find(*f.second);
+    if (ia == op_entry.end() || ib == op_entry.end()) continue;
+    const Place& a = place[ia->second];
+    const Place& b = place[ib->second];
+    const int nth = seen_pairs[{ia->second, ib->second}]++;
+    os << "<g class=\"missing-edge\">\n<title>" << xml_escape(m.format(f)) << "</title>\n";
+    os << "<path d=\"" << arrow_path(a, b, 44 + 10 * nth)
+       << "\" stroke=\"#d62728\" stroke-width=\"2.5\" stroke-dasharray=\"7,5\" marker-end=\"url(#arrow-missing)\"/>\n";
+    // Label on a white plate beside the middle of the arrow (on the side the
+    // arrow leaves free), or over the apex of an arc within one lane.
+    const std::string label = finding_label(f) + (f.definite ? "" : ": missing edge");
+    const int w = static_cast<int>(display_chars(label)) * 7 + 10;
+    const int mid_x = (L::cx(a.col) + L::cx(b.col)) / 2;
+    int left = 0, base = 0;
+    if (a.lane == b.lane) {
+      left = mid_x - w / 2;
+      base = L::lane_mid(a.lane) - a.half_h - (44 + 10 * nth) / 2 - 6 - 18 * nth;
+    } else {
+      const int mid_y = (L::lane_mid(a.lane) + L::lane_mid(b.lane)) / 2;
+      left = mid_x + 8;
+      base = (b.lane > a.lane ? mid_y - 8 : mid_y + 18) + 18 * nth;
+    }
+    os << "<rect x=\"" << left << "\" y=\"" << base - 13 << "\" width=\"" << w
+       << "\" height=\"18\" rx=\"3\" fill=\"#ffffff\" fill-opacity=\"0.9\" stroke=\"#d62728\" stroke-width=\"1\"/>\n";
+    svg_text(os, left + w / 2, base, label,
+             " text-anchor=\"middle\" font-size=\"12\" font-weight=\"bold\" fill=\"#d62728\" stroke=\"none\"");
+    os << "</g>\n";
+  }
+  os << "</g>\n";
+
+  // Legend.
+  os << "<g id=\"legend\" font-size=\"12\" fill=\"#333333\">\n";
+  int lx = 12;
+  const auto legend = [&](const char* stroke, const char* dash, const char* marker, const std::string& text) {
+    os << "<line x1=\"" << lx << "\" y1=\"" << legend_y - 4 << "\" x2=\"" << lx + 34 << "\" y2=\"" << legend_y - 4
+       << "\" stroke=\"" << stroke << "\" stroke-width=\"2\"" << dash << " marker-end=\"url(#" << marker
+       << ")\"/>\n";
+    svg_text(os, lx + 42, legend_y, text);
+    lx += 42 + static_cast<int>(display_chars(text)) * 7 + 24;
+  };
+  legend("#1f5fbf", "", "arrow-event", "event edge (record \xE2\x86\x92 wait)");
+  legend("#777777", " stroke-dasharray=\"2,3\"", "arrow-sync", "host synchronize");
+  legend("#d62728", " stroke-dasharray=\"7,5\"", "arrow-missing", "missing edge of a finding");
+  os << "</g>\n";
+
+  // Findings.
+  os << "<g id=\"findings\" font-family=\"DejaVu Sans Mono, monospace\" font-size=\"13\">\n";
+  if (finding_lines.empty()) {
+    svg_text(os, 12, findings_y, "no findings", " fill=\"#2a7a2a\"");
+  } else {
+    svg_text(os, 12, findings_y, "findings:", " font-weight=\"bold\" fill=\"#d62728\"");
+    for (std::size_t j = 0; j < finding_lines.size(); ++j)
+      os << "<text x=\"12\" y=\"" << findings_y + static_cast<int>(j + 1) * line_h
+         << "\" xml:space=\"preserve\" fill=\"#222222\">" << xml_escape(finding_lines[j]) << "</text>\n";
+  }
+  os << "</g>\n";
+  os << "</svg>\n";
+  return os.str();
+}
+
+// ---------------------------------------------------------------- Perfetto
+
+std::string render_perfetto(const DeviceModel& m) {
+  constexpr std::uint64_t kStep = 10;  // microseconds between execution slots
+  constexpr std::uint64_t kDur = 8;
+  const std::vector<OpRef> ops = all_ops(m);
+
+  // Execution slot of every op: completion order; never-run ops after those,
+  // in enqueue (log) order.
+  std::map<OpRef, std::uint64_t> slot;
+  std::uint64_t next = 0;
+  for (const OpRef r : ops)
+    if (const auto c = m.completion_index(r)) {
+      slot[r] = *c;
+      next = std::max(next, *c + 1);
+    }
+  for (const LogEntry& e : m.log())
+    if (e.kind == LogEntry::Kind::Enqueue && !slot.count(e.op)) slot[e.op] = next++;
+  for (const OpRef r : ops)
+    if (!slot.count(r)) slot[r] = next++;
+
+  std::ostringstream os;
+  std::string sep = "\n";
+  const auto event = [&](const std::string& body) {
+    os << sep << "{" << body << "}";
+    sep = ",\n";
+  };
+  os << "{\"traceEvents\":[";
+  event(R"("ph":"M","pid":1,"tid":0,"name":"process_name","args":{"name":"streamcheck sim"})");
+  for (std::uint32_t s = 0; s < m.stream_count(); ++s) {
+    const std::string tid = std::to_string(s + 1);
+    event(R"("ph":"M","pid":1,"tid":)" + tid + R"(,"name":"thread_name","args":{"name":")" +
+          json_escape(m.stream_name(s)) + "\"}");
+    event(R"("ph":"M","pid":1,"tid":)" + tid + R"(,"name":"thread_sort_index","args":{"sort_index":)" + tid + "}");
+  }
+  for (const OpRef r : ops) {
+    const char* kind = kind_name(m.op_kind(r));
+    const auto c = m.completion_index(r);
+    std::ostringstream b;
+    b << R"("ph":"X","pid":1,"tid":)" << r.stream + 1 << R"(,"ts":)" << slot.at(r) * kStep << R"(,"dur":)" << kDur
+      << R"(,"cat":")" << kind << R"(","name":")" << json_escape(std::string(kind) + " " + m.op_label(r))
+      << R"(","args":{"op":")" << json_escape(ref_name(m, r)) << R"(","kind":")" << kind << R"(","label":")"
+      << json_escape(m.op_label(r)) << R"(","executed":)" << (c ? "true" : "false");
+    if (c) b << R"(,"completion_index":)" << *c;
+    b << "}";
+    event(b.str());
+  }
+  for (const Finding& f : m.findings()) {
+    const OpRef at = f.second ? *f.second : f.first;
+    std::ostringstream b;
+    b << R"("ph":"i","s":"t","pid":1,"tid":)" << at.stream + 1 << R"(,"ts":)" << slot.at(at) * kStep
+      << R"(,"cat":"finding","name":")" << json_escape(finding_label(f)) << R"(","args":{"finding":")"
+      << json_escape(m.format(f)) << R"(","first":")" << json_escape(ref_name(m, f.first)) << "\"";
+    if (f.second) b << R"(,"second":")" << json_escape(ref_name(m, *f.second)) << "\"";
+    b << "}";
+    event(b.str());
+  }
+  os << "\n]}\n";
+  return os.str();
+}
+
+}  // namespace streamcheck::tools
