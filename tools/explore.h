@@ -48,4 +48,11 @@ std::optional<Counterexample> find_counterexample(const ExploreOptions& options,
 /// Prints the report to `out`; returns the exit code (0 clean, 1 findings).
 int explore(const ExploreOptions& options, std::ostream& out);
 
+/// SVG swimlanes of a counterexample's failing run (re-run from its seed).
+std::string counterexample_svg(const Counterexample& c, std::optional<MutantId> mutant);
+
+/// Writes docs/counterexamples: one page (Mk.md + Mk.svg) per mutant and a
+/// README index, all generated; returns the files written (names only).
+std::vector<std::string> write_counterexample_pages(const std::string& dir);
+
 }  // namespace streamcheck::tools

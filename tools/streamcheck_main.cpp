@@ -29,6 +29,7 @@ constexpr const char* kUsage =
     "                 resource protocol under random client programs)\n"
     "  replay FILE --schedule S   run exactly the schedule S printed by check/explore\n"
     "  render FILE --format text|dot|svg|perfetto   draw one schedule\n"
+    "  counterexamples DIR   write one page (text + SVG) per mutant's counterexample into DIR\n"
     "\n"
     "`streamcheck VERB --help` describes each verb. Trace language: docs/TRACES.md.\n"
     "Exit: 0 clean; 1 findings; 2 usage or input error; 3 streamcheck itself failed.\n";
@@ -281,6 +282,23 @@ int main(int argc, char** argv) {
   if (verb == "--help" || verb == "-h" || verb == "help") {
     std::cout << kUsage;
     return 0;
+  }
+  if (verb == "counterexamples") {
+    if (argc != 3 || std::string_view(argv[2]).rfind("-", 0) == 0) {
+      if (argc == 3 && (std::string_view(argv[2]) == "--help" || std::string_view(argv[2]) == "-h")) {
+        std::cout << "usage: streamcheck counterexamples DIR\nWrites DIR/Mk.md and DIR/Mk.svg for every mutant "
+                     "(M1..M11) and DIR/README.md; docs/counterexamples is generated this way.\n";
+        return 0;
+      }
+      return usage_error("usage: streamcheck counterexamples DIR");
+    }
+    try {
+      for (const auto& f : tools::write_counterexample_pages(argv[2])) std::cout << "wrote " << argv[2] << "/" << f << "\n";
+      return 0;
+    } catch (const std::exception& e) {
+      std::cerr << "streamcheck: " << e.what() << "\n";
+      return 2;
+    }
   }
   if (verb != "check" && verb != "explore" && verb != "replay" && verb != "render")
     return usage_error("unknown verb '" + std::string(verb) + "'");

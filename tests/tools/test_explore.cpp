@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -120,6 +121,24 @@ TEST(ExploreCommand, SameSeedByteIdenticalAcrossProcesses) {
 }
 
 std::string examples(const std::string& file) { return std::string(STREAMCHECK_EXAMPLES_DIR) + "/" + file; }
+
+TEST(CounterexamplePages, DocsAreUpToDate) {
+  const std::string dir = testing::TempDir() + "/counterexamples";
+  std::filesystem::create_directories(dir);
+  const auto files = write_counterexample_pages(dir);
+  EXPECT_EQ(files.size(), 23u);  // Mk.md + Mk.svg for 11 mutants, and the index
+  for (const auto& name : files) {
+    auto slurp = [](const std::string& p) {
+      std::ifstream f(p, std::ios::binary);
+      std::ostringstream ss;
+      ss << f.rdbuf();
+      return ss.str();
+    };
+    EXPECT_EQ(slurp(dir + "/" + name), slurp(std::string(STREAMCHECK_DOCS_DIR) + "/counterexamples/" + name))
+        << "docs/counterexamples/" << name
+        << " is stale: regenerate with `build/default/tools/streamcheck counterexamples docs/counterexamples`";
+  }
+}
 
 TEST(TraceCommand, VerbsExitCodes) {
   EXPECT_EQ(run_command("check " + examples("08_pipeline.trace")).exit_code, 0);
