@@ -121,6 +121,10 @@ class CudaBackend {
   void force_delays(std::set<std::pair<std::uint32_t, std::uint32_t>> ops, std::uint64_t spin_ns);
   /// Enqueues a kernel that only spins: a gate holding back a stream.
   Status enqueue_delay(StreamRef s, std::uint64_t spin_ns);
+  // --- host synchronization beyond the Backend concept (trace replay)
+  Status synchronize_event(const Event& e) { return cuda::synchronize_event(e.ref().get()); }
+  Result<bool> query_event(const Event& e) { return cuda::query_event(e.ref().get()); }
+  Status synchronize_device() { return driver().check(driver().api().ctx_synchronize(), "cuCtxSynchronize"); }
   std::uint64_t mismatches_total() const { return mismatches_; }
   const Context& context() const { return *context_; }
   std::size_t cached_events() const { return events_->cached(); }

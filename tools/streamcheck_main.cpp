@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "tools/explore.h"
 #include "tools/render.h"
 #include "tools/trace_check.h"
+#include "tools/trace_gpu.h"
 
 namespace {
 
@@ -50,9 +52,10 @@ constexpr const char* kExploreHelp =
     "schedules, pool policies and injected faults; --mutant explores a deliberately broken protocol and\n"
     "prints its shrunk counterexample. Same seed, byte-identical output.\n";
 constexpr const char* kReplayHelp =
-    "usage: streamcheck replay FILE --schedule S [--backend sim] [--policy SWITCH=VALUE]... [--json]\n"
-    "Runs the trace under exactly the schedule S (as printed by check/explore). The trace replay runs on\n"
-    "the simulator; client programs replay on the GPU with streamcheck-gpu (docs/GPU.md).\n";
+    "usage: streamcheck replay FILE --schedule S [--backend sim|cuda] [--policy SWITCH=VALUE]... [--json]\n"
+    "Runs the trace under exactly the schedule S (as printed by check/explore) on the simulator. With\n"
+    "--backend cuda it then runs the trace 10 times on the GPU, holding back the first op of every\n"
+    "finding of that schedule, and reports the reads the stamp kernels saw corrupted (docs/GPU.md).\n";
 constexpr const char* kRenderHelp =
     "usage: streamcheck render FILE --format text|dot|svg|perfetto [--seed N | --schedule S] [-o OUT]\n"
     "Draws one schedule: text; Graphviz DOT of the HB graph; SVG swimlanes (streams as lanes, HB edges,\n"
@@ -168,14 +171,7 @@ bool trace_options(const Args& a, const std::vector<std::string>& allowed, tools
       }
       o.strategy = value == "dfs" ? tools::Strategy::Dfs : tools::Strategy::Random;
     } else if (opt == "--backend") {
-      if (value == "cuda") {
-        code = usage_error(
-            "--backend cuda: replaying a trace on the GPU is not implemented; client programs and the "
-            "mutants' counterexamples replay on the GPU with streamcheck-gpu (docs/GPU.md)",
-            help);
-        return false;
-      }
-      if (value != "sim") {
+      if (value != "sim" && value != "cuda") {
         code = usage_error("--backend takes sim or cuda, got '" + value + "'", help);
         return false;
       }
@@ -232,7 +228,33 @@ int run_verb(std::string_view verb, int argc, char** argv) {
     auto it = a.options.find("--schedule");
     if (it == a.options.end()) return usage_error("replay needs --schedule S", help);
     try {
-      return print_report(tools::replay_trace(trace, it->second, o), a.json);
+      const auto report = tools::replay_trace(trace, it->second, o);
+      auto backend = a.options.find("--backend");
+      if (backend == a.options.end() || backend->second == "sim") return print_report(report, a.json);
+      const auto gpu = tools::replay_trace_on_gpu(trace, report, o);
+      if (!gpu.available) {
+        std::cerr << "streamcheck: --backend cuda: " << gpu.why << "\n";
+        return 2;
+      }
+      std::string held;
+      for (const auto& f : report.findings)
+        if (!f.warning) held += (held.empty() ? "" : ", ") + std::string("s") + std::to_string(f.first_stream) + "#" +
+                                std::to_string(f.first_index);
+      std::ostringstream line;
+      line << "GPU replay on " << gpu.device << ": " << gpu.runs << " runs (held back: "
+           << (held.empty() ? "nothing" : held) << "), runs with mismatching reads: " << gpu.runs_with_mismatches
+           << ", mismatching words: " << gpu.mismatching_words;
+      for (const auto& n : gpu.notes) line << "\n  on the GPU: " << n;
+      if (a.json) {
+        std::string j = tools::report_json(report);
+        j.insert(j.rfind('}'), ",\"gpu\":{\"runs\":" + std::to_string(gpu.runs) + ",\"runs_with_mismatches\":" +
+                                   std::to_string(gpu.runs_with_mismatches) + ",\"mismatching_words\":" +
+                                   std::to_string(gpu.mismatching_words) + "}");
+        std::cout << j;
+      } else {
+        std::cout << tools::report_text(report) << line.str() << "\n";
+      }
+      return report.exit_code() != 0 || gpu.mismatching_words > 0 ? 1 : 0;
     } catch (const std::invalid_argument& e) {
       return usage_error(e.what(), help);
     } catch (const sim::ScheduleMismatch& e) {

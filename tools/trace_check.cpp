@@ -57,6 +57,8 @@ TraceFinding describe(const TraceRun& run, const sim::Finding& f, const std::str
   out.definite = f.definite;
   out.warning = f.kind == sim::FindingKind::Leak;
   out.first = run.describe_op(f.first);
+  out.first_stream = f.first.stream;
+  out.first_index = f.first.index;
   if (auto o = run.origin(f.first)) out.first_line = o->line;
   out.bytes = run.describe_bytes(f.bytes);
   out.schedule = schedule;

@@ -33,6 +33,8 @@ struct TraceFinding {
   std::string first;     // "line 4 (launch K1 on s1 writes A) [s1#0]"
   std::string second;    // empty for a leak
   int first_line = 0;
+  std::uint32_t first_stream = 0;  // the first op as (stream index, op index on it)
+  std::uint32_t first_index = 0;
   int second_line = 0;
   std::string bytes;     // "A[0:4096]"
   std::string order;     // the HB path, or its absence

@@ -12,6 +12,7 @@ const char* header_backend();
 const char* header_budget_resource();
 const char* header_kernel_access();
 const char* header_launch_recorder();
+const char* header_logging_resource();
 const char* header_memory_resource();
 const char* header_mutants();
 const char* header_non_tracking_resource();
@@ -25,7 +26,7 @@ namespace {
 std::set<std::string> checked_headers() {
   using namespace streamcheck::header_check;
   return {header_backend(),        header_budget_resource(), header_kernel_access(),
-          header_launch_recorder(), header_memory_resource(), header_mutants(),
+          header_launch_recorder(), header_logging_resource(), header_memory_resource(), header_mutants(),
           header_non_tracking_resource(), header_pool_policy(), header_resource(), header_types()};
 }
 

@@ -1,0 +1,31 @@
+// Replaying a trace on real CUDA streams (`streamcheck replay FILE --backend
+// cuda`): the trace runs on the GPU with the stamp kernels checking every
+// read; the earlier op of each finding the simulator reports under the given
+// schedule is held back, so that a race the model predicts shows as
+// corrupted data on the hardware.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tools/trace.h"
+#include "tools/trace_check.h"
+
+namespace streamcheck::tools {
+
+struct GpuReplayResult {
+  bool available = false;     // false: no GPU (or built without CUDA); `why` says so
+  std::string why;
+  std::uint32_t runs = 0;
+  std::uint32_t runs_with_mismatches = 0;
+  std::uint64_t mismatching_words = 0;
+  std::vector<std::string> notes;  // resource calls refused on the GPU
+  std::string device;
+};
+
+/// Runs the trace `runs` times on the GPU, holding back the first op of
+/// every finding in `sim_report` by `delay_ns`.
+GpuReplayResult replay_trace_on_gpu(const Trace& trace, const TraceReport& sim_report, const TraceCheckOptions& o,
+                                    std::uint32_t runs = 10, std::uint64_t delay_ns = 2'000'000);
+
+}  // namespace streamcheck::tools
