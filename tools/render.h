@@ -33,13 +33,12 @@
 //                    event ("ph":"i") on the lane of its second op (the
 //                    allocation's lane for a leak) with the formatted finding.
 //
-// Viewing the SVG as a PNG (rsvg-convert 2.54 was used to check the layout by
-// eye; the headless-chromium line is an untested alternative):
-//   apt-get install -y librsvg2-bin && rsvg-convert -o run.png run.svg
+// Viewing the SVG as a PNG: `rsvg-convert -o run.png run.svg` (Debian
+// librsvg2-bin); tests/tools/test_render_png.cpp does exactly that with
+// `streamcheck render --format svg` and checks the lanes and the racing pair
+// pixel by pixel. Headless Chromium also opens it:
 //   chromium --headless --no-sandbox --disable-gpu --screenshot=run.png --window-size=1200,600 run.svg
-// and the DOT: `dot -Tpng -o run.png run.dot` (package graphviz). Sample
-// renderings: `STREAMCHECK_RENDER_OUT=/tmp/r build/tests/tools/test_render`
-// writes race.{txt,dot,svg,json}, leak.svg and mixed.{svg,txt} to /tmp/r.
+// and the DOT: `dot -Tpng -o run.png run.dot` (package graphviz).
 #pragma once
 
 #include <string>

@@ -238,8 +238,7 @@ int run_verb(std::string_view verb, int argc, char** argv) {
       }
       std::string held;
       for (const auto& f : report.findings)
-        if (!f.warning) held += (held.empty() ? "" : ", ") + std::string("s") + std::to_string(f.first_stream) + "#" +
-                                std::to_string(f.first_index);
+        if (!f.warning) held += (held.empty() ? "" : ", ") + f.first_op;
       std::ostringstream line;
       line << "GPU replay on " << gpu.device << ": " << gpu.runs << " runs (held back: "
            << (held.empty() ? "nothing" : held) << "), runs with mismatching reads: " << gpu.runs_with_mismatches

@@ -59,6 +59,7 @@ TraceFinding describe(const TraceRun& run, const sim::Finding& f, const std::str
   out.first = run.describe_op(f.first);
   out.first_stream = f.first.stream;
   out.first_index = f.first.index;
+  out.first_op = m.stream_name(f.first.stream) + "#" + std::to_string(f.first.index);
   if (auto o = run.origin(f.first)) out.first_line = o->line;
   out.bytes = run.describe_bytes(f.bytes);
   out.schedule = schedule;

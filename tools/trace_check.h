@@ -35,6 +35,7 @@ struct TraceFinding {
   int first_line = 0;
   std::uint32_t first_stream = 0;  // the first op as (stream index, op index on it)
   std::uint32_t first_index = 0;
+  std::string first_op;  // the first op as the report names it: "s1#0"
   int second_line = 0;
   std::string bytes;     // "A[0:4096]"
   std::string order;     // the HB path, or its absence

@@ -2,34 +2,18 @@
 // real command for exit codes.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
 
+#include "tests/tools/command.h"
 #include "tools/explore.h"
 
 namespace streamcheck::tools {
 namespace {
 
-struct CommandResult {
-  int exit_code;
-  std::string out;
-};
-
-CommandResult run_command(const std::string& args) {
-  const std::string cmd = std::string(STREAMCHECK_BIN) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) throw std::runtime_error("popen failed for " + cmd);
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), static_cast<int>(buf.size()), pipe)) out += buf.data();
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+CommandResult run_command(const std::string& args) { return run_shell(std::string(STREAMCHECK_BIN) + " " + args); }
 
 std::string explore_text(const ExploreOptions& o, int& code) {
   std::ostringstream os;

@@ -5,7 +5,6 @@
 
 #include <cctype>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 #include <cstddef>
 #include <memory>
@@ -479,50 +478,6 @@ TEST(RenderDeterminism, SameModelAndSameProgramGiveIdenticalBytes) {
     EXPECT_EQ(render_svg(a->model), render_svg(b->model));
     EXPECT_EQ(render_perfetto(a->model), render_perfetto(b->model));
   }
-}
-
-}  // namespace
-}  // namespace streamcheck::tools
-
-namespace streamcheck::tools {
-namespace {
-
-// With STREAMCHECK_RENDER_OUT=<dir>, writes the racy run in all four forms
-// there (race.txt, race.dot, race.svg, race.json) for a look by eye, e.g.
-// `rsvg-convert -o race.png race.svg` (see tools/render.h).
-TEST(RenderFiles, WritesSamplesWhenAsked) {
-  const char* dir = std::getenv("STREAMCHECK_RENDER_OUT");
-  if (!dir) GTEST_SKIP() << "set STREAMCHECK_RENDER_OUT to write sample renderings";
-  const auto r = racy();
-  const auto write = [&](const char* name, const std::string& text) {
-    std::ofstream(std::string(dir) + "/" + name, std::ios::binary) << text;
-  };
-  write("race.txt", render_text(r->model));
-  write("race.dot", render_dot(r->model));
-  write("race.svg", render_svg(r->model));
-  write("race.json", render_perfetto(r->model));
-  write("leak.svg", render_svg(leaky()->model));
-  // Three streams: a race upwards (s3 before s1), a definite use after free
-  // within one lane, a query.
-  SimRun mixed(4);
-  DeviceModel& m = mixed.model;
-  const auto s1 = m.create_stream("s1");
-  const auto s2 = m.create_stream("s2");
-  const auto s3 = m.create_stream("copy");
-  const auto e0 = m.create_event();
-  const auto a = m.alloc(s1, 256);
-  m.sync_stream(s1);
-  m.launch(s3, {wr(a->ptr, 256)}, "fill");
-  m.launch(s1, {wr(a->ptr, 128)}, "scale");
-  m.record(e0, s1);
-  m.query_event(e0);
-  m.wait(s2, e0);
-  m.launch(s2, {rd(a->ptr, 64)}, "reduce");
-  m.free(s2, a->ptr);
-  m.launch(s2, {rd(a->ptr, 64)}, "late read");
-  m.finish();
-  write("mixed.svg", render_svg(m));
-  write("mixed.txt", render_text(m));
 }
 
 }  // namespace

@@ -107,10 +107,24 @@ TEST(TraceRun, MissingWaitIsADataRaceNamingBothLines) {
   const auto& f = *std::find_if(r.findings.begin(), r.findings.end(), [](const auto& f) { return f.kind == "data race"; });
   EXPECT_EQ(f.first_line, 4);
   EXPECT_EQ(f.second_line, 5);
+  EXPECT_EQ(f.first_op, "s1#1");  // the buffer's allocation is s1#0
   EXPECT_EQ(f.bytes, "A[0:4096]");
   EXPECT_NE(f.fix.find("record an event on s1 after line 4"), std::string::npos) << f.fix;
   EXPECT_NE(f.fix.find("make s2 wait on it before line 5"), std::string::npos) << f.fix;
   EXPECT_EQ(r.exit_code(), 1);
+}
+
+TEST(TraceRun, FirstOpIsNamedByTheTracesStreamNameNotItsIndex) {
+  // The simulator's stream indexes start with a hidden legacy stream; the
+  // report (and the GPU replay's "held back" line) must use the trace's names.
+  const auto r = explore_text(
+      "stream h2d\nstream compute\nbuffer A 64 on h2d\nlaunch K2 on compute writes A\nlaunch K1 on h2d reads A\n"
+      "free A on h2d\n");
+  ASSERT_TRUE(kinds(r).contains("data race")) << report_text(r);
+  std::set<std::string> ops;
+  for (const auto& f : r.findings) ops.insert(f.first_op);
+  EXPECT_TRUE(ops.contains("compute#0") || ops.contains("h2d#1")) << report_text(r);
+  for (const auto& op : ops) EXPECT_TRUE(op.starts_with("h2d#") || op.starts_with("compute#")) << op;
 }
 
 TEST(TraceRun, EventWaitMakesItClean) {
