@@ -40,7 +40,7 @@ Status CudaBackend::init() {
   cuuint64_t threshold = options_.policy.release_threshold;
   for (auto [attr, value, name] :
        {std::tuple<CUmemPool_attribute, void*, const char*>{CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES, &follow,
-                                                             "REUSE_FOLLOW_EVENT_DEPENDENCIES"},
+                                                            "REUSE_FOLLOW_EVENT_DEPENDENCIES"},
         {CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &opportunistic, "REUSE_ALLOW_OPPORTUNISTIC"},
         {CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES, &internal, "REUSE_ALLOW_INTERNAL_DEPENDENCIES"},
         {CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold, "RELEASE_THRESHOLD"}}) {
@@ -49,10 +49,12 @@ Status CudaBackend::init() {
 
   if (auto st = d.check(a.module_load_data(&module_, kernels_fatbin), "cuModuleLoadData (streamcheck kernels)"); !st)
     return st;
-  if (auto st = d.check(a.module_get_function(&stamp_write_, module_, "streamcheck_stamp_write"), "cuModuleGetFunction");
+  if (auto st =
+          d.check(a.module_get_function(&stamp_write_, module_, "streamcheck_stamp_write"), "cuModuleGetFunction");
       !st)
     return st;
-  if (auto st = d.check(a.module_get_function(&stamp_check_, module_, "streamcheck_stamp_check"), "cuModuleGetFunction");
+  if (auto st =
+          d.check(a.module_get_function(&stamp_check_, module_, "streamcheck_stamp_check"), "cuModuleGetFunction");
       !st)
     return st;
   if (auto st = d.check(a.module_get_function(&delay_, module_, "streamcheck_delay"), "cuModuleGetFunction"); !st)
@@ -190,13 +192,12 @@ std::uint64_t CudaBackend::next_op(StreamRef s) {
 
 Status CudaBackend::launch_kernel(CUfunction f, std::uint64_t words, StreamRef s, void** args) {
   const std::uint64_t blocks = std::clamp<std::uint64_t>((words + kThreads - 1) / kThreads, 1, 1024);
-  return driver().check(driver().api().launch_kernel(f, static_cast<unsigned>(blocks), 1, 1, kThreads, 1, 1, 0,
-                                                     s.get(), args, nullptr),
-                        "cuLaunchKernel");
+  return driver().check(
+      driver().api().launch_kernel(f, static_cast<unsigned>(blocks), 1, 1, kThreads, 1, 1, 0, s.get(), args, nullptr),
+      "cuLaunchKernel");
 }
 
-void CudaBackend::stamp(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint64_t value,
-                        std::uint64_t spin) {
+void CudaBackend::stamp(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint64_t value, std::uint64_t spin) {
   std::uint64_t words = bytes / 8;
   if (words == 0 && spin == 0) return;
   CUdeviceptr p = ptr;

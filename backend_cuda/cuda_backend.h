@@ -164,7 +164,7 @@ class CudaBackend {
   std::uint32_t next_stream_id_ = 0;
   std::uint32_t next_stream_index_ = 0;
   std::map<std::uint64_t, std::uint64_t> live_allocations_;  // ptr -> bytes
-  sim::IntervalMap<std::uint64_t> last_stamp_;             // host view: last write enqueued per word
+  sim::IntervalMap<std::uint64_t> last_stamp_;               // host view: last write enqueued per word
   std::uint64_t next_stamp_ = 1;
   std::atomic<std::size_t> live_events_{0};
   std::optional<std::uint32_t> armed_;

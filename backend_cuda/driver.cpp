@@ -49,43 +49,42 @@ class DriverLoader {
     auto* d = new Driver();  // lives for the whole process, like the library
     DriverApi& a = d->api_;
     std::string why;
-    const bool ok =
-        resolve(get_proc, lib, "cuInit", a.init, why) &&
-        resolve(get_proc, lib, "cuDriverGetVersion", a.driver_get_version, why) &&
-        resolve(get_proc, lib, "cuDeviceGet", a.device_get, why) &&
-        resolve(get_proc, lib, "cuDeviceGetCount", a.device_get_count, why) &&
-        resolve(get_proc, lib, "cuDeviceGetName", a.device_get_name, why) &&
-        resolve(get_proc, lib, "cuDevicePrimaryCtxRetain", a.primary_ctx_retain, why) &&
-        resolve(get_proc, lib, "cuDevicePrimaryCtxRelease", a.primary_ctx_release, why) &&
-        resolve(get_proc, lib, "cuCtxSetCurrent", a.ctx_set_current, why) &&
-        resolve(get_proc, lib, "cuCtxSynchronize", a.ctx_synchronize, why) &&
-        resolve(get_proc, lib, "cuStreamCreate", a.stream_create, why) &&
-        resolve(get_proc, lib, "cuStreamDestroy", a.stream_destroy, why) &&
-        resolve(get_proc, lib, "cuStreamSynchronize", a.stream_synchronize, why) &&
-        resolve(get_proc, lib, "cuStreamWaitEvent", a.stream_wait_event, why) &&
-        resolve(get_proc, lib, "cuStreamQuery", a.stream_query, why) &&
-        resolve(get_proc, lib, "cuEventCreate", a.event_create, why) &&
-        resolve(get_proc, lib, "cuEventDestroy", a.event_destroy, why) &&
-        resolve(get_proc, lib, "cuEventRecord", a.event_record, why) &&
-        resolve(get_proc, lib, "cuEventQuery", a.event_query, why) &&
-        resolve(get_proc, lib, "cuEventSynchronize", a.event_synchronize, why) &&
-        resolve(get_proc, lib, "cuMemPoolCreate", a.mem_pool_create, why) &&
-        resolve(get_proc, lib, "cuMemPoolDestroy", a.mem_pool_destroy, why) &&
-        resolve(get_proc, lib, "cuMemPoolSetAttribute", a.mem_pool_set_attribute, why) &&
-        resolve(get_proc, lib, "cuMemPoolTrimTo", a.mem_pool_trim_to, why) &&
-        resolve(get_proc, lib, "cuMemAllocFromPoolAsync", a.mem_alloc_from_pool_async, why) &&
-        resolve(get_proc, lib, "cuMemAllocAsync", a.mem_alloc_async, why) &&
-        resolve(get_proc, lib, "cuMemFreeAsync", a.mem_free_async, why) &&
-        resolve(get_proc, lib, "cuMemAlloc", a.mem_alloc, why) &&
-        resolve(get_proc, lib, "cuMemFree", a.mem_free, why) &&
-        resolve(get_proc, lib, "cuMemcpyDtoH", a.memcpy_dtoh, why) &&
-        resolve(get_proc, lib, "cuMemsetD8", a.memset_d8, why) &&
-        resolve(get_proc, lib, "cuModuleLoadData", a.module_load_data, why) &&
-        resolve(get_proc, lib, "cuModuleUnload", a.module_unload, why) &&
-        resolve(get_proc, lib, "cuModuleGetFunction", a.module_get_function, why) &&
-        resolve(get_proc, lib, "cuLaunchKernel", a.launch_kernel, why) &&
-        resolve(get_proc, lib, "cuGetErrorName", a.get_error_name, why) &&
-        resolve(get_proc, lib, "cuGetErrorString", a.get_error_string, why);
+    const bool ok = resolve(get_proc, lib, "cuInit", a.init, why) &&
+                    resolve(get_proc, lib, "cuDriverGetVersion", a.driver_get_version, why) &&
+                    resolve(get_proc, lib, "cuDeviceGet", a.device_get, why) &&
+                    resolve(get_proc, lib, "cuDeviceGetCount", a.device_get_count, why) &&
+                    resolve(get_proc, lib, "cuDeviceGetName", a.device_get_name, why) &&
+                    resolve(get_proc, lib, "cuDevicePrimaryCtxRetain", a.primary_ctx_retain, why) &&
+                    resolve(get_proc, lib, "cuDevicePrimaryCtxRelease", a.primary_ctx_release, why) &&
+                    resolve(get_proc, lib, "cuCtxSetCurrent", a.ctx_set_current, why) &&
+                    resolve(get_proc, lib, "cuCtxSynchronize", a.ctx_synchronize, why) &&
+                    resolve(get_proc, lib, "cuStreamCreate", a.stream_create, why) &&
+                    resolve(get_proc, lib, "cuStreamDestroy", a.stream_destroy, why) &&
+                    resolve(get_proc, lib, "cuStreamSynchronize", a.stream_synchronize, why) &&
+                    resolve(get_proc, lib, "cuStreamWaitEvent", a.stream_wait_event, why) &&
+                    resolve(get_proc, lib, "cuStreamQuery", a.stream_query, why) &&
+                    resolve(get_proc, lib, "cuEventCreate", a.event_create, why) &&
+                    resolve(get_proc, lib, "cuEventDestroy", a.event_destroy, why) &&
+                    resolve(get_proc, lib, "cuEventRecord", a.event_record, why) &&
+                    resolve(get_proc, lib, "cuEventQuery", a.event_query, why) &&
+                    resolve(get_proc, lib, "cuEventSynchronize", a.event_synchronize, why) &&
+                    resolve(get_proc, lib, "cuMemPoolCreate", a.mem_pool_create, why) &&
+                    resolve(get_proc, lib, "cuMemPoolDestroy", a.mem_pool_destroy, why) &&
+                    resolve(get_proc, lib, "cuMemPoolSetAttribute", a.mem_pool_set_attribute, why) &&
+                    resolve(get_proc, lib, "cuMemPoolTrimTo", a.mem_pool_trim_to, why) &&
+                    resolve(get_proc, lib, "cuMemAllocFromPoolAsync", a.mem_alloc_from_pool_async, why) &&
+                    resolve(get_proc, lib, "cuMemAllocAsync", a.mem_alloc_async, why) &&
+                    resolve(get_proc, lib, "cuMemFreeAsync", a.mem_free_async, why) &&
+                    resolve(get_proc, lib, "cuMemAlloc", a.mem_alloc, why) &&
+                    resolve(get_proc, lib, "cuMemFree", a.mem_free, why) &&
+                    resolve(get_proc, lib, "cuMemcpyDtoH", a.memcpy_dtoh, why) &&
+                    resolve(get_proc, lib, "cuMemsetD8", a.memset_d8, why) &&
+                    resolve(get_proc, lib, "cuModuleLoadData", a.module_load_data, why) &&
+                    resolve(get_proc, lib, "cuModuleUnload", a.module_unload, why) &&
+                    resolve(get_proc, lib, "cuModuleGetFunction", a.module_get_function, why) &&
+                    resolve(get_proc, lib, "cuLaunchKernel", a.launch_kernel, why) &&
+                    resolve(get_proc, lib, "cuGetErrorName", a.get_error_name, why) &&
+                    resolve(get_proc, lib, "cuGetErrorString", a.get_error_string, why);
     if (!ok) {
       result.why = why;
       delete d;

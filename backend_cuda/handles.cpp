@@ -82,8 +82,7 @@ Result<Context> Context::primary(int ordinal) {
     }
   }
   CUcontext ctx = nullptr;
-  if (auto st = d->check(d->api().primary_ctx_retain(&ctx, device), "cuDevicePrimaryCtxRetain"); !st)
-    return st.error();
+  if (auto st = d->check(d->api().primary_ctx_retain(&ctx, device), "cuDevicePrimaryCtxRetain"); !st) return st.error();
   Context owner(ctx, device, ordinal);
   if (auto st = owner.make_current(); !st) return st.error();
   return owner;

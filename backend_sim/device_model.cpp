@@ -19,23 +19,34 @@ std::string hex(std::uint64_t v) {
 
 std::string_view to_string(ReuseKind k) {
   switch (k) {
-    case ReuseKind::Fresh: return "fresh";
-    case ReuseKind::SameStream: return "same-stream";
-    case ReuseKind::HostSynced: return "host-synced";
-    case ReuseKind::EventDependency: return "event-dependency";
-    case ReuseKind::Opportunistic: return "opportunistic";
-    case ReuseKind::InternalDependency: return "internal-dependency";
+    case ReuseKind::Fresh:
+      return "fresh";
+    case ReuseKind::SameStream:
+      return "same-stream";
+    case ReuseKind::HostSynced:
+      return "host-synced";
+    case ReuseKind::EventDependency:
+      return "event-dependency";
+    case ReuseKind::Opportunistic:
+      return "opportunistic";
+    case ReuseKind::InternalDependency:
+      return "internal-dependency";
   }
   return "?";
 }
 
 std::string_view to_string(FindingKind k) {
   switch (k) {
-    case FindingKind::DataRace: return "data race";
-    case FindingKind::UseBeforeReady: return "use before ready";
-    case FindingKind::UseAfterFree: return "use after free";
-    case FindingKind::ReuseRace: return "reuse race";
-    case FindingKind::Leak: return "leak";
+    case FindingKind::DataRace:
+      return "data race";
+    case FindingKind::UseBeforeReady:
+      return "use before ready";
+    case FindingKind::UseAfterFree:
+      return "use after free";
+    case FindingKind::ReuseRace:
+      return "reuse race";
+    case FindingKind::Leak:
+      return "leak";
   }
   return "?";
 }
@@ -345,9 +356,8 @@ void DeviceModel::execute(OpRef r) {
   }
   for (const auto& acc : o.accesses)
     if (writes(acc.access))
-      memory_.for_range(acc.range.lo, acc.range.hi, 0, [&](std::uint64_t, std::uint64_t, std::uint64_t& v) {
-        v = o.stamp;
-      });
+      memory_.for_range(acc.range.lo, acc.range.hi, 0,
+                        [&](std::uint64_t, std::uint64_t, std::uint64_t& v) { v = o.stamp; });
   o.done = true;
   o.completion = next_completion_++;
   ++streams_[r.stream].completed;
@@ -431,8 +441,8 @@ bool DeviceModel::query_event(std::uint32_t event) {
       if (st.completed < cap.get(st.agent)) done = false;
     if (done) host_joins(cap);  // R4: only a "done" answer orders the host
   }
-  log_.push_back(LogEntry{done ? LogEntry::Kind::QueryDone : LogEntry::Kind::QueryNotDone, current_host_, 0, event,
-                          {}, {}});
+  log_.push_back(
+      LogEntry{done ? LogEntry::Kind::QueryDone : LogEntry::Kind::QueryNotDone, current_host_, 0, event, {}, {}});
   return done;
 }
 
@@ -441,8 +451,7 @@ void DeviceModel::device_steps() {
   for (;;) {
     heads.clear();
     for (std::uint32_t s = 0; s < streams_.size(); ++s)
-      if (streams_[s].completed < streams_[s].ops.size() && ready(OpRef{s, streams_[s].completed}))
-        heads.push_back(s);
+      if (streams_[s].completed < streams_[s].ops.size() && ready(OpRef{s, streams_[s].completed})) heads.push_back(s);
     if (heads.empty()) return;
     const std::uint32_t c = chooser_.choose(ChoiceKind::DeviceStep, static_cast<std::uint32_t>(heads.size()) + 1);
     if (c == 0) return;
@@ -467,7 +476,8 @@ void DeviceModel::finish() {
     execute(OpRef{heads[c], streams_[heads[c]].completed});
   }
   for (const auto& a : allocations_)
-    if (!a.free_op) report(FindingKind::Leak, a.alloc_op, std::nullopt, ByteRange{a.range.lo, a.range.lo + a.bytes}, false);
+    if (!a.free_op)
+      report(FindingKind::Leak, a.alloc_op, std::nullopt, ByteRange{a.range.lo, a.range.lo + a.bytes}, false);
   finished_ = true;
 }
 
@@ -512,8 +522,8 @@ std::string DeviceModel::format(const Finding& f) const {
     os << ": " << describe(f.first) << " and " << describe(*f.second) << " touch bytes [" << hex(f.bytes.lo) << ", "
        << hex(f.bytes.hi) << ") (" << f.bytes.size() << " bytes); "
        << (f.definite ? "the free is ordered before the use"
-                      : "neither is ordered before the other (missing edge " + streams_[f.first.stream].name +
-                            "#" + std::to_string(f.first.index) + " -> " + streams_[f.second->stream].name + "#" +
+                      : "neither is ordered before the other (missing edge " + streams_[f.first.stream].name + "#" +
+                            std::to_string(f.first.index) + " -> " + streams_[f.second->stream].name + "#" +
                             std::to_string(f.second->index) + ")");
   }
   os << "\n  fix: " << suggested_fix(f);

@@ -71,10 +71,10 @@ std::string_view to_string(FindingKind k);
 /// What the checker found in the program: data, never an exception.
 struct Finding {
   FindingKind kind;
-  OpRef first;                 // the earlier-enqueued op (or the allocation for a leak)
-  std::optional<OpRef> second; // the later-enqueued op
+  OpRef first;                  // the earlier-enqueued op (or the allocation for a leak)
+  std::optional<OpRef> second;  // the later-enqueued op
   ByteRange bytes;
-  bool definite = false;       // use after free: the free is HB-before the use
+  bool definite = false;  // use after free: the free is HB-before the use
 };
 
 /// A read that observed a value other than the last write HB-before it (P2).
@@ -120,12 +120,12 @@ class DeviceModel {
   std::uint32_t host_thread() const { return current_host_; }
 
   // --- device work (each enqueue is a point where device steps may happen)
-  void record(std::uint32_t event, std::uint32_t stream);                                 // R2
-  void wait(std::uint32_t stream, std::uint32_t event);                                   // R3
+  void record(std::uint32_t event, std::uint32_t stream);  // R2
+  void wait(std::uint32_t stream, std::uint32_t event);    // R3
   OpRef launch(std::uint32_t stream, const std::vector<KernelAccess>& accesses, std::string label);
   std::optional<AllocResult> alloc(std::uint32_t stream, std::uint64_t bytes, std::string label = "alloc");  // R7
   /// False (and nothing enqueued) when ptr is not the start of a live allocation.
-  bool free(std::uint32_t stream, std::uint64_t ptr, std::string label = "free");             // R7
+  bool free(std::uint32_t stream, std::uint64_t ptr, std::string label = "free");  // R7
 
   // --- host synchronization (R4)
   void sync_stream(std::uint32_t stream);
@@ -193,8 +193,8 @@ class DeviceModel {
     std::optional<VectorClock> capture;
   };
   struct Allocation {
-    ByteRange range;          // rounded range owned by this allocation
-    std::uint64_t bytes;      // requested bytes
+    ByteRange range;      // rounded range owned by this allocation
+    std::uint64_t bytes;  // requested bytes
     std::uint32_t stream;
     OpRef alloc_op;
     std::optional<OpRef> free_op;

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <algorithm>
+#include <boost/graph/adjacency_list.hpp>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -35,8 +36,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <boost/graph/adjacency_list.hpp>
 
 #include "backend_sim/device_model.h"
 
@@ -70,14 +69,30 @@ class HbGraph {
       const std::string who = "host" + std::to_string(entry.host) + ": ";
       std::string action;
       switch (entry.kind) {
-        case LogEntry::Kind::Enqueue: action = "enqueue " + model.describe(entry.op); break;
-        case LogEntry::Kind::Record: action = "record " + ev(entry.event) + " on " + name(entry.stream); break;
-        case LogEntry::Kind::Wait: action = name(entry.stream) + " waits for " + ev(entry.event); break;
-        case LogEntry::Kind::SyncStream: action = "synchronize " + name(entry.stream); break;
-        case LogEntry::Kind::SyncEvent: action = "synchronize " + ev(entry.event); break;
-        case LogEntry::Kind::SyncDevice: action = "synchronize device"; break;
-        case LogEntry::Kind::QueryDone: action = "query " + ev(entry.event) + " -> done"; break;
-        case LogEntry::Kind::QueryNotDone: action = "query " + ev(entry.event) + " -> not done"; break;
+        case LogEntry::Kind::Enqueue:
+          action = "enqueue " + model.describe(entry.op);
+          break;
+        case LogEntry::Kind::Record:
+          action = "record " + ev(entry.event) + " on " + name(entry.stream);
+          break;
+        case LogEntry::Kind::Wait:
+          action = name(entry.stream) + " waits for " + ev(entry.event);
+          break;
+        case LogEntry::Kind::SyncStream:
+          action = "synchronize " + name(entry.stream);
+          break;
+        case LogEntry::Kind::SyncEvent:
+          action = "synchronize " + ev(entry.event);
+          break;
+        case LogEntry::Kind::SyncDevice:
+          action = "synchronize device";
+          break;
+        case LogEntry::Kind::QueryDone:
+          action = "query " + ev(entry.event) + " -> done";
+          break;
+        case LogEntry::Kind::QueryNotDone:
+          action = "query " + ev(entry.event) + " -> not done";
+          break;
       }
       const Vertex h = add(Node{NodeKind::Host, entry.host, 0, {}, who + action});
       if (auto it = host_last.find(entry.host); it != host_last.end()) link(it->second, h, "R6");
@@ -93,14 +108,14 @@ class HbGraph {
       };
       switch (entry.kind) {
         case LogEntry::Kind::Enqueue: {
-          const Vertex v = stream_node(Node{NodeKind::Op, entry.host, entry.stream, entry.op, model.describe(entry.op)},
-                                       "R1");
+          const Vertex v =
+              stream_node(Node{NodeKind::Op, entry.host, entry.stream, entry.op, model.describe(entry.op)}, "R1");
           ops_[entry.op] = v;  // entry.pool_wait is deliberately not an edge
           break;
         }
         case LogEntry::Kind::Record:
-          capture[entry.event] = stream_node(
-              Node{NodeKind::Record, entry.host, entry.stream, {}, "record " + ev(entry.event)}, "R2");
+          capture[entry.event] =
+              stream_node(Node{NodeKind::Record, entry.host, entry.stream, {}, "record " + ev(entry.event)}, "R2");
           break;
         case LogEntry::Kind::Wait: {
           const Vertex v =
@@ -119,7 +134,8 @@ class HbGraph {
         case LogEntry::Kind::QueryDone:
           if (auto it = capture.find(entry.event); it != capture.end()) link(it->second, h, "R4");
           break;
-        case LogEntry::Kind::QueryNotDone: break;  // orders nothing
+        case LogEntry::Kind::QueryNotDone:
+          break;  // orders nothing
       }
     }
   }

@@ -73,9 +73,11 @@ std::uint32_t RandomChooser::pick(ChoiceKind kind, std::uint32_t options) {
     case ChoiceKind::DeviceStep:
       if (!rng_.chance(options_.device_step_percent)) return 0;
       return 1 + rng_.below(options - 1);
-    case ChoiceKind::Fault: return rng_.chance(options_.fault_percent) ? 1 : 0;
+    case ChoiceKind::Fault:
+      return rng_.chance(options_.fault_percent) ? 1 : 0;
     case ChoiceKind::PoolRange:
-    case ChoiceKind::Client: return rng_.below(options);
+    case ChoiceKind::Client:
+      return rng_.below(options);
   }
   return 0;
 }

@@ -98,7 +98,8 @@ class SimBackend {
   }
   Status free_async(std::uint64_t ptr, StreamRef s) {
     if (auto f = enter("free_async")) return *f;
-    if (!model_.free(s, ptr, take_label("free"))) return ResourceError::driver("free_async: invalid device pointer " + std::to_string(ptr));
+    if (!model_.free(s, ptr, take_label("free")))
+      return ResourceError::driver("free_async: invalid device pointer " + std::to_string(ptr));
     return {};
   }
   Status synchronize_stream(StreamRef s) {

@@ -30,9 +30,8 @@
 namespace streamcheck {
 
 template <class B>
-concept Backend = requires(B& b, const B& cb, StreamId id, typename B::StreamRef s,
-                           typename B::Event& event, const typename B::Event& cevent, std::size_t bytes,
-                           std::uint64_t ptr) {
+concept Backend = requires(B& b, const B& cb, StreamId id, typename B::StreamRef s, typename B::Event& event,
+                           const typename B::Event& cevent, std::size_t bytes, std::uint64_t ptr) {
   // A cheap, copyable reference to a resolved stream.
   typename B::StreamRef;
   requires std::copyable<typename B::StreamRef>;

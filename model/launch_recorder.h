@@ -53,9 +53,8 @@ class LaunchRecorder {
   ~LaunchRecorder() {
     if (committed_ || uses_.empty() || !preflighted_) return;
     dropped_counter().fetch_add(1);
-    std::cerr << "streamcheck: LaunchRecorder dropped without commit: " << uses_.size()
-              << " uses on StreamId(" << launch_stream_.value
-              << ") were not recorded; cross-stream safety is lost for this launch\n";
+    std::cerr << "streamcheck: LaunchRecorder dropped without commit: " << uses_.size() << " uses on StreamId("
+              << launch_stream_.value << ") were not recorded; cross-stream safety is lost for this launch\n";
   }
 
   /// Register a use. `block == nullptr` is a buffer the resource does not

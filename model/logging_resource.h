@@ -93,18 +93,18 @@ class LoggingResource {
   Status prepare_block_use(BlockId id, StreamId stream, Access access) {
     std::lock_guard lock(mutex_);
     Status s = inner_.prepare_block_use(id, stream, access);
-    log_statement("prepare " + block_name(id.generation) + " on " + stream_name(stream) + " " +
-                      std::string(to_string(access)),
-                  id.generation, stream, s);
+    log_statement(
+        "prepare " + block_name(id.generation) + " on " + stream_name(stream) + " " + std::string(to_string(access)),
+        id.generation, stream, s);
     return s;
   }
 
   Status finish_block_use(BlockId id, StreamId stream, Access access) {
     std::lock_guard lock(mutex_);
     Status s = inner_.finish_block_use(id, stream, access);
-    log_statement("finish " + block_name(id.generation) + " on " + stream_name(stream) + " " +
-                      std::string(to_string(access)),
-                  id.generation, stream, s);
+    log_statement(
+        "finish " + block_name(id.generation) + " on " + stream_name(stream) + " " + std::string(to_string(access)),
+        id.generation, stream, s);
     return s;
   }
 
@@ -112,8 +112,8 @@ class LoggingResource {
   Status record_block_use(const DeviceBlock& block, StreamId stream) {
     std::lock_guard lock(mutex_);
     Status s = inner_.record_block_use(block, stream);
-    log_statement("finish " + block_name(block.generation) + " on " + stream_name(stream) + " read",
-                  block.generation, stream, s);
+    log_statement("finish " + block_name(block.generation) + " on " + stream_name(stream) + " read", block.generation,
+                  stream, s);
     return s;
   }
 
@@ -204,10 +204,10 @@ class LoggingResource {
   static bool is_keyword(std::string_view s) {
     // The keywords of docs/TRACES.md's grammar: no NAME may be one of them.
     static constexpr std::string_view kKeywords[] = {
-        "stream",   "event",      "thread",  "policy", "buffer", "free",   "launch",     "copy",
-        "record",   "wait",       "sync",    "query",  "resource", "allocate", "deallocate", "prepare",
-        "finish",   "reap",       "run",     "on",     "from",   "to",     "reads",      "writes",
-        "readwrites", "device",   "budget",  "mutant", "read",   "write",  "read_write"};
+        "stream",     "event",  "thread", "policy", "buffer",   "free",     "launch",     "copy",
+        "record",     "wait",   "sync",   "query",  "resource", "allocate", "deallocate", "prepare",
+        "finish",     "reap",   "run",    "on",     "from",     "to",       "reads",      "writes",
+        "readwrites", "device", "budget", "mutant", "read",     "write",    "read_write"};
     for (auto k : kKeywords)
       if (k == s) return true;
     return false;

@@ -59,17 +59,28 @@ template <class Fn>
 decltype(auto) with_protocol(std::optional<MutantId> mutant, Fn&& fn) {
   if (!mutant) return fn.template operator()<CorrectProtocol>();
   switch (*mutant) {
-    case MutantId::M1: return fn.template operator()<MutantSet<MutantId::M1>>();
-    case MutantId::M2: return fn.template operator()<MutantSet<MutantId::M2>>();
-    case MutantId::M3: return fn.template operator()<MutantSet<MutantId::M3>>();
-    case MutantId::M4: return fn.template operator()<MutantSet<MutantId::M4>>();
-    case MutantId::M5: return fn.template operator()<MutantSet<MutantId::M5>>();
-    case MutantId::M6: return fn.template operator()<MutantSet<MutantId::M6>>();
-    case MutantId::M7: return fn.template operator()<MutantSet<MutantId::M7>>();
-    case MutantId::M8: return fn.template operator()<MutantSet<MutantId::M8>>();
-    case MutantId::M9: return fn.template operator()<MutantSet<MutantId::M9>>();
-    case MutantId::M10: return fn.template operator()<MutantSet<MutantId::M10>>();
-    case MutantId::M11: return fn.template operator()<MutantSet<MutantId::M11>>();
+    case MutantId::M1:
+      return fn.template operator()<MutantSet<MutantId::M1>>();
+    case MutantId::M2:
+      return fn.template operator()<MutantSet<MutantId::M2>>();
+    case MutantId::M3:
+      return fn.template operator()<MutantSet<MutantId::M3>>();
+    case MutantId::M4:
+      return fn.template operator()<MutantSet<MutantId::M4>>();
+    case MutantId::M5:
+      return fn.template operator()<MutantSet<MutantId::M5>>();
+    case MutantId::M6:
+      return fn.template operator()<MutantSet<MutantId::M6>>();
+    case MutantId::M7:
+      return fn.template operator()<MutantSet<MutantId::M7>>();
+    case MutantId::M8:
+      return fn.template operator()<MutantSet<MutantId::M8>>();
+    case MutantId::M9:
+      return fn.template operator()<MutantSet<MutantId::M9>>();
+    case MutantId::M10:
+      return fn.template operator()<MutantSet<MutantId::M10>>();
+    case MutantId::M11:
+      return fn.template operator()<MutantSet<MutantId::M11>>();
   }
   throw std::invalid_argument("with_protocol: unknown mutant id " + std::to_string(static_cast<int>(*mutant)));
 }

@@ -137,11 +137,11 @@ Result<DeviceBlock> Resource<B, P>::allocate(std::size_t bytes, StreamId stream,
     // stream may start before the allocation (and the pool's reuse of the
     // range) is ordered.
     auto ev = backend_.create_event();
-    if (!ev) return undo(ResourceError::driver(where("allocate") + ": create allocation-ready event: " +
-                                               ev.error().message));
+    if (!ev)
+      return undo(ResourceError::driver(where("allocate") + ": create allocation-ready event: " + ev.error().message));
     auto rec = backend_.record_event(ev.value(), s.value());
-    if (!rec) return undo(ResourceError::driver(where("allocate") + ": record allocation-ready event: " +
-                                                rec.error().message));
+    if (!rec)
+      return undo(ResourceError::driver(where("allocate") + ": record allocation-ready event: " + rec.error().message));
     ready.emplace(StreamEvent{stream, std::move(ev).value()});
   }
 
@@ -160,8 +160,7 @@ Result<DeviceBlock> Resource<B, P>::allocate(std::size_t bytes, StreamId stream,
 
 template <Backend B, class P>
 Status Resource<B, P>::wait_for_uses(const char* fn, const LiveEntry& entry, typename B::StreamRef target,
-                                     StreamId target_id, StreamId alloc_stream, bool wait_last_write,
-                                     bool wait_reads) {
+                                     StreamId target_id, StreamId alloc_stream, bool wait_last_write, bool wait_reads) {
   if (wait_last_write && entry.last_write && needs_wait(entry.last_write->stream, target_id, alloc_stream)) {
     auto w = backend_.wait_event(target, entry.last_write->event);
     if (!w) return ResourceError::driver(where(fn) + ": wait on last_write: " + w.error().message);

@@ -58,9 +58,12 @@ constexpr Access combine(Access a, Access b) {
 
 constexpr std::string_view to_string(Access a) {
   switch (a) {
-    case Access::Read: return "read";
-    case Access::Write: return "write";
-    case Access::ReadWrite: return "read_write";
+    case Access::Read:
+      return "read";
+    case Access::Write:
+      return "write";
+    case Access::ReadWrite:
+      return "read_write";
   }
   return "?";
 }
@@ -97,11 +100,16 @@ enum class ErrorKind : std::uint8_t { OutOfBudget, Driver, StreamMisuse, UseAfte
 
 constexpr std::string_view to_string(ErrorKind k) {
   switch (k) {
-    case ErrorKind::OutOfBudget: return "OutOfBudget";
-    case ErrorKind::Driver: return "Driver";
-    case ErrorKind::StreamMisuse: return "StreamMisuse";
-    case ErrorKind::UseAfterFree: return "UseAfterFree";
-    case ErrorKind::OutOfBounds: return "OutOfBounds";
+    case ErrorKind::OutOfBudget:
+      return "OutOfBudget";
+    case ErrorKind::Driver:
+      return "Driver";
+    case ErrorKind::StreamMisuse:
+      return "StreamMisuse";
+    case ErrorKind::UseAfterFree:
+      return "UseAfterFree";
+    case ErrorKind::OutOfBounds:
+      return "OutOfBounds";
   }
   return "?";
 }
@@ -117,9 +125,7 @@ struct ResourceError {
   Generation generation{};
 
   static ResourceError driver(std::string msg) { return {ErrorKind::Driver, std::move(msg), 0, 0, {}}; }
-  static ResourceError stream_misuse(std::string msg) {
-    return {ErrorKind::StreamMisuse, std::move(msg), 0, 0, {}};
-  }
+  static ResourceError stream_misuse(std::string msg) { return {ErrorKind::StreamMisuse, std::move(msg), 0, 0, {}}; }
   static ResourceError use_after_free(Generation g) { return {ErrorKind::UseAfterFree, {}, 0, 0, g}; }
   static ResourceError out_of_bounds(Generation g) { return {ErrorKind::OutOfBounds, {}, 0, 0, g}; }
   static ResourceError out_of_budget(std::size_t requested, std::size_t remaining) {
@@ -132,10 +138,18 @@ struct ResourceError {
       case ErrorKind::OutOfBudget:
         os << "out of budget: requested " << requested << " bytes, remaining " << remaining << " bytes";
         break;
-      case ErrorKind::Driver: os << "driver error: " << message; break;
-      case ErrorKind::StreamMisuse: os << "stream-ordered contract violated: " << message; break;
-      case ErrorKind::UseAfterFree: os << "use after free of generation " << generation.value; break;
-      case ErrorKind::OutOfBounds: os << "out-of-bounds write on generation " << generation.value; break;
+      case ErrorKind::Driver:
+        os << "driver error: " << message;
+        break;
+      case ErrorKind::StreamMisuse:
+        os << "stream-ordered contract violated: " << message;
+        break;
+      case ErrorKind::UseAfterFree:
+        os << "use after free of generation " << generation.value;
+        break;
+      case ErrorKind::OutOfBounds:
+        os << "out-of-bounds write on generation " << generation.value;
+        break;
     }
     return os.str();
   }

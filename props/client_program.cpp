@@ -12,21 +12,30 @@ struct Overload : Fs... {
 
 std::string_view name(StaleHow h) {
   switch (h) {
-    case StaleHow::PrepareRead: return "prepare(read)";
-    case StaleHow::PrepareWrite: return "prepare(write)";
-    case StaleHow::FinishRead: return "finish(read)";
-    case StaleHow::Deallocate: return "deallocate";
-    case StaleHow::RecorderWithFresh: return "recorder(read the newest block at its address, then the stale one)";
+    case StaleHow::PrepareRead:
+      return "prepare(read)";
+    case StaleHow::PrepareWrite:
+      return "prepare(write)";
+    case StaleHow::FinishRead:
+      return "finish(read)";
+    case StaleHow::Deallocate:
+      return "deallocate";
+    case StaleHow::RecorderWithFresh:
+      return "recorder(read the newest block at its address, then the stale one)";
   }
   return "?";
 }
 
 std::string_view name(MisuseHow h) {
   switch (h) {
-    case MisuseHow::ZeroBytes: return "allocate 0 bytes";
-    case MisuseHow::UnknownStreamAllocate: return "allocate on an unknown stream";
-    case MisuseHow::UnknownStreamPrepare: return "prepare on an unknown stream";
-    case MisuseHow::WrongDevicePrepare: return "prepare with a block of another device";
+    case MisuseHow::ZeroBytes:
+      return "allocate 0 bytes";
+    case MisuseHow::UnknownStreamAllocate:
+      return "allocate on an unknown stream";
+    case MisuseHow::UnknownStreamPrepare:
+      return "prepare on an unknown stream";
+    case MisuseHow::WrongDevicePrepare:
+      return "prepare with a block of another device";
   }
   return "?";
 }
@@ -62,20 +71,28 @@ std::string show(const ClientProgram& program) {
 
 ClientOp make_op(OpKind kind, sim::SplitMix64& rng) {
   switch (kind) {
-    case OpKind::Allocate: return AllocateOp{1 + rng.below(4096), rng.below(kClientStreams)};
+    case OpKind::Allocate:
+      return AllocateOp{1 + rng.below(4096), rng.below(kClientStreams)};
     case OpKind::BeginLaunch: {
       BeginLaunchOp op{rng.below(kClientStreams), {}, rng.chance(50)};
       const std::uint32_t n = 1 + rng.below(3);
       for (std::uint32_t i = 0; i < n; ++i) op.uses.push_back(UseSpec{rng.below(4), static_cast<Access>(rng.below(3))});
       return op;
     }
-    case OpKind::Commit: return CommitOp{rng.below(3)};
-    case OpKind::Deallocate: return DeallocateOp{rng.below(4)};
-    case OpKind::Reap: return ReapOp{};
-    case OpKind::SyncStream: return SyncStreamOp{rng.below(kClientStreams)};
-    case OpKind::StaleUse: return StaleUseOp{rng.below(3), static_cast<StaleHow>(rng.below(5))};
-    case OpKind::InjectFault: return InjectFaultOp{rng.below(3)};
-    case OpKind::Misuse: return MisuseOp{static_cast<MisuseHow>(rng.below(4)), rng.below(4)};
+    case OpKind::Commit:
+      return CommitOp{rng.below(3)};
+    case OpKind::Deallocate:
+      return DeallocateOp{rng.below(4)};
+    case OpKind::Reap:
+      return ReapOp{};
+    case OpKind::SyncStream:
+      return SyncStreamOp{rng.below(kClientStreams)};
+    case OpKind::StaleUse:
+      return StaleUseOp{rng.below(3), static_cast<StaleHow>(rng.below(5))};
+    case OpKind::InjectFault:
+      return InjectFaultOp{rng.below(3)};
+    case OpKind::Misuse:
+      return MisuseOp{static_cast<MisuseHow>(rng.below(4)), rng.below(4)};
   }
   return ReapOp{};
 }

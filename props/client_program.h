@@ -68,7 +68,17 @@ using ClientProgram = std::vector<ClientOp>;
 std::string show(const ClientOp& op);
 std::string show(const ClientProgram& program);
 
-enum class OpKind : std::uint8_t { Allocate, BeginLaunch, Commit, Deallocate, Reap, SyncStream, StaleUse, InjectFault, Misuse };
+enum class OpKind : std::uint8_t {
+  Allocate,
+  BeginLaunch,
+  Commit,
+  Deallocate,
+  Reap,
+  SyncStream,
+  StaleUse,
+  InjectFault,
+  Misuse
+};
 inline constexpr std::uint32_t kOpKinds = 9;
 
 /// Builds an op of `kind` from a random source. The property tests and the

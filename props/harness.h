@@ -30,8 +30,8 @@ namespace streamcheck::props {
 
 /// What the property harness needs beyond the core's Backend concept.
 template <class B>
-concept ValidationBackend = Backend<B> && requires(B& b, typename B::StreamRef s, std::vector<KernelAccess> acc,
-                                                   std::uint32_t n, std::string label) {
+concept ValidationBackend = Backend<B> &&
+    requires(B& b, typename B::StreamRef s, std::vector<KernelAccess> acc, std::uint32_t n, std::string label) {
   { b.add_stream(label) } -> std::same_as<StreamId>;
   b.launch(s, acc, label);
   b.arm_fault(n);
@@ -149,8 +149,8 @@ class Harness {
   }
 
   Snapshot snapshot() const {
-    Snapshot s{res_.live_bytes(), res_.pending_free_bytes(), res_.pending_per_stream_total(), res_.live_block_count(),
-               b_.live_event_count(), {}};
+    Snapshot s{res_.live_bytes(),       res_.pending_free_bytes(), res_.pending_per_stream_total(),
+               res_.live_block_count(), b_.live_event_count(),     {}};
     for (const auto& blk : live_) s.use_events.push_back(res_.pending_use_event_count(blk.ptr));
     return s;
   }
@@ -162,8 +162,8 @@ class Harness {
     if (live != sum)
       problem("P3 accounting: live_bytes " + std::to_string(live) + " != sum of live blocks " + std::to_string(sum));
     if (res_.live_block_count() != live_.size())
-      problem("P3 accounting: resource tracks " + std::to_string(res_.live_block_count()) + " live blocks, client holds " +
-              std::to_string(live_.size()));
+      problem("P3 accounting: resource tracks " + std::to_string(res_.live_block_count()) +
+              " live blocks, client holds " + std::to_string(live_.size()));
     if (pending != res_.pending_per_stream_total())
       problem("P3 accounting: pending_free_bytes " + std::to_string(pending) + " != sum of pending per stream " +
               std::to_string(res_.pending_per_stream_total()));
@@ -190,8 +190,8 @@ class Harness {
     }
     check_accounting();  // P4: a failing reap loses no pending bytes
     auto retry = call();
-    if (!retry.ok()) problem("P4 error atomicity: retry of " + what + " after the fault cleared failed: " +
-                             retry.error().to_string());
+    if (!retry.ok())
+      problem("P4 error atomicity: retry of " + what + " after the fault cleared failed: " + retry.error().to_string());
     return retry;
   }
 
@@ -267,7 +267,8 @@ class Harness {
     auto& rec = *in_flight_[idx].recorder;
     say("commit " + in_flight_[idx].name);
     // Commit finishes one use after another: atomic only for a single use.
-    (void)checked("commit", [&] { return rec.commit(res_); }, rec.deduped_uses().size() == 1);
+    (void)checked(
+        "commit", [&] { return rec.commit(res_); }, rec.deduped_uses().size() == 1);
     in_flight_.erase(in_flight_.begin() + static_cast<std::ptrdiff_t>(idx));
   }
 
@@ -290,7 +291,8 @@ class Harness {
 
   void run(const ReapOp&) {
     say("reap_pending");
-    auto st = checked("reap_pending", [&] { return res_.reap_pending(); }, false);
+    auto st = checked(
+        "reap_pending", [&] { return res_.reap_pending(); }, false);
     if (st.ok() && res_.pending_free_bytes() != 0)
       problem("P3 accounting: " + std::to_string(res_.pending_free_bytes()) +
               " bytes still pending after a successful reap");
@@ -312,14 +314,16 @@ class Harness {
     say(what);
     switch (o.how) {
       case StaleHow::PrepareRead:
-        refused(what, ErrorKind::UseAfterFree, id.generation, [&] { return res_.prepare_block_use(id, s, Access::Read); });
+        refused(what, ErrorKind::UseAfterFree, id.generation,
+                [&] { return res_.prepare_block_use(id, s, Access::Read); });
         break;
       case StaleHow::PrepareWrite:
         refused(what, ErrorKind::UseAfterFree, id.generation,
                 [&] { return res_.prepare_block_use(id, s, Access::Write); });
         break;
       case StaleHow::FinishRead:
-        refused(what, ErrorKind::UseAfterFree, id.generation, [&] { return res_.finish_block_use(id, s, Access::Read); });
+        refused(what, ErrorKind::UseAfterFree, id.generation,
+                [&] { return res_.finish_block_use(id, s, Access::Read); });
         break;
       case StaleHow::Deallocate:
         refused(what, ErrorKind::UseAfterFree, id.generation, [&] { return res_.deallocate(stale); });

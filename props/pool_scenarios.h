@@ -30,11 +30,16 @@ inline constexpr std::array<PoolScenario, 5> kPoolScenarios{
 
 constexpr std::string_view to_string(PoolScenario s) {
   switch (s) {
-    case PoolScenario::OtherStreamNoDependency: return "free s0; alloc s1 (no dependency)";
-    case PoolScenario::OtherStreamGatedFree: return "gate s0; free s0; alloc s1 (free not yet run)";
-    case PoolScenario::OtherStreamEventWait: return "free s0; record e; s1 waits e; alloc s1";
-    case PoolScenario::OtherStreamAfterSync: return "free s0; sync s0; alloc s1";
-    case PoolScenario::SameStream: return "free s0; alloc s0";
+    case PoolScenario::OtherStreamNoDependency:
+      return "free s0; alloc s1 (no dependency)";
+    case PoolScenario::OtherStreamGatedFree:
+      return "gate s0; free s0; alloc s1 (free not yet run)";
+    case PoolScenario::OtherStreamEventWait:
+      return "free s0; record e; s1 waits e; alloc s1";
+    case PoolScenario::OtherStreamAfterSync:
+      return "free s0; sync s0; alloc s1";
+    case PoolScenario::SameStream:
+      return "free s0; alloc s0";
   }
   return "?";
 }
@@ -63,9 +68,14 @@ bool run_pool_scenario(B& b, StreamId s0, StreamId s1, PoolScenario scenario, Ga
       (void)must(b.wait_event(r1, e.value()), "wait");
       break;
     }
-    case PoolScenario::OtherStreamAfterSync: (void)(void)must(b.synchronize_stream(r0), "synchronize s0"); break;
-    case PoolScenario::SameStream: target = r0; break;
-    default: break;
+    case PoolScenario::OtherStreamAfterSync:
+      (void)(void)must(b.synchronize_stream(r0), "synchronize s0");
+      break;
+    case PoolScenario::SameStream:
+      target = r0;
+      break;
+    default:
+      break;
   }
   const std::uint64_t bptr = must(b.alloc_async(bytes, target), "alloc B").value();
   (void)must(b.free_async(bptr, target), "free B");

@@ -1,16 +1,15 @@
 #include "tools/explore.h"
 
+#include <fstream>
 #include <ostream>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "backend_sim/sim_backend.h"
 #include "props/harness.h"
 #include "tools/render.h"
-
-#include <fstream>
-#include <sstream>
-#include <stdexcept>
 
 namespace streamcheck::tools {
 
@@ -161,8 +160,7 @@ int explore_with(const ExploreOptions& o, std::ostream& out) {
 }  // namespace
 
 std::optional<Counterexample> find_counterexample(const ExploreOptions& options, std::uint64_t* explored) {
-  return with_protocol(options.mutant,
-                       [&]<class Protocol>() { return find_with<Protocol>(options, explored); });
+  return with_protocol(options.mutant, [&]<class Protocol>() { return find_with<Protocol>(options, explored); });
 }
 
 std::string counterexample_svg(const Counterexample& c, std::optional<MutantId> mutant) {
@@ -197,7 +195,8 @@ std::vector<std::string> write_counterexample_pages(const std::string& dir) {
     std::ostringstream page;
     page << "# " << name << ": " << m.description << "\n\nFound by `streamcheck explore --mutant " << name
          << "` (seed 1); regenerate every page with `streamcheck counterexamples docs/counterexamples`.\n\n"
-         << "```text\n" << text.str() << "```\n\n";
+         << "```text\n"
+         << text.str() << "```\n\n";
     if (c->race)
       page << "The racing pair is highlighted in red in the swimlanes of the failing run; the dashed red arrow is the "
               "missing edge.\n\n";

@@ -28,7 +28,7 @@ struct ExploreOptions {
 /// (here or on the GPU: the op numbering per stream is the same).
 struct Counterexample {
   props::ClientProgram original;
-  props::ClientProgram program;  // shrunk
+  props::ClientProgram program;     // shrunk
   std::uint32_t policy_index = 0;   // PoolPolicy::from_bits
   std::uint64_t schedule_seed = 0;  // RandomChooser seed of the failing run
   std::string schedule;             // its choices, as a schedule string

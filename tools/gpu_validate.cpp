@@ -10,9 +10,9 @@
 // Exit 0: all three hold; 1: one does not; 2: usage; 77: no GPU (skipped).
 #include <charconv>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <iomanip>
-#include <cstdlib>
 #include <iostream>
 #include <limits>
 #include <set>
@@ -133,18 +133,16 @@ bool mutants(const Options& o, std::ostream& out) {
     std::uint32_t with_mismatch = 0, broken = 0;
     std::string gpu_violation;
     for (std::uint32_t k = 0; k < o.reps; ++k) {
-      const GpuRun r = streamcheck::with_protocol(m.id, [&]<class P>() {
-        return run_on_gpu<P>(c->program, policy, delays, 2'000'000);
-      });
+      const GpuRun r = streamcheck::with_protocol(
+          m.id, [&]<class P>() { return run_on_gpu<P>(c->program, policy, delays, 2'000'000); });
       if (r.mismatches > 0) ++with_mismatch;
       if (r.violation) {
         ++broken;
         if (gpu_violation.empty()) gpu_violation = r.violation->substr(0, r.violation->find(':'));
       }
     }
-    const std::string kind =
-        race ? c->violation.substr(0, c->violation.find(':', c->violation.find(':') + 1))
-             : c->violation.substr(0, c->violation.find(':'));
+    const std::string kind = race ? c->violation.substr(0, c->violation.find(':', c->violation.find(':') + 1))
+                                  : c->violation.substr(0, c->violation.find(':'));
     // Only races are expected to corrupt data; the other mutants break a
     // host-side property (P3/P4/P5), shown for information: M9's needs the
     // pool to hand the same address out again, which the GPU may not do.
@@ -235,10 +233,14 @@ int main(int argc, char** argv) {
       return 2;
     }
     const std::string_view a = argv[i];
-    if (a == "--programs") o.programs = static_cast<std::uint32_t>(n);
-    else if (a == "--reps") o.reps = static_cast<std::uint32_t>(n);
-    else if (a == "--pool-reps") o.pool_reps = static_cast<std::uint32_t>(n);
-    else if (a == "--seed") o.seed = n;
+    if (a == "--programs")
+      o.programs = static_cast<std::uint32_t>(n);
+    else if (a == "--reps")
+      o.reps = static_cast<std::uint32_t>(n);
+    else if (a == "--pool-reps")
+      o.pool_reps = static_cast<std::uint32_t>(n);
+    else if (a == "--seed")
+      o.seed = n;
     else {
       std::cerr << "streamcheck-gpu: unknown option " << a << "\n" << usage;
       return 2;

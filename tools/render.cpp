@@ -26,30 +26,39 @@ using sim::OpRef;
 
 const char* kind_name(OpKind k) {
   switch (k) {
-    case OpKind::Alloc: return "alloc";
-    case OpKind::Free: return "free";
-    case OpKind::Kernel: return "kernel";
+    case OpKind::Alloc:
+      return "alloc";
+    case OpKind::Free:
+      return "free";
+    case OpKind::Kernel:
+      return "kernel";
   }
   return "?";
 }
 
 std::string event_name(std::uint32_t e) { return "e" + std::to_string(e); }
 
-std::string ref_name(const DeviceModel& m, OpRef r) {
-  return m.stream_name(r.stream) + "#" + std::to_string(r.index);
-}
+std::string ref_name(const DeviceModel& m, OpRef r) { return m.stream_name(r.stream) + "#" + std::to_string(r.index); }
 
 /// The host action of a non-enqueue log entry, in the words HbGraph uses.
 std::string host_action(const DeviceModel& m, const LogEntry& e) {
   switch (e.kind) {
-    case LogEntry::Kind::Enqueue: return "enqueue " + m.describe(e.op);
-    case LogEntry::Kind::Record: return "record " + event_name(e.event) + " on " + m.stream_name(e.stream);
-    case LogEntry::Kind::Wait: return m.stream_name(e.stream) + " waits for " + event_name(e.event);
-    case LogEntry::Kind::SyncStream: return "synchronize " + m.stream_name(e.stream);
-    case LogEntry::Kind::SyncEvent: return "synchronize " + event_name(e.event);
-    case LogEntry::Kind::SyncDevice: return "synchronize device";
-    case LogEntry::Kind::QueryDone: return "query " + event_name(e.event) + " -> done";
-    case LogEntry::Kind::QueryNotDone: return "query " + event_name(e.event) + " -> not done";
+    case LogEntry::Kind::Enqueue:
+      return "enqueue " + m.describe(e.op);
+    case LogEntry::Kind::Record:
+      return "record " + event_name(e.event) + " on " + m.stream_name(e.stream);
+    case LogEntry::Kind::Wait:
+      return m.stream_name(e.stream) + " waits for " + event_name(e.event);
+    case LogEntry::Kind::SyncStream:
+      return "synchronize " + m.stream_name(e.stream);
+    case LogEntry::Kind::SyncEvent:
+      return "synchronize " + event_name(e.event);
+    case LogEntry::Kind::SyncDevice:
+      return "synchronize device";
+    case LogEntry::Kind::QueryDone:
+      return "query " + event_name(e.event) + " -> done";
+    case LogEntry::Kind::QueryNotDone:
+      return "query " + event_name(e.event) + " -> not done";
   }
   return "?";
 }
@@ -57,12 +66,18 @@ std::string host_action(const DeviceModel& m, const LogEntry& e) {
 /// The short label of a host action in its SVG box.
 std::string host_short(const DeviceModel& m, const LogEntry& e) {
   switch (e.kind) {
-    case LogEntry::Kind::SyncStream: return "sync " + m.stream_name(e.stream);
-    case LogEntry::Kind::SyncEvent: return "sync " + event_name(e.event);
-    case LogEntry::Kind::SyncDevice: return "sync device";
-    case LogEntry::Kind::QueryDone: return "query " + event_name(e.event) + ": done";
-    case LogEntry::Kind::QueryNotDone: return "query " + event_name(e.event) + ": busy";
-    default: return host_action(m, e);
+    case LogEntry::Kind::SyncStream:
+      return "sync " + m.stream_name(e.stream);
+    case LogEntry::Kind::SyncEvent:
+      return "sync " + event_name(e.event);
+    case LogEntry::Kind::SyncDevice:
+      return "sync device";
+    case LogEntry::Kind::QueryDone:
+      return "query " + event_name(e.event) + ": done";
+    case LogEntry::Kind::QueryNotDone:
+      return "query " + event_name(e.event) + ": busy";
+    default:
+      return host_action(m, e);
   }
 }
 
@@ -105,15 +120,27 @@ std::string xml_escape(std::string_view s) {
   out.reserve(s.size());
   for (const char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
       default:
         // XML 1.0 forbids most control characters, escaped or not.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n') out.push_back('?');
-        else out.push_back(c);
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n')
+          out.push_back('?');
+        else
+          out.push_back(c);
     }
   }
   return out;
@@ -124,11 +151,21 @@ std::string json_escape(std::string_view s) {
   out.reserve(s.size() + 2);
   for (const char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char buf[8];
@@ -175,8 +212,10 @@ std::string render_text(const DeviceModel& m) {
     for (std::uint32_t i = 0; i < m.op_count(s); ++i) {
       const OpRef r{s, i};
       os << "    " << m.describe(r);
-      if (const auto c = m.completion_index(r)) os << "  [executed #" << *c << "]";
-      else os << "  [not executed]";
+      if (const auto c = m.completion_index(r))
+        os << "  [executed #" << *c << "]";
+      else
+        os << "  [not executed]";
       os << "\n";
     }
   }
@@ -231,13 +270,13 @@ std::string render_dot(const DeviceModel& m) {
 namespace {
 
 struct SvgLayout {
-  static constexpr int kTop = 70;         // title and room for arcs over the first lane
-  static constexpr int kLabelW = 120;     // lane labels
-  static constexpr int kColW = 132;       // one column per log entry
+  static constexpr int kTop = 70;      // title and room for arcs over the first lane
+  static constexpr int kLabelW = 120;  // lane labels
+  static constexpr int kColW = 132;    // one column per log entry
   static constexpr int kBoxW = 118;
   static constexpr int kBoxH = 44;
   static constexpr int kLaneH = 104;
-  static constexpr int kDiamond = 9;      // half-diagonal of record / wait marks
+  static constexpr int kDiamond = 9;  // half-diagonal of record / wait marks
   static constexpr std::size_t kBoxChars = 17;
 
   static int cx(std::size_t col) { return kLabelW + static_cast<int>(col) * kColW + kColW / 2; }
@@ -264,8 +303,7 @@ std::string arrow_path(const Place& a, const Place& b, int bulge) {
   std::ostringstream d;
   if (a.lane == b.lane) {
     const int y1 = L::lane_mid(a.lane) - a.half_h, y2 = L::lane_mid(b.lane) - b.half_h;
-    d << "M " << x1 << " " << y1 << " Q " << (x1 + x2) / 2 << " " << std::min(y1, y2) - bulge << " " << x2 << " "
-      << y2;
+    d << "M " << x1 << " " << y1 << " Q " << (x1 + x2) / 2 << " " << std::min(y1, y2) - bulge << " " << x2 << " " << y2;
   } else {
     const bool down = b.lane > a.lane;
     const int y1 = L::lane_mid(a.lane) + (down ? a.half_h : -a.half_h);
@@ -384,8 +422,7 @@ std::string render_svg(const DeviceModel& m) {
   for (const auto& [id, color] : std::vector<std::pair<const char*, const char*>>{
            {"arrow-event", "#1f5fbf"}, {"arrow-sync", "#777777"}, {"arrow-missing", "#d62728"}})
     os << "<marker id=\"" << id << "\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" "
-       << "markerHeight=\"7\" orient=\"auto\"><path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"" << color
-       << "\"/></marker>\n";
+       << "markerHeight=\"7\" orient=\"auto\"><path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"" << color << "\"/></marker>\n";
   os << "</defs>\n";
   os << "<rect x=\"0\" y=\"0\" width=\"" << width << "\" height=\"" << height << "\" fill=\"#ffffff\"/>\n";
   {
@@ -394,11 +431,10 @@ std::string render_svg(const DeviceModel& m) {
     const std::size_t nf = m.findings().size();
     svg_text(os, 12, 26,
              "streamcheck run: " + std::to_string(m.stream_count()) + " stream" + (m.stream_count() == 1 ? "" : "s") +
-                 ", " + std::to_string(ops) + " op" + (ops == 1 ? "" : "s") + ", " + std::to_string(nf) +
-                 " finding" + (nf == 1 ? "" : "s"),
+                 ", " + std::to_string(ops) + " op" + (ops == 1 ? "" : "s") + ", " + std::to_string(nf) + " finding" +
+                 (nf == 1 ? "" : "s"),
              " font-size=\"16\" font-weight=\"bold\" fill=\"#222222\"");
-    svg_text(os, 12, 46, "columns: API calls in program order (left to right)",
-             " font-size=\"12\" fill=\"#666666\"");
+    svg_text(os, 12, 46, "columns: API calls in program order (left to right)", " font-size=\"12\" fill=\"#666666\"");
   }
 
   // Lanes.
@@ -459,8 +495,8 @@ std::string render_svg(const DeviceModel& m) {
         const int d = L::kDiamond;
         os << "<g class=\"" << (rec ? "record" : "wait") << "\">\n<title>" << xml_escape(host_action(m, e))
            << "</title>\n";
-        os << "<polygon points=\"" << x << "," << y - d << " " << x + d << "," << y << " " << x << "," << y + d
-           << " " << x - d << "," << y << "\" fill=\"" << (rec ? "#1f5fbf" : "#ffffff")
+        os << "<polygon points=\"" << x << "," << y - d << " " << x + d << "," << y << " " << x << "," << y + d << " "
+           << x - d << "," << y << "\" fill=\"" << (rec ? "#1f5fbf" : "#ffffff")
            << "\" stroke=\"#1f5fbf\" stroke-width=\"2\"/>\n";
         svg_text(os, x + d + 4, y + 4, (rec ? "record " : "wait ") + event_name(e.event),
                  " font-size=\"12\" fill=\"#1f5fbf\"");
@@ -469,9 +505,8 @@ std::string render_svg(const DeviceModel& m) {
       }
       default: {
         const int h = p.half_h;
-        os << "<g class=\"host-action\">\n<title>" << xml_escape("host" + std::to_string(e.host) + ": " +
-                                                                  host_action(m, e))
-           << "</title>\n";
+        os << "<g class=\"host-action\">\n<title>"
+           << xml_escape("host" + std::to_string(e.host) + ": " + host_action(m, e)) << "</title>\n";
         os << "<rect x=\"" << x - L::kBoxW / 2 << "\" y=\"" << y - h << "\" width=\"" << L::kBoxW << "\" height=\""
            << 2 * h << "\" rx=\"" << h << "\" fill=\"#ffe9b3\" stroke=\"#b58900\"/>\n";
         svg_text(os, x, y + 5, shorten(host_short(m, e), L::kBoxChars),
@@ -522,8 +557,7 @@ std::string render_svg(const DeviceModel& m) {
   int lx = 12;
   const auto legend = [&](const char* stroke, const char* dash, const char* marker, const std::string& text) {
     os << "<line x1=\"" << lx << "\" y1=\"" << legend_y - 4 << "\" x2=\"" << lx + 34 << "\" y2=\"" << legend_y - 4
-       << "\" stroke=\"" << stroke << "\" stroke-width=\"2\"" << dash << " marker-end=\"url(#" << marker
-       << ")\"/>\n";
+       << "\" stroke=\"" << stroke << "\" stroke-width=\"2\"" << dash << " marker-end=\"url(#" << marker << ")\"/>\n";
     svg_text(os, lx + 42, legend_y, text);
     lx += 42 + static_cast<int>(display_chars(text)) * 7 + 24;
   };

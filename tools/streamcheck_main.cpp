@@ -195,8 +195,10 @@ int print_report(const tools::TraceReport& r, bool json) {
 int run_verb(std::string_view verb, int argc, char** argv) {
   std::string error;
   const auto parsed = parse_args(argc, argv, 2, error);
-  const char* help = verb == "check" ? kCheckHelp : verb == "explore" ? kExploreHelp
-                     : verb == "replay" ? kReplayHelp : kRenderHelp;
+  const char* help = verb == "check"     ? kCheckHelp
+                     : verb == "explore" ? kExploreHelp
+                     : verb == "replay"  ? kReplayHelp
+                                         : kRenderHelp;
   if (!parsed) return usage_error(error, help);
   const Args& a = *parsed;
   if (a.help) {
@@ -240,15 +242,16 @@ int run_verb(std::string_view verb, int argc, char** argv) {
       for (const auto& f : report.findings)
         if (!f.warning) held += (held.empty() ? "" : ", ") + f.first_op;
       std::ostringstream line;
-      line << "GPU replay on " << gpu.device << ": " << gpu.runs << " runs (held back: "
-           << (held.empty() ? "nothing" : held) << "), runs with mismatching reads: " << gpu.runs_with_mismatches
+      line << "GPU replay on " << gpu.device << ": " << gpu.runs
+           << " runs (held back: " << (held.empty() ? "nothing" : held)
+           << "), runs with mismatching reads: " << gpu.runs_with_mismatches
            << ", mismatching words: " << gpu.mismatching_words;
       for (const auto& n : gpu.notes) line << "\n  on the GPU: " << n;
       if (a.json) {
         std::string j = tools::report_json(report);
-        j.insert(j.rfind('}'), ",\"gpu\":{\"runs\":" + std::to_string(gpu.runs) + ",\"runs_with_mismatches\":" +
-                                   std::to_string(gpu.runs_with_mismatches) + ",\"mismatching_words\":" +
-                                   std::to_string(gpu.mismatching_words) + "}");
+        j.insert(j.rfind('}'), ",\"gpu\":{\"runs\":" + std::to_string(gpu.runs) +
+                                   ",\"runs_with_mismatches\":" + std::to_string(gpu.runs_with_mismatches) +
+                                   ",\"mismatching_words\":" + std::to_string(gpu.mismatching_words) + "}");
         std::cout << j;
       } else {
         std::cout << tools::report_text(report) << line.str() << "\n";
@@ -275,11 +278,16 @@ int run_verb(std::string_view verb, int argc, char** argv) {
   }
   const auto& model = held.run->model();
   std::string out;
-  if (fmt->second == "text") out = tools::render_text(model);
-  else if (fmt->second == "dot") out = tools::render_dot(model);
-  else if (fmt->second == "svg") out = tools::render_svg(model);
-  else if (fmt->second == "perfetto") out = tools::render_perfetto(model);
-  else return usage_error("unknown format '" + fmt->second + "' (text, dot, svg, perfetto)", help);
+  if (fmt->second == "text")
+    out = tools::render_text(model);
+  else if (fmt->second == "dot")
+    out = tools::render_dot(model);
+  else if (fmt->second == "svg")
+    out = tools::render_svg(model);
+  else if (fmt->second == "perfetto")
+    out = tools::render_perfetto(model);
+  else
+    return usage_error("unknown format '" + fmt->second + "' (text, dot, svg, perfetto)", help);
   if (auto it = a.options.find("-o"); it != a.options.end()) {
     std::ofstream f(it->second, std::ios::binary);
     if (!f) {
@@ -314,7 +322,8 @@ int main(int argc, char** argv) {
       return usage_error("usage: streamcheck counterexamples DIR");
     }
     try {
-      for (const auto& f : tools::write_counterexample_pages(argv[2])) std::cout << "wrote " << argv[2] << "/" << f << "\n";
+      for (const auto& f : tools::write_counterexample_pages(argv[2]))
+        std::cout << "wrote " << argv[2] << "/" << f << "\n";
       return 0;
     } catch (const std::exception& e) {
       std::cerr << "streamcheck: " << e.what() << "\n";

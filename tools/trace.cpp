@@ -23,13 +23,13 @@ struct Token {
 };
 
 const std::set<std::string, std::less<>> kStatements = {
-    "stream", "event", "thread", "policy", "buffer",  "free",   "launch",     "copy",   "record", "wait",
+    "stream", "event", "thread",   "policy",   "buffer",     "free",    "launch", "copy", "record", "wait",
     "sync",   "query", "resource", "allocate", "deallocate", "prepare", "finish", "reap", "run"};
 const std::set<std::string, std::less<>> kKeywords = {
-    "stream", "event",  "thread",   "policy",  "buffer", "free",  "launch", "copy",   "record",
-    "wait",   "sync",   "query",    "resource", "allocate", "deallocate", "prepare", "finish", "reap",
-    "run",    "on",     "from",     "to",      "reads",  "writes", "readwrites", "device", "budget",
-    "mutant", "read",   "write",    "read_write"};
+    "stream",     "event",  "thread", "policy", "buffer",   "free",     "launch",     "copy",
+    "record",     "wait",   "sync",   "query",  "resource", "allocate", "deallocate", "prepare",
+    "finish",     "reap",   "run",    "on",     "from",     "to",       "reads",      "writes",
+    "readwrites", "device", "budget", "mutant", "read",     "write",    "read_write"};
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
@@ -49,17 +49,19 @@ std::string with_article(NameKind k);
 
 std::string_view to_string(NameKind k) {
   switch (k) {
-    case NameKind::Stream: return "stream";
-    case NameKind::Event: return "event";
-    case NameKind::Thread: return "thread";
-    case NameKind::Buffer: return "buffer";
+    case NameKind::Stream:
+      return "stream";
+    case NameKind::Event:
+      return "event";
+    case NameKind::Thread:
+      return "thread";
+    case NameKind::Buffer:
+      return "buffer";
   }
   return "?";
 }
 
-std::string with_article(NameKind k) {
-  return (k == NameKind::Event ? "an " : "a ") + std::string(to_string(k));
-}
+std::string with_article(NameKind k) { return (k == NameKind::Event ? "an " : "a ") + std::string(to_string(k)); }
 
 class Parser {
  public:
@@ -121,9 +123,11 @@ class Parser {
     auto it = names_.find(t.text);
     if (it == names_.end())
       fail(t.col, "unknown " + std::string(to_string(kind)) + " '" + t.text + "' (declare it with '" +
-                      (kind == NameKind::Buffer ? "buffer " + t.text + " BYTES" : std::string(to_string(kind)) + " " + t.text) +
+                      (kind == NameKind::Buffer ? "buffer " + t.text + " BYTES"
+                                                : std::string(to_string(kind)) + " " + t.text) +
                       "')");
-    if (it->second != kind) fail(t.col, "'" + t.text + "' is " + with_article(it->second) + ", not " + with_article(kind));
+    if (it->second != kind)
+      fail(t.col, "'" + t.text + "' is " + with_article(it->second) + ", not " + with_article(kind));
     return t.text;
   }
   std::uint64_t number(const Token& t) const {
@@ -170,7 +174,8 @@ class Parser {
     const auto bracket = t.text.find('[');
     r.buffer = t.text.substr(0, bracket);
     auto it = names_.find(r.buffer);
-    if (it == names_.end()) fail(t.col, "unknown buffer '" + r.buffer + "' (declare it with 'buffer " + r.buffer + " BYTES')");
+    if (it == names_.end())
+      fail(t.col, "unknown buffer '" + r.buffer + "' (declare it with 'buffer " + r.buffer + " BYTES')");
     if (it->second != NameKind::Buffer)
       fail(t.col, "'" + r.buffer + "' is " + with_article(it->second) + ", not a buffer");
     if (bracket == std::string::npos) return r;
@@ -179,7 +184,8 @@ class Parser {
     if (t.text.back() != ']' || colon == std::string::npos)
       fail(col, "a byte range is written [LO:HI], found '" + t.text.substr(bracket) + "'");
     r.lo = number(Token{t.text.substr(bracket + 1, colon - bracket - 1), col + 1});
-    r.hi = number(Token{t.text.substr(colon + 1, t.text.size() - colon - 2), col + static_cast<int>(colon - bracket) + 1});
+    r.hi =
+        number(Token{t.text.substr(colon + 1, t.text.size() - colon - 2), col + static_cast<int>(colon - bracket) + 1});
     if (*r.hi <= r.lo)
       fail(col, "byte range [" + std::to_string(r.lo) + ":" + std::to_string(*r.hi) + "] is empty or reversed");
     const std::uint64_t size = sizes_.at(r.buffer);
@@ -193,10 +199,14 @@ class Parser {
     while (!at_end()) {
       const Token& t = next("an access");
       Access a;
-      if (t.text == "reads") a = Access::Read;
-      else if (t.text == "writes") a = Access::Write;
-      else if (t.text == "readwrites") a = Access::ReadWrite;
-      else fail(t.col, "expected 'reads', 'writes' or 'readwrites', found '" + t.text + "'");
+      if (t.text == "reads")
+        a = Access::Read;
+      else if (t.text == "writes")
+        a = Access::Write;
+      else if (t.text == "readwrites")
+        a = Access::ReadWrite;
+      else
+        fail(t.col, "expected 'reads', 'writes' or 'readwrites', found '" + t.text + "'");
       AccessList list{a, {ref()}};
       while (peek(",")) {
         ++pos_;
@@ -288,12 +298,18 @@ class Parser {
         trace_.policy.release_threshold = number(v);
       } else {
         bool on;
-        if (v.text == "on") on = true;
-        else if (v.text == "off") on = false;
-        else fail(v.col, "expected 'on' or 'off', found '" + v.text + "'");
-        if (sw.text == "follow_event_dependencies") trace_.policy.follow_event_dependencies = on;
-        else if (sw.text == "opportunistic") trace_.policy.opportunistic = on;
-        else if (sw.text == "internal_dependencies") trace_.policy.internal_dependencies = on;
+        if (v.text == "on")
+          on = true;
+        else if (v.text == "off")
+          on = false;
+        else
+          fail(v.col, "expected 'on' or 'off', found '" + v.text + "'");
+        if (sw.text == "follow_event_dependencies")
+          trace_.policy.follow_event_dependencies = on;
+        else if (sw.text == "opportunistic")
+          trace_.policy.opportunistic = on;
+        else if (sw.text == "internal_dependencies")
+          trace_.policy.internal_dependencies = on;
         else
           fail(sw.col, "unknown pool switch '" + sw.text +
                            "' (follow_event_dependencies, opportunistic, internal_dependencies, release_threshold)");
@@ -450,10 +466,15 @@ struct TraceInterpreter {
       case StmtKind::Stream:
         streams[st.name] = backend.add_stream(st.name);
         break;
-      case StmtKind::Event: events[st.name] = model.create_event(); break;
-      case StmtKind::Thread: threads[st.name] = model.create_host_thread(); break;
+      case StmtKind::Event:
+        events[st.name] = model.create_event();
+        break;
+      case StmtKind::Thread:
+        threads[st.name] = model.create_host_thread();
+        break;
       case StmtKind::Policy:
-      case StmtKind::Resource: break;
+      case StmtKind::Resource:
+        break;
       case StmtKind::Buffer: {
         model.device_steps();
         const bool plain = st.stream.empty();

@@ -35,10 +35,27 @@ class TraceError : public std::runtime_error {
 };
 
 enum class StmtKind : std::uint8_t {
-  Stream, Event, Thread, Policy,
-  Buffer, Free, Launch, Copy, Record, Wait,
-  SyncStream, SyncEvent, SyncDevice, Query,
-  Resource, Allocate, Deallocate, Prepare, Finish, Reap, Run,
+  Stream,
+  Event,
+  Thread,
+  Policy,
+  Buffer,
+  Free,
+  Launch,
+  Copy,
+  Record,
+  Wait,
+  SyncStream,
+  SyncEvent,
+  SyncDevice,
+  Query,
+  Resource,
+  Allocate,
+  Deallocate,
+  Prepare,
+  Finish,
+  Reap,
+  Run,
 };
 
 struct BufferRef {
@@ -55,10 +72,10 @@ struct AccessList {
 struct Statement {
   StmtKind kind;
   int line = 0;
-  std::string text;     // the source line, trimmed, without its comment
-  std::string thread;   // "@name" prefix, or "main"
-  std::string name;     // the declared / used name (buffer, event, kernel, ...)
-  std::string stream;   // "on STREAM" (empty when absent)
+  std::string text;    // the source line, trimmed, without its comment
+  std::string thread;  // "@name" prefix, or "main"
+  std::string name;    // the declared / used name (buffer, event, kernel, ...)
+  std::string stream;  // "on STREAM" (empty when absent)
   std::uint64_t bytes = 0;
   std::vector<AccessList> accesses;  // launch, copy, run
   Access access = Access::Read;      // prepare, finish

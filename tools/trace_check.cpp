@@ -30,9 +30,12 @@ PoolPolicy apply_policy_overrides(PoolPolicy p, const std::vector<std::pair<std:
     if (value != "on" && value != "off")
       throw std::invalid_argument("--policy " + name + " needs on or off, got '" + value + "'");
     const bool on = value == "on";
-    if (name == "follow_event_dependencies") p.follow_event_dependencies = on;
-    else if (name == "opportunistic") p.opportunistic = on;
-    else if (name == "internal_dependencies") p.internal_dependencies = on;
+    if (name == "follow_event_dependencies")
+      p.follow_event_dependencies = on;
+    else if (name == "opportunistic")
+      p.opportunistic = on;
+    else if (name == "internal_dependencies")
+      p.internal_dependencies = on;
     else
       throw std::invalid_argument("unknown pool switch '" + name +
                                   "' (follow_event_dependencies, opportunistic, internal_dependencies, "
@@ -78,8 +81,8 @@ TraceFinding describe(const TraceRun& run, const sim::Finding& f, const std::str
   } else {
     out.order = "no happens-before path between them: nothing orders " + ps + "#" + std::to_string(f.first.index) +
                 " before " + qs + "#" + std::to_string(q.index) + " (missing edge)";
-    out.fix = "record an event on " + ps + " after " + line_ref(run, f.first) + "; make " + qs +
-              " wait on it before " + line_ref(run, q);
+    out.fix = "record an event on " + ps + " after " + line_ref(run, f.first) + "; make " + qs + " wait on it before " +
+              line_ref(run, q);
   }
   return out;
 }
@@ -197,7 +200,8 @@ std::string report_text(const TraceReport& r) {
   for (const auto& n : r.notes) os << "\nerror: " << n << "\n";
   os << "\n";
   if (errors == 0 && r.notes.empty())
-    os << "verdict: clean" << (warnings ? " (" + std::to_string(warnings) + " warning" + (warnings > 1 ? "s" : "") + ")" : "") << "\n";
+    os << "verdict: clean"
+       << (warnings ? " (" + std::to_string(warnings) + " warning" + (warnings > 1 ? "s" : "") + ")" : "") << "\n";
   else
     os << "verdict: " << errors + r.notes.size() << " finding" << (errors + r.notes.size() == 1 ? "" : "s")
        << (warnings ? ", " + std::to_string(warnings) + " warning" + (warnings > 1 ? "s" : "") : "") << "\n";
@@ -209,11 +213,21 @@ std::string json_string(const std::string& s) {
   std::string out = "\"";
   for (const char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char buf[8];
@@ -237,9 +251,10 @@ std::string report_json(const TraceReport& r) {
   for (std::size_t i = 0; i < r.findings.size(); ++i) {
     const auto& f = r.findings[i];
     os << (i ? "," : "") << "{\"kind\":" << json_string(f.kind) << ",\"definite\":" << (f.definite ? "true" : "false")
-       << ",\"severity\":" << json_string(f.warning ? "warning" : "error") << ",\"first\":{\"op\":"
-       << json_string(f.first) << ",\"line\":" << f.first_line << "}";
-    if (!f.second.empty()) os << ",\"second\":{\"op\":" << json_string(f.second) << ",\"line\":" << f.second_line << "}";
+       << ",\"severity\":" << json_string(f.warning ? "warning" : "error")
+       << ",\"first\":{\"op\":" << json_string(f.first) << ",\"line\":" << f.first_line << "}";
+    if (!f.second.empty())
+      os << ",\"second\":{\"op\":" << json_string(f.second) << ",\"line\":" << f.second_line << "}";
     os << ",\"bytes\":" << json_string(f.bytes) << ",\"order\":" << json_string(f.order)
        << ",\"fix\":" << json_string(f.fix) << ",\"schedule\":" << json_string(f.schedule)
        << ",\"schedules\":" << f.schedules << "}";

@@ -37,10 +37,10 @@ struct TraceFinding {
   std::uint32_t first_index = 0;
   std::string first_op;  // the first op as the report names it: "s1#0"
   int second_line = 0;
-  std::string bytes;     // "A[0:4096]"
-  std::string order;     // the HB path, or its absence
+  std::string bytes;  // "A[0:4096]"
+  std::string order;  // the HB path, or its absence
   std::string fix;
-  std::string schedule;  // the first schedule that showed it
+  std::string schedule;         // the first schedule that showed it
   std::uint64_t schedules = 0;  // how many schedules showed it
 };
 

@@ -47,7 +47,9 @@ struct GpuInterpreter {
   template <class P, class R>
   void statement(const Statement& st, R* res) {
     switch (st.kind) {
-      case StmtKind::Stream: streams[st.name] = b.add_stream(st.name); break;
+      case StmtKind::Stream:
+        streams[st.name] = b.add_stream(st.name);
+        break;
       case StmtKind::Event: {
         auto e = b.create_event();
         if (!e) throw std::runtime_error(e.error().to_string());
@@ -56,7 +58,8 @@ struct GpuInterpreter {
       }
       case StmtKind::Thread:
       case StmtKind::Policy:
-      case StmtKind::Resource: break;
+      case StmtKind::Resource:
+        break;
       case StmtKind::Buffer: {
         const bool plain = st.stream.empty();
         auto p = b.alloc_async(st.bytes, plain ? *b.resolve_stream(legacy) : ref(st.stream));
@@ -76,13 +79,27 @@ struct GpuInterpreter {
         break;
       }
       case StmtKind::Launch:
-      case StmtKind::Copy: b.launch(ref(st.stream), accesses(st), st.name); break;
-      case StmtKind::Record: note(st, "record", b.record_event(events.at(st.name), ref(st.stream))); break;
-      case StmtKind::Wait: note(st, "wait", b.wait_event(ref(st.stream), events.at(st.name))); break;
-      case StmtKind::SyncStream: note(st, "synchronize", b.synchronize_stream(ref(st.stream))); break;
-      case StmtKind::SyncEvent: note(st, "synchronize", b.synchronize_event(events.at(st.name))); break;
-      case StmtKind::SyncDevice: note(st, "synchronize", b.synchronize_device()); break;
-      case StmtKind::Query: (void)b.query_event(events.at(st.name)); break;
+      case StmtKind::Copy:
+        b.launch(ref(st.stream), accesses(st), st.name);
+        break;
+      case StmtKind::Record:
+        note(st, "record", b.record_event(events.at(st.name), ref(st.stream)));
+        break;
+      case StmtKind::Wait:
+        note(st, "wait", b.wait_event(ref(st.stream), events.at(st.name)));
+        break;
+      case StmtKind::SyncStream:
+        note(st, "synchronize", b.synchronize_stream(ref(st.stream)));
+        break;
+      case StmtKind::SyncEvent:
+        note(st, "synchronize", b.synchronize_event(events.at(st.name)));
+        break;
+      case StmtKind::SyncDevice:
+        note(st, "synchronize", b.synchronize_device());
+        break;
+      case StmtKind::Query:
+        (void)b.query_event(events.at(st.name));
+        break;
       case StmtKind::Allocate: {
         auto r = res->allocate(st.bytes, streams.at(st.stream), AllocTag{});
         if (!r) {
@@ -104,11 +121,14 @@ struct GpuInterpreter {
                  ? res->prepare_block_use(BlockId::of(blocks.at(st.name)), streams.at(st.stream), st.access)
                  : res->finish_block_use(BlockId::of(blocks.at(st.name)), streams.at(st.stream), st.access));
         break;
-      case StmtKind::Reap: note(st, "reap refused", res->reap_pending()); break;
+      case StmtKind::Reap:
+        note(st, "reap refused", res->reap_pending());
+        break;
       case StmtKind::Run: {
         LaunchRecorder<P> rec(streams.at(st.stream), RecorderMode::Strict);
         for (const auto& list : st.accesses)
-          for (const auto& r : list.refs) rec.use(blocks.contains(r.buffer) ? &blocks.at(r.buffer) : nullptr, list.access);
+          for (const auto& r : list.refs)
+            rec.use(blocks.contains(r.buffer) ? &blocks.at(r.buffer) : nullptr, list.access);
         if (auto s = rec.preflight(*res); !s) {
           note(st, "preflight refused", s);
           break;

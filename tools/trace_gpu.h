@@ -14,7 +14,7 @@
 namespace streamcheck::tools {
 
 struct GpuReplayResult {
-  bool available = false;     // false: no GPU (or built without CUDA); `why` says so
+  bool available = false;  // false: no GPU (or built without CUDA); `why` says so
   std::string why;
   std::uint32_t runs = 0;
   std::uint32_t runs_with_mismatches = 0;

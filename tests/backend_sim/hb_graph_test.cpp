@@ -1,13 +1,14 @@
 // The Boost.Graph HB graph (backend_sim/hb_graph.h): per-rule edges, DOT
 // output, and the property that graph reachability equals the vector-clock
 // happens-before relation on random programs.
+#include "backend_sim/hb_graph.h"
+
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
 #include <sstream>
 
-#include "backend_sim/hb_graph.h"
 #include "sim_test_util.h"
 
 namespace streamcheck::sim::test {
@@ -51,9 +52,8 @@ TEST(HbGraph, RecordAndWaitGiveAnR2R3Path) {
   f.m.wait(2, e);
   const auto b = f.k(2, "consumer");
   EXPECT_TRUE(f.reaches(a, b));
-  EXPECT_EQ(HbGraph(f.m).path(a, b),
-            (std::vector<std::string>{"s1#0 kernel \"producer\"", "R2: record e0", "R3: wait e0",
-                                      "R1: s2#0 kernel \"consumer\""}));
+  EXPECT_EQ(HbGraph(f.m).path(a, b), (std::vector<std::string>{"s1#0 kernel \"producer\"", "R2: record e0",
+                                                               "R3: wait e0", "R1: s2#0 kernel \"consumer\""}));
 }
 
 TEST(HbGraph, WaitBeforeRecordAndNeverRecordedEventsHaveNoEdge) {
@@ -174,15 +174,29 @@ void random_program(DeviceModel& m, std::uint32_t streams, std::uint32_t events,
         m.launch(s, {KernelAccess{base + lo, len, acc, {}}}, "k" + std::to_string(i / 4));
         break;
       }
-      case 3: m.record(e, s); break;
-      case 4: m.wait(s, e); break;
-      case 5: m.sync_stream(s); break;
-      case 6: m.sync_event(e); break;
-      case 7: (void)m.query_event(e); break;
-      case 8: m.device_steps(); break;
+      case 3:
+        m.record(e, s);
+        break;
+      case 4:
+        m.wait(s, e);
+        break;
+      case 5:
+        m.sync_stream(s);
+        break;
+      case 6:
+        m.sync_event(e);
+        break;
+      case 7:
+        (void)m.query_event(e);
+        break;
+      case 8:
+        m.device_steps();
+        break;
       case 9:
-        if (y % 4 == 0) m.sync_device();
-        else m.device_steps();
+        if (y % 4 == 0)
+          m.sync_device();
+        else
+          m.device_steps();
         break;
       case 10:
         if (auto a = m.alloc(s, (y % 4 + 1) * 128)) live.push_back(a->ptr);
@@ -204,8 +218,7 @@ void expect_graph_equals_clocks(const DeviceModel& m) {
   for (std::uint32_t s = 0; s < m.stream_count(); ++s)
     for (std::uint32_t i = 0; i < m.op_count(s); ++i) ops.push_back(OpRef{s, i});
   for (const auto a : ops)
-    for (const auto b : ops)
-      RC_ASSERT(g.reaches(a, b) == m.happens_before(a, b));
+    for (const auto b : ops) RC_ASSERT(g.reaches(a, b) == m.happens_before(a, b));
 }
 
 RC_GTEST_PROP(HbGraphProperty, ReachabilityEqualsVectorClockHappensBefore, ()) {
@@ -228,7 +241,7 @@ RC_GTEST_PROP(HbGraphProperty, ReachabilityEqualsVectorClockHappensBefore, ()) {
   const auto has = [&](auto pred) { return std::any_of(m.log().begin(), m.log().end(), pred); };
   RC_TAG(has([](const LogEntry& l) { return l.pool_wait.has_value(); }) ? "pool wait" : "no pool wait");
   RC_TAG(has([](const LogEntry& l) { return l.kind == LogEntry::Kind::QueryNotDone; }) ? "query not done"
-                                                                                        : "no query not done");
+                                                                                       : "no query not done");
 }
 
 TEST(HbGraphProperty, RandomChooserProgramsAgreeToo) {

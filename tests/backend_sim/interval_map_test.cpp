@@ -1,10 +1,10 @@
 // IntervalMap: splitting on demand, gap filling, and read-only visits.
+#include "backend_sim/interval_map.h"
+
 #include <gtest/gtest.h>
 
 #include <tuple>
 #include <vector>
-
-#include "backend_sim/interval_map.h"
 
 namespace streamcheck::sim {
 namespace {

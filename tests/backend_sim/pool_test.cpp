@@ -116,8 +116,7 @@ TEST(PoolR7, DefaultsAllowOpportunisticAndInternalReuseWithoutFindings) {
 TEST(PoolR7, OpportunisticOffUsesInternalDependencyEvenWhenTheFreeExecuted) {
   const auto o = explore_pool(policy(true, false, true), opportunistic_program, none);
   EXPECT_EQ(o.schedules, 39u);
-  EXPECT_EQ(o.reuse,
-            (std::map<ReuseKind, std::size_t>{{ReuseKind::Fresh, 35}, {ReuseKind::InternalDependency, 4}}));
+  EXPECT_EQ(o.reuse, (std::map<ReuseKind, std::size_t>{{ReuseKind::Fresh, 35}, {ReuseKind::InternalDependency, 4}}));
 }
 
 TEST(PoolR7, InternalDependenciesOffReusesOnlyAnExecutedFree) {
@@ -266,8 +265,7 @@ TEST(PoolR7, AccessOrderedOnlyThroughAPoolInsertedWaitIsReported) {
                               F{FindingKind::Leak, {s0, 0}, std::nullopt, {kBase, kBase + 256}, false}};
       });
   EXPECT_EQ(o.schedules, 11u);
-  EXPECT_EQ(o.reuse,
-            (std::map<ReuseKind, std::size_t>{{ReuseKind::Fresh, 10}, {ReuseKind::InternalDependency, 1}}));
+  EXPECT_EQ(o.reuse, (std::map<ReuseKind, std::size_t>{{ReuseKind::Fresh, 10}, {ReuseKind::InternalDependency, 1}}));
 }
 
 TEST(PoolFindings, UseBeforeReady) {
@@ -314,8 +312,7 @@ TEST(PoolFindings, DefiniteUseAfterFree) {
 TEST(PoolFindings, LeakNamesTheAllocationAndTheRequestedBytes) {
   std::string report;
   const auto o = explore_pool(
-      PoolPolicy{},
-      [&](DeviceModel& m) { return m.alloc(s0, 100, "A")->allocation; },
+      PoolPolicy{}, [&](DeviceModel& m) { return m.alloc(s0, 100, "A")->allocation; },
       [&](const DeviceModel& m) {
         report = m.format(m.findings().at(0));
         return std::vector<F>{F{FindingKind::Leak, {s0, 0}, std::nullopt, {kBase, kBase + 100}, false}};

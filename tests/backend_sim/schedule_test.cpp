@@ -42,8 +42,7 @@ TEST(ScheduleEncoding, MalformedStringsThrowWithThePosition) {
   EXPECT_NE(decode_error("A").find("at position 0"), std::string::npos) << decode_error("A");
   EXPECT_NE(decode_error("0(36").find("unterminated '(' at position 1"), std::string::npos) << decode_error("0(36");
   EXPECT_NE(decode_error("00()").find("unterminated '(' at position 2"), std::string::npos) << decode_error("00()");
-  EXPECT_NE(decode_error("(3x)").find("non-digit inside () at position 2"), std::string::npos)
-      << decode_error("(3x)");
+  EXPECT_NE(decode_error("(3x)").find("non-digit inside () at position 2"), std::string::npos) << decode_error("(3x)");
   EXPECT_NE(decode_error("--").find("at position 0"), std::string::npos) << decode_error("--");
   EXPECT_NE(decode_error("1(99999999999)").find("too large at position 1"), std::string::npos)
       << decode_error("1(99999999999)");

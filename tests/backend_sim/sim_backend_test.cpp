@@ -1,9 +1,10 @@
 // SimBackend: injected faults (armed and explored) and event ownership.
+#include "backend_sim/sim_backend.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "backend_sim/sim_backend.h"
 #include "sim_test_util.h"
 
 namespace streamcheck::sim::test {

@@ -46,7 +46,7 @@ template class sc::BudgetResource<sc::BudgetResource<sc::Resource<SimB>>>;
 template class sc::LaunchRecorder<sc::CorrectProtocol>;
 template class sc::LaunchRecorder<Mut<sc::MutantId::M9>>;
 
-#define STREAMCHECK_INSTANTIATE_RECORDER(P, R)                   \
+#define STREAMCHECK_INSTANTIATE_RECORDER(P, R)                 \
   template sc::Status sc::LaunchRecorder<P>::preflight<R>(R&); \
   template sc::Status sc::LaunchRecorder<P>::commit<R>(R&);
 

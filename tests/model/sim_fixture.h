@@ -47,7 +47,7 @@ struct Snapshot {
 
 template <class R>
 Snapshot snapshot(const R& r, const sim::SimBackend& b, std::uint64_t ptr) {
-  return Snapshot{r.live_bytes(),       r.pending_free_bytes(),      r.pending_per_stream_total(),
+  return Snapshot{r.live_bytes(),       r.pending_free_bytes(),         r.pending_per_stream_total(),
                   r.live_block_count(), r.pending_use_event_count(ptr), b.live_event_count()};
 }
 

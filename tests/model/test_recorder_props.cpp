@@ -60,11 +60,16 @@ RC_GTEST_PROP(RecorderProperty, P6RandomCallSequencesObeyContract, ()) {
         const Access a = *rc::gen::element(Access::Read, Access::Write, Access::ReadWrite);
         const DeviceBlock* block = idx >= 0 ? &blocks[static_cast<std::size_t>(idx)] : nullptr;
         switch (*rc::gen::inRange(0, 2)) {
-          case 0: rec.use(block, a); break;
+          case 0:
+            rec.use(block, a);
+            break;
           default:
-            if (a == Access::Read) rec.read(block, *rc::gen::arbitrary<bool>());
-            else if (a == Access::Write) rec.write(block, *rc::gen::arbitrary<bool>());
-            else rec.read_write(block, *rc::gen::arbitrary<bool>());
+            if (a == Access::Read)
+              rec.read(block, *rc::gen::arbitrary<bool>());
+            else if (a == Access::Write)
+              rec.write(block, *rc::gen::arbitrary<bool>());
+            else
+              rec.read_write(block, *rc::gen::arbitrary<bool>());
         }
         if (m.preflighted) {
           m.rejection = true;

@@ -14,9 +14,8 @@ namespace {
 template <MutantId Id>
 void expect_killed() {
   const auto& m = info(Id);
-  const bool survived =
-      rc::check(std::string(m.name) + " (" + std::string(m.description) + ") against P1-P5, P9",
-                [] { sim_protocol_property<MutantSet<Id>>(); });
+  const bool survived = rc::check(std::string(m.name) + " (" + std::string(m.description) + ") against P1-P5, P9",
+                                  [] { sim_protocol_property<MutantSet<Id>>(); });
   EXPECT_FALSE(survived) << "mutant " << m.name << " survived the property suite: " << m.description;
 }
 

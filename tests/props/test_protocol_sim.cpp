@@ -79,8 +79,8 @@ TEST(ProtocolSim, HarnessReportsARaceTheResourceCannotSee) {
   ASSERT_FALSE(harness.apply(BeginLaunchOp{1, {{0, Access::Write}}, true}));
   // In flight: the write on s1 has no use event yet. Bypass the discipline
   // by launching directly on s2.
-  backend.launch(*backend.resolve_stream(StreamId{2}), {KernelAccess{model.allocation_range(0).lo, 256, Access::Read, {}}},
-                 "rogue read");
+  backend.launch(*backend.resolve_stream(StreamId{2}),
+                 {KernelAccess{model.allocation_range(0).lo, 256, Access::Read, {}}}, "rogue read");
   auto v = harness.apply(SyncStreamOp{0});
   ASSERT_TRUE(v);
   EXPECT_NE(v->find("P1 race freedom: data race"), std::string::npos) << *v;

@@ -1,11 +1,12 @@
 // Runs a shell command for tests that check real exit codes and output.
 #pragma once
 
+#include <sys/wait.h>
+
 #include <array>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
-#include <sys/wait.h>
 
 namespace streamcheck::tools {
 

@@ -176,19 +176,38 @@ TEST(LoggingResource, ExactLogText) {
       "# allocate 0 on s1 failed: driver error: Resource::allocate: zero-byte allocation not supported\n"
       "# allocate 64 on s99 failed: stream-ordered contract violated: Resource::allocate: unknown StreamId(99)\n"
       "stream s1\n"
-      "allocate " + B + " 256 on s1\n"
+      "allocate " +
+      B +
+      " 256 on s1\n"
       "stream s2\n"
-      "prepare " + B + " on s2 read_write\n"
-      "launch K on s2 reads " + B + " writes " + B + " readwrites " + B + "\n"
-      "finish " + B + " on s2 read_write\n"
-      "prepare " + B + " on s1 read\n"
-      "launch my_kernel on s1 reads " + B + "," + B + "  # kernel \"my kernel\"\n"
-      "launch reads_ on s1 reads " + B + "  # kernel \"reads\"\n"
+      "prepare " +
+      B +
+      " on s2 read_write\n"
+      "launch K on s2 reads " +
+      B + " writes " + B + " readwrites " + B +
+      "\n"
+      "finish " +
+      B +
+      " on s2 read_write\n"
+      "prepare " +
+      B +
+      " on s1 read\n"
+      "launch my_kernel on s1 reads " +
+      B + "," + B +
+      "  # kernel \"my kernel\"\n"
+      "launch reads_ on s1 reads " +
+      B +
+      "  # kernel \"reads\"\n"
       "# launch Empty on s1 (not replayable: no block uses)\n"
-      "finish " + B + " on s1 read\n"
-      "deallocate " + B + "\n"
-      "# prepare " + B + " on s0 write failed: use after free of generation " +
-      std::to_string(b.generation.value) + "\n"
+      "finish " +
+      B +
+      " on s1 read\n"
+      "deallocate " +
+      B +
+      "\n"
+      "# prepare " +
+      B + " on s0 write failed: use after free of generation " + std::to_string(b.generation.value) +
+      "\n"
       "reap\n";
   EXPECT_EQ(os.str(), expected);
 
@@ -209,10 +228,12 @@ TEST(LoggingResource, BudgetIsWrittenAndForwardersPassThrough) {
   auto blk = log.allocate(512, sim.s0);
   ASSERT_TRUE(blk.ok());
   EXPECT_EQ(log.bytes_outstanding(), 512u);
-  EXPECT_EQ(os.str(), "resource budget 1024 mutant M2\n"
-                      "# allocate 2048 on s0 failed: out of budget: requested 2048 bytes, remaining 1024 bytes\n"
-                      "stream s0\n"
-                      "allocate b" + std::to_string(blk.value().generation.value) + " 512 on s0\n");
+  EXPECT_EQ(os.str(),
+            "resource budget 1024 mutant M2\n"
+            "# allocate 2048 on s0 failed: out of budget: requested 2048 bytes, remaining 1024 bytes\n"
+            "stream s0\n"
+            "allocate b" +
+                std::to_string(blk.value().generation.value) + " 512 on s0\n");
   const tools::Trace t = tools::parse_trace(os.str(), "budget.trace");
   EXPECT_EQ(t.budget, std::optional<std::uint64_t>(1024));
   EXPECT_EQ(t.mutant, std::optional<MutantId>(MutantId::M2));

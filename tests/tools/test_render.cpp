@@ -1,14 +1,12 @@
 // tools/render.h: text, DOT, SVG swimlanes and Perfetto JSON of one run.
-#include "tools/render.h"
-
 #include <gtest/gtest.h>
 
 #include <cctype>
-#include <cstdlib>
-#include <sstream>
 #include <cstddef>
+#include <cstdlib>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +14,7 @@
 #include "backend_sim/device_model.h"
 #include "backend_sim/hb_graph.h"
 #include "backend_sim/schedule.h"
+#include "tools/render.h"
 
 namespace streamcheck::tools {
 namespace {
@@ -229,7 +228,8 @@ TEST(RenderCheckers, TagBalanceAndJsonValidatorHaveTeeth) {
   EXPECT_TRUE(Json(R"({"a":[1,2,{"b":"x\"y"}],"c":true})").valid());
   EXPECT_FALSE(Json(R"({"a":[1,2})").valid());
   EXPECT_FALSE(Json(R"({"a":"x
-y"})").valid());
+y"})")
+                   .valid());
   EXPECT_FALSE(Json(R"({"a":1,})").valid());
 }
 

@@ -68,9 +68,11 @@ std::vector<Box> rects_after(const std::string& svg, const std::string& marker) 
   auto from = svg.find(marker);
   if (from == std::string::npos) return out;
   const std::string part = svg.substr(from, svg.find("</g>", from) - from);
-  static const std::regex rect(R"re(<rect x="(\d+)" y="(\d+)" width="(\d+)" height="(\d+)"(?: rx="\d+")? fill="(#[0-9a-f]{6})")re");
+  static const std::regex rect(
+      R"re(<rect x="(\d+)" y="(\d+)" width="(\d+)" height="(\d+)"(?: rx="\d+")? fill="(#[0-9a-f]{6})")re");
   for (std::sregex_iterator it(part.begin(), part.end(), rect), end; it != end; ++it)
-    out.push_back({std::stoi((*it)[1]), std::stoi((*it)[2]), std::stoi((*it)[3]), std::stoi((*it)[4]), parse_hex((*it)[5])});
+    out.push_back(
+        {std::stoi((*it)[1]), std::stoi((*it)[2]), std::stoi((*it)[3]), std::stoi((*it)[4]), parse_hex((*it)[5])});
   return out;
 }
 

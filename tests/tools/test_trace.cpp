@@ -21,7 +21,8 @@ struct Malformed {
 
 // Each case: the trace, and the exact position and part of the message.
 const Malformed kMalformed[] = {
-    {"UnknownStatement", "stream s1\nlanuch K on s1 writes A\n", 2, 1, "unknown statement 'lanuch' (did you mean 'launch'?)"},
+    {"UnknownStatement", "stream s1\nlanuch K on s1 writes A\n", 2, 1,
+     "unknown statement 'lanuch' (did you mean 'launch'?)"},
     {"UnknownStream", "buffer A 64 on s9\n", 1, 16, "unknown stream 's9'"},
     {"UnknownEvent", "stream s1\nrecord e1 on s1\n", 2, 8, "unknown event 'e1'"},
     {"UnknownBuffer", "stream s1\nlaunch K on s1 reads B\n", 2, 22, "unknown buffer 'B'"},
@@ -31,19 +32,25 @@ const Malformed kMalformed[] = {
     {"MissingOn", "stream s1\nbuffer A 64\nlaunch K s1 writes A\n", 3, 10, "expected 'on', found 's1'"},
     {"BadNumber", "stream s1\nbuffer A 6x4 on s1\n", 2, 10, "'6x4' is not a number"},
     {"ZeroBytes", "stream s1\nbuffer A 0 on s1\n", 2, 10, "a buffer needs at least 1 byte"},
-    {"ReversedRange", "stream s1\nbuffer A 64 on s1\nlaunch K on s1 reads A[32:16]\n", 3, 23, "byte range [32:16] is empty or reversed"},
-    {"RangePastEnd", "stream s1\nbuffer A 64 on s1\nlaunch K on s1 reads A[0:128]\n", 3, 23, "goes past the end of A (64 bytes)"},
-    {"MalformedRange", "stream s1\nbuffer A 64 on s1\nlaunch K on s1 reads A[0-8]\n", 3, 23, "a byte range is written [LO:HI]"},
+    {"ReversedRange", "stream s1\nbuffer A 64 on s1\nlaunch K on s1 reads A[32:16]\n", 3, 23,
+     "byte range [32:16] is empty or reversed"},
+    {"RangePastEnd", "stream s1\nbuffer A 64 on s1\nlaunch K on s1 reads A[0:128]\n", 3, 23,
+     "goes past the end of A (64 bytes)"},
+    {"MalformedRange", "stream s1\nbuffer A 64 on s1\nlaunch K on s1 reads A[0-8]\n", 3, 23,
+     "a byte range is written [LO:HI]"},
     {"MissingAccesses", "stream s1\nlaunch K on s1\n", 2, 15, "expected 'reads', 'writes' or 'readwrites'"},
-    {"UnknownAccess", "stream s1\nbuffer A 64 on s1\nlaunch K on s1 touches A\n", 3, 16, "expected 'reads', 'writes' or 'readwrites', found 'touches'"},
+    {"UnknownAccess", "stream s1\nbuffer A 64 on s1\nlaunch K on s1 touches A\n", 3, 16,
+     "expected 'reads', 'writes' or 'readwrites', found 'touches'"},
     {"UnknownPoolSwitch", "policy sharing = on\n", 1, 8, "unknown pool switch 'sharing'"},
     {"BadPoolValue", "policy opportunistic = maybe\n", 1, 24, "expected 'on' or 'off', found 'maybe'"},
     {"ResourceTwice", "resource\nresource\n", 2, 1, "'resource' may appear only once"},
-    {"AllocateWithoutResource", "stream s1\nallocate X 64 on s1\n", 2, 1, "'allocate' needs a 'resource' line before it"},
+    {"AllocateWithoutResource", "stream s1\nallocate X 64 on s1\n", 2, 1,
+     "'allocate' needs a 'resource' line before it"},
     {"UnknownMutant", "resource mutant M12\n", 1, 17, "unknown mutant 'M12'"},
     {"TrailingTokens", "stream s1 s2\n", 1, 11, "unexpected 's2' at the end of the statement"},
     {"KeywordAsName", "stream launch\n", 1, 8, "'launch' is a keyword"},
-    {"BadPrepareAccess", "stream s1\nresource\nallocate X 64 on s1\nprepare X on s1 modify\n", 4, 17, "expected 'read', 'write' or 'read_write'"},
+    {"BadPrepareAccess", "stream s1\nresource\nallocate X 64 on s1\nprepare X on s1 modify\n", 4, 17,
+     "expected 'read', 'write' or 'read_write'"},
     {"BadSync", "sync everything\n", 1, 6, "expected 'stream', 'event' or 'device' after 'sync'"},
     {"ThreadPrefixAlone", "thread h1\n@h1\n", 2, 4, "expected a statement after '@h1'"},
     {"BadName", "stream 1s\n", 1, 8, "'1s' is not a valid name"},
@@ -104,7 +111,8 @@ TEST(TraceRun, MissingWaitIsADataRaceNamingBothLines) {
       "stream s1\nstream s2\nbuffer A 4096 on s1\nlaunch K1 on s1 writes A\nlaunch K2 on s2 reads A\nfree A on s1\n");
   EXPECT_TRUE(r.exhaustive);
   ASSERT_TRUE(kinds(r).contains("data race"));
-  const auto& f = *std::find_if(r.findings.begin(), r.findings.end(), [](const auto& f) { return f.kind == "data race"; });
+  const auto& f =
+      *std::find_if(r.findings.begin(), r.findings.end(), [](const auto& f) { return f.kind == "data race"; });
   EXPECT_EQ(f.first_line, 4);
   EXPECT_EQ(f.second_line, 5);
   EXPECT_EQ(f.first_op, "s1#1");  // the buffer's allocation is s1#0
@@ -171,13 +179,15 @@ TEST(TraceRun, ReplayReproducesTheReportedSchedule) {
     const auto again = replay_trace(t, f.schedule, o);
     EXPECT_EQ(again.schedules, 1u);
     bool seen = false;
-    for (const auto& g : again.findings) seen = seen || (g.kind == f.kind && g.first == f.first && g.second == f.second);
+    for (const auto& g : again.findings)
+      seen = seen || (g.kind == f.kind && g.first == f.first && g.second == f.second);
     EXPECT_TRUE(seen) << f.kind << " not reproduced by schedule " << f.schedule;
   }
 }
 
 TEST(TraceReport, SameSeedSameBytes) {
-  const Trace t = parse_trace("stream s1\nstream s2\nbuffer A 64 on s1\nlaunch K on s2 reads A\nfree A on s1\n", "d.trace");
+  const Trace t =
+      parse_trace("stream s1\nstream s2\nbuffer A 64 on s1\nlaunch K on s2 reads A\nfree A on s1\n", "d.trace");
   TraceCheckOptions o;
   o.strategy = Strategy::Random;
   o.max_schedules = 30;
@@ -189,18 +199,20 @@ TEST(TraceReport, SameSeedSameBytes) {
 TEST(TraceReport, JsonHasTheDocumentedFields) {
   const auto r = explore_text("stream s1\nstream s2\nbuffer A 64 on s1\nlaunch K on s2 reads A\nfree A on s1\n");
   const std::string j = report_json(r);
-  for (const char* key : {"\"tool\":\"streamcheck\"", "\"schema\":1", "\"file\":", "\"strategy\":\"dfs\"",
-                          "\"schedules\":", "\"exhaustive\":true", "\"policy\":", "\"verdict\":\"findings\"",
-                          "\"findings\":[", "\"kind\":\"use before ready\"", "\"severity\":\"error\"", "\"first\":{",
-                          "\"second\":{", "\"line\":4", "\"bytes\":\"A[0:64]\"", "\"order\":", "\"fix\":",
-                          "\"schedule\":", "\"notes\":[]"})
+  for (const char* key :
+       {"\"tool\":\"streamcheck\"", "\"schema\":1", "\"file\":", "\"strategy\":\"dfs\"",
+        "\"schedules\":", "\"exhaustive\":true", "\"policy\":", "\"verdict\":\"findings\"", "\"findings\":[",
+        "\"kind\":\"use before ready\"", "\"severity\":\"error\"", "\"first\":{", "\"second\":{", "\"line\":4",
+        "\"bytes\":\"A[0:64]\"", "\"order\":", "\"fix\":", "\"schedule\":", "\"notes\":[]"})
     EXPECT_NE(j.find(key), std::string::npos) << key << " missing in " << j;
   int depth = 0;
   bool in_string = false;
   for (std::size_t i = 0; i < j.size(); ++i) {
     if (in_string) {
-      if (j[i] == '\\') ++i;
-      else if (j[i] == '"') in_string = false;
+      if (j[i] == '\\')
+        ++i;
+      else if (j[i] == '"')
+        in_string = false;
       continue;
     }
     if (j[i] == '"') in_string = true;
