@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(g++ cmake make libgtest-dev librapidcheck-dev libboost-graph-dev libbenchmark-dev libpng-dev librsvg2-bin clang-format)
+packages=(g++ cmake make libgtest-dev librapidcheck-dev libboost-graph-dev libbenchmark-dev libpng-dev librsvg2-bin clang-format python3-jsonschema)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

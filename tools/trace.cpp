@@ -444,6 +444,7 @@ struct TraceInterpreter {
   std::map<std::string, std::uint32_t> threads;
   std::uint32_t sync_stream = 0;  // hidden stream for cudaMalloc / cudaFree
   std::map<std::string, DeviceBlock> blocks;
+  UnallocatedBuffers unallocated;
 
   std::uint32_t sref(const std::string& name) { return *backend.resolve_stream(streams.at(name)); }
 
@@ -462,6 +463,10 @@ struct TraceInterpreter {
 
   template <class R, class P>
   void statement(const Statement& st, R* resource) {
+    if (auto why = unallocated.skip(st)) {
+      note(st, *why);
+      return;
+    }
     switch (st.kind) {
       case StmtKind::Stream:
         streams[st.name] = backend.add_stream(st.name);
@@ -482,8 +487,10 @@ struct TraceInterpreter {
         auto a = model.alloc(s, st.bytes, "buffer " + st.name);
         if (!a) {
           note(st, "out of memory allocating " + st.name);
+          unallocated.failed(st.name, "line " + std::to_string(st.line) + ": out of memory");
           break;
         }
+        unallocated.made(st.name);
         run.buffers_[st.name] = TraceRun::Buffer{a->ptr, st.bytes, a->allocation};
         if (plain) model.sync_device();  // cudaMalloc returns memory ready for every stream
         break;
@@ -528,11 +535,14 @@ struct TraceInterpreter {
         (void)model.query_event(events.at(st.name));
         break;
       case StmtKind::Allocate: {
-        auto r = resource->allocate(st.bytes, streams.at(st.stream), AllocTag{});
+        auto r = retried([&] { return resource->allocate(st.bytes, streams.at(st.stream), AllocTag{}); });
         if (!r) {
           refused(st, "allocate", r.error());
+          unallocated.failed(st.name, "line " + std::to_string(st.line) + ": allocate refused");
+          blocks.erase(st.name);
           break;
         }
+        unallocated.made(st.name);
         blocks[st.name] = r.value();
         run.buffers_[st.name] = TraceRun::Buffer{r.value().ptr, st.bytes, model.allocation_count() - 1};
         break;
@@ -543,7 +553,8 @@ struct TraceInterpreter {
           note(st, st.name + " was not made by 'allocate': deallocate takes resource blocks only");
           break;
         }
-        if (auto s = resource->deallocate(it->second); !s) refused(st, "deallocate", s.error());
+        if (auto s = retried([&] { return resource->deallocate(it->second); }); !s)
+          refused(st, "deallocate", s.error());
         break;
       }
       case StmtKind::Prepare:
@@ -554,13 +565,15 @@ struct TraceInterpreter {
           break;
         }
         const BlockId id = BlockId::of(it->second);
-        Status s = st.kind == StmtKind::Prepare ? resource->prepare_block_use(id, streams.at(st.stream), st.access)
-                                                : resource->finish_block_use(id, streams.at(st.stream), st.access);
+        Status s = retried([&] {
+          return st.kind == StmtKind::Prepare ? resource->prepare_block_use(id, streams.at(st.stream), st.access)
+                                              : resource->finish_block_use(id, streams.at(st.stream), st.access);
+        });
         if (!s) refused(st, st.kind == StmtKind::Prepare ? "prepare" : "finish", s.error());
         break;
       }
       case StmtKind::Reap:
-        if (auto s = resource->reap_pending(); !s) refused(st, "reap", s.error());
+        if (auto s = retried([&] { return resource->reap_pending(); }); !s) refused(st, "reap", s.error());
         break;
       case StmtKind::Run: {
         LaunchRecorder<P> rec(streams.at(st.stream), RecorderMode::Strict);
@@ -569,20 +582,34 @@ struct TraceInterpreter {
             auto it = blocks.find(r.buffer);
             rec.use(it == blocks.end() ? nullptr : &it->second, list.access);
           }
-        if (auto s = rec.preflight(*resource); !s) {
+        if (auto s = retried([&] { return rec.preflight(*resource); }); !s) {
           refused(st, "preflight", s.error());
           break;
         }
         backend.launch(sref(st.stream), kernel_accesses(st), st.name);
-        if (auto s = rec.commit(*resource); !s) refused(st, "commit", s.error());
+        if (auto s = retried([&] { return rec.commit(*resource); }); !s) {
+          refused(st, "commit", s.error());
+          rec.abandon();  // reported as a note; the destructor need not print it again
+        }
         break;
       }
     }
   }
 
+  static bool injected(const ResourceError& e) {
+    return e.kind == ErrorKind::Driver && e.message.find(sim::SimBackend::kInjectedFault) != std::string::npos;
+  }
+  /// `--faults on` explores one transient driver failure per run. The trace
+  /// program, like the built-in client, retries the resource call it hit:
+  /// the fault has cleared, so the retry runs the call for real (P4 says the
+  /// failed attempt changed nothing; the built-in explore checks that).
+  template <class Call>
+  static auto retried(Call&& call) {
+    auto r = call();
+    if (!r && injected(r.error())) r = call();
+    return r;
+  }
   void refused(const Statement& st, const char* call, const ResourceError& e) {
-    if (e.kind == ErrorKind::Driver && e.message.find(sim::SimBackend::kInjectedFault) != std::string::npos)
-      return;  // an explored fault: the resource refusing is the expected answer
     note(st, std::string(call) + " refused: " + e.to_string());
   }
 
@@ -619,10 +646,34 @@ void TraceRun::run(const Trace& trace, const TraceRunOptions& options) {
   sim::SimBackendOptions bo;
   bo.max_explored_faults = options.faults ? 1 : 0;
   sim::SimBackend backend(*model_, bo);
-  TraceInterpreter in{*this, trace, *model_, backend, {}, {}, {}, 0, {}};
+  TraceInterpreter in{*this, trace, *model_, backend, {}, {}, {}, 0, {}, {}};
   in.sync_stream = model_->create_stream("legacy");
   with_protocol(trace.mutant, [&]<class P>() { in.run_all<P>(); });
   model_->finish();
+}
+
+std::optional<std::string> UnallocatedBuffers::skip(const Statement& st) const {
+  const auto check = [&](const std::string& buffer) -> std::optional<std::string> {
+    auto it = why_.find(buffer);
+    if (it == why_.end()) return std::nullopt;
+    return "skipped: " + buffer + " has no memory (" + it->second + ")";
+  };
+  switch (st.kind) {
+    case StmtKind::Free:
+    case StmtKind::Deallocate:
+    case StmtKind::Prepare:
+    case StmtKind::Finish:
+      return check(st.name);
+    case StmtKind::Launch:
+    case StmtKind::Copy:
+    case StmtKind::Run:
+      for (const auto& list : st.accesses)
+        for (const auto& r : list.refs)
+          if (auto why = check(r.buffer)) return why;
+      return std::nullopt;
+    default:
+      return std::nullopt;
+  }
 }
 
 std::optional<OpOrigin> TraceRun::origin(sim::OpRef op) const {

@@ -96,6 +96,21 @@ Trace parse_trace(std::string_view text, const std::string& file);
 /// Reads FILE and parses it; an unreadable file is a TraceError at 0:0.
 Trace load_trace(const std::string& path);
 
+/// Buffers whose latest `buffer`/`allocate` statement failed at run time
+/// (out of memory, an allocate refused over budget). A real program does not
+/// go on to use memory it never got, so the interpreters skip every later
+/// statement that names such a buffer, with a note saying why.
+class UnallocatedBuffers {
+ public:
+  void failed(const std::string& buffer, std::string why) { why_[buffer] = std::move(why); }
+  void made(const std::string& buffer) { why_.erase(buffer); }
+  /// The note for skipping `st`, or nullopt to run it.
+  std::optional<std::string> skip(const Statement& st) const;
+
+ private:
+  std::map<std::string, std::string> why_;  // buffer -> why it has no memory
+};
+
 /// Where an op came from: the trace statement that enqueued it.
 struct OpOrigin {
   int line = 0;

@@ -28,6 +28,7 @@ struct GpuInterpreter {
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> buffers;  // ptr, bytes
   std::map<std::string, DeviceBlock> blocks;
   std::vector<std::string> notes;
+  UnallocatedBuffers unallocated;
   StreamId legacy{};
 
   cuda::StreamRef ref(const std::string& s) { return *b.resolve_stream(streams.at(s)); }
@@ -46,6 +47,10 @@ struct GpuInterpreter {
 
   template <class P, class R>
   void statement(const Statement& st, R* res) {
+    if (auto why = unallocated.skip(st)) {
+      notes.push_back("line " + std::to_string(st.line) + ": " + *why);
+      return;
+    }
     switch (st.kind) {
       case StmtKind::Stream:
         streams[st.name] = b.add_stream(st.name);
@@ -65,8 +70,10 @@ struct GpuInterpreter {
         auto p = b.alloc_async(st.bytes, plain ? *b.resolve_stream(legacy) : ref(st.stream));
         if (!p) {
           note(st, "allocation", p.error());
+          unallocated.failed(st.name, "line " + std::to_string(st.line) + ": allocation failed");
           break;
         }
+        unallocated.made(st.name);
         buffers[st.name] = {p.value(), st.bytes};
         if (plain) note(st, "synchronize", b.synchronize_device());
         break;
@@ -104,8 +111,11 @@ struct GpuInterpreter {
         auto r = res->allocate(st.bytes, streams.at(st.stream), AllocTag{});
         if (!r) {
           note(st, "allocate refused", r.error());
+          unallocated.failed(st.name, "line " + std::to_string(st.line) + ": allocate refused");
+          blocks.erase(st.name);
           break;
         }
+        unallocated.made(st.name);
         blocks[st.name] = r.value();
         buffers[st.name] = {r.value().ptr, st.bytes};
         break;
@@ -134,7 +144,10 @@ struct GpuInterpreter {
           break;
         }
         b.launch(ref(st.stream), accesses(st), st.name);
-        note(st, "commit refused", rec.commit(*res));
+        if (auto s = rec.commit(*res); !s) {
+          note(st, "commit refused", s);
+          rec.abandon();  // reported as a note; the destructor need not print it again
+        }
         break;
       }
     }
@@ -184,7 +197,7 @@ GpuReplayResult replay_trace_on_gpu(const Trace& trace, const TraceReport& sim_r
     if (!backend) throw std::runtime_error("creating the CUDA backend failed: " + backend.error().to_string());
     if (out.device.empty()) out.device = backend.value()->device_description();
     backend.value()->force_delays(delays, delay_ns);
-    GpuInterpreter in{trace, *backend.value(), {}, {}, {}, {}, {}, {}};
+    GpuInterpreter in{trace, *backend.value(), {}, {}, {}, {}, {}, {}, {}};
     with_protocol(trace.mutant, [&]<class P>() { in.run_all<P>(); });
     ++out.runs;
     const std::uint64_t m = backend.value()->mismatches_total();

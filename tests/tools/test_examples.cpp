@@ -60,6 +60,22 @@ TEST_P(Example, VerdictMatchesItsExpectLine) {
   EXPECT_EQ(r.exit_code(), (found.empty() || found == std::set<std::string>{"leak"}) ? 0 : 1);
 }
 
+// --faults on: one resource backend call per run fails transiently and the
+// program retries it (docs/TRACES.md). The verdict must not change: a fault
+// the resource handles atomically adds no finding and loses no ordering.
+TEST_P(Example, SameVerdictWhenOneResourceCallFails) {
+  const std::string path = std::string(STREAMCHECK_EXAMPLES_DIR) + "/" + GetParam();
+  TraceCheckOptions o;
+  o.strategy = Strategy::Random;
+  o.max_schedules = 500;
+  o.faults = true;
+  const TraceReport r = explore_trace(load_trace(path), o);
+  std::set<std::string> found;
+  for (const auto& f : r.findings) found.insert(f.kind);
+  if (!r.notes.empty()) found.insert("error");
+  EXPECT_EQ(found, expected_kinds(path)) << report_text(r);
+}
+
 TEST(Examples, AtLeastTwelve) { EXPECT_GE(example_files().size(), 12u); }
 
 INSTANTIATE_TEST_SUITE_P(Examples, Example, ::testing::ValuesIn(example_files()), [](const auto& info) {

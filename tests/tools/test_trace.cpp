@@ -158,6 +158,21 @@ TEST(TraceRun, RefusedResourceCallIsANote) {
   EXPECT_EQ(r.exit_code(), 1);
 }
 
+TEST(TraceRun, UsesOfABufferThatGotNoMemoryAreSkippedWithANote) {
+  // The allocate is refused over budget: the launch, run, prepare and
+  // deallocate that name X are skipped (a real program would not run them),
+  // each with a note; nothing throws and nothing is enqueued on X.
+  const auto r = explore_text(
+      "stream s0\nstream s1\nresource budget 100\nallocate X 1024 on s0\nlaunch K on s1 writes X\n"
+      "run R on s0 reads X\nprepare X on s1 read\ndeallocate X\nallocate Y 64 on s0\nrun R2 on s1 writes Y\n"
+      "deallocate Y\n");
+  ASSERT_EQ(r.notes.size(), 5u) << report_text(r);
+  EXPECT_NE(r.notes[0].find("line 4: allocate refused: out of budget"), std::string::npos) << r.notes[0];
+  for (std::size_t i = 1; i < 5; ++i)
+    EXPECT_NE(r.notes[i].find("skipped: X has no memory (line 4: allocate refused)"), std::string::npos) << r.notes[i];
+  EXPECT_TRUE(r.findings.empty()) << report_text(r);  // Y, which did get memory, is used safely
+}
+
 TEST(TraceRun, LeakIsAWarningOnly) {
   const auto r = explore_text("stream s1\nbuffer A 64 on s1\n");
   ASSERT_EQ(kinds(r), std::set<std::string>{"leak"});
