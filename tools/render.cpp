@@ -146,6 +146,29 @@ std::string xml_escape(std::string_view s) {
   return out;
 }
 
+std::string dot_escape(std::string_view s) {
+  std::string out;
+  for (const char c : s) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+/// Every op of the model, stream by stream, in enqueue order.
+std::vector<OpRef> all_ops(const DeviceModel& m) {
+  std::vector<OpRef> out;
+  for (std::uint32_t s = 0; s < m.stream_count(); ++s)
+    for (std::uint32_t i = 0; i < m.op_count(s); ++i) out.push_back(OpRef{s, i});
+  return out;
+}
+
+}  // namespace
+
 std::string json_escape(std::string_view s) {
   std::string out;
   out.reserve(s.size() + 2);
@@ -178,29 +201,6 @@ std::string json_escape(std::string_view s) {
   }
   return out;
 }
-
-std::string dot_escape(std::string_view s) {
-  std::string out;
-  for (const char c : s) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out.push_back(c);
-  }
-  return out;
-}
-
-/// Every op of the model, stream by stream, in enqueue order.
-std::vector<OpRef> all_ops(const DeviceModel& m) {
-  std::vector<OpRef> out;
-  for (std::uint32_t s = 0; s < m.stream_count(); ++s)
-    for (std::uint32_t i = 0; i < m.op_count(s); ++i) out.push_back(OpRef{s, i});
-  return out;
-}
-
-}  // namespace
 
 // ---------------------------------------------------------------- text
 

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "tools/render.h"
+
 namespace streamcheck::tools {
 
 int TraceReport::exit_code() const {
@@ -209,37 +211,7 @@ std::string report_text(const TraceReport& r) {
 }
 
 namespace {
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
+std::string json_string(const std::string& s) { return "\"" + json_escape(s) + "\""; }
 }  // namespace
 
 std::string report_json(const TraceReport& r) {
