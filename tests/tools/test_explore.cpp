@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tests/tools/command.h"
+#include "tests/tools/malformed_traces.h"
 #include "tools/explore.h"
 
 namespace streamcheck::tools {
@@ -168,6 +169,24 @@ TEST(TraceCommand, MalformedInputGivesFileLineColumnAndExit2) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find(path + ":3:13: unknown stream 's2'"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("verdict"), std::string::npos) << "nothing may run: " << r.out;
+}
+
+TEST(TraceCommand, EveryKindOfMalformedInputExits2WithItsPosition) {
+  std::size_t kinds = 0;
+  for (const Malformed& m : kMalformed) {
+    const std::string path = testing::TempDir() + "/" + m.name + ".trace";
+    std::ofstream(path) << m.text;
+    for (const char* verb : {"check", "explore"}) {
+      const auto r = run_command(std::string(verb) + " " + path);
+      EXPECT_EQ(r.exit_code, 2) << m.name << " " << verb << ": " << r.out;
+      const std::string where = path + ":" + std::to_string(m.line) + ":" + std::to_string(m.col) + ": ";
+      EXPECT_NE(r.out.find(where), std::string::npos) << m.name << ": " << r.out;
+      EXPECT_NE(r.out.find(m.message), std::string::npos) << m.name << ": " << r.out;
+      EXPECT_EQ(r.out.find("verdict"), std::string::npos) << "nothing may run: " << r.out;
+    }
+    ++kinds;
+  }
+  EXPECT_GE(kinds, 15u);
 }
 
 TEST(TraceCommand, JsonAndRenderings) {
