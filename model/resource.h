@@ -233,6 +233,11 @@ Status Resource<B, P>::finish_block_use(BlockId id, StreamId use_stream, Access 
       entry.reads.front().stream = use_stream;
     }
   } else {
+    // Read subsumption (R1+R2): the new event on `use_stream` captures every
+    // earlier read recorded there, so those events are given back. The list
+    // holds at most one read per stream: a block read every iteration by the
+    // same stream does not grow it.
+    std::erase_if(entry.reads, [&](const StreamEvent& r) { return r.stream == use_stream; });
     entry.reads.push_back(StreamEvent{use_stream, std::move(ev).value()});
   }
   return {};

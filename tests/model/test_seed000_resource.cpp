@@ -161,3 +161,36 @@ TEST_F(Seed000, AllocationReadyEventIsTheFirstUseEvent) {
 
 }  // namespace
 }  // namespace streamcheck
+
+namespace streamcheck {
+namespace {
+
+// Read subsumption (R1+R2): a read event on a stream replaces the earlier one
+// there, so a block read every iteration keeps one event per reading stream;
+// the replaced events go back to the backend, and deallocate still waits for
+// the newest read of each stream (no finding).
+TEST_F(Seed000, RepeatedReadsOnOneStreamKeepOneEventPerStream) {
+  auto a = r.allocate(64, s);
+  ASSERT_TRUE(a.ok());
+  const std::size_t events_with_one_read = [&] {
+    EXPECT_TRUE(r.prepare_block_use(BlockId::of(a.value()), env.s1, Access::Read).ok());
+    EXPECT_TRUE(r.finish_block_use(BlockId::of(a.value()), env.s1, Access::Read).ok());
+    return backend.live_event_count();
+  }();
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(r.prepare_block_use(BlockId::of(a.value()), env.s1, Access::Read).ok());
+    backend.launch(*backend.resolve_stream(env.s1), {KernelAccess{a.value().ptr, 64, Access::Read, {}}}, "reader");
+    ASSERT_TRUE(r.finish_block_use(BlockId::of(a.value()), env.s1, Access::Read).ok());
+  }
+  EXPECT_EQ(r.pending_use_event_count(a.value().ptr), std::optional<std::size_t>(2));
+  EXPECT_EQ(backend.live_event_count(), events_with_one_read);
+  ASSERT_TRUE(r.finish_block_use(BlockId::of(a.value()), env.s2, Access::Read).ok());
+  EXPECT_EQ(r.pending_use_event_count(a.value().ptr), std::optional<std::size_t>(3));
+  ASSERT_TRUE(r.deallocate(a.value()).ok());
+  ASSERT_TRUE(r.reap_pending().ok());
+  env.model.finish();
+  EXPECT_TRUE(env.model.findings().empty()) << env.model.format(env.model.findings().front());
+}
+
+}  // namespace
+}  // namespace streamcheck
