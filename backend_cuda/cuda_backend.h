@@ -131,6 +131,8 @@ class CudaBackend {
   /// Fences the work enqueued on `s` so far (a pooled completion event).
   Result<CompletionFence> fence(StreamRef s) { return CompletionFence::after(*events_, s); }
   std::size_t cached_streams() const { return streams_cache_->cached(); }
+  /// The dedicated pool, for benchmarks that compare against bare driver calls.
+  CUmemoryPool memory_pool() const { return pool_; }
   /// "NVIDIA H100 80GB HBM3, driver 13000".
   std::string device_description() const;
 

@@ -1,0 +1,233 @@
+// GPU overhead of the resource against bare driver calls (SPEC §8):
+//   prepare+finish of a cross-stream read   vs  cuStreamWaitEvent + cuEventRecord
+//   allocate+deallocate                      vs  cuMemAllocFromPoolAsync + cuMemFreeAsync
+//                                                (the same pool) and cuMemAllocAsync +
+//                                                cuMemFreeAsync (the device's default pool)
+//
+// A harness of its own rather than Google Benchmark: the GPU machine has no
+// Google Benchmark, and Debian ships it only as a shared library built
+// against a newer libstdc++ than the static one these binaries carry. The
+// method is what Google Benchmark would do, made explicit: every variant
+// runs `iterations` times per round, the variants take turns within each
+// round (rotating the order, so drift and warm-up hit all of them alike),
+// and the table gives the median and minimum per-op time over the rounds.
+// Every `sync_every` iterations each variant drains its stream (the bare
+// variants with cuStreamSynchronize, the resource with reap_pending or a
+// stream synchronize), so no variant is timed against a full queue.
+//
+// Exit 0 after printing the table; 77 when there is no usable GPU; 2 on a
+// usage error; 1 when a driver call fails (the message names it).
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backend_cuda/cuda_backend.h"
+#include "model/launch_recorder.h"
+#include "model/resource.h"
+
+namespace streamcheck::cuda {
+namespace {
+
+struct Options {
+  int rounds = 31;
+  int iterations = 2000;
+  int sync_every = 256;
+  std::size_t bytes = 4096;
+};
+
+void ok(CUresult r, const char* call) {
+  if (r != CUDA_SUCCESS) throw std::runtime_error(driver().describe(r) + " in " + call);
+}
+void ok(const Status& st, const char* call) {
+  if (!st) throw std::runtime_error(std::string(call) + ": " + st.error().to_string());
+}
+
+struct Variant {
+  std::string name;
+  std::function<void(int i)> step;  // one operation; i counts within the round
+  std::function<void()> drain;      // empties the variant's queue
+  std::vector<double> ns_per_op;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int run(const Options& o) {
+  std::string why;
+  if (!Driver::get(&why)) {
+    std::cout << "bench_gpu: no usable GPU (" << why << "); skipped\n";
+    return 77;
+  }
+  CudaBackendOptions backend_options;
+  backend_options.stamp_pool_ops = false;  // bare driver calls: no validation kernels
+  auto created = CudaBackend::create(backend_options);
+  if (!created) {
+    std::cout << "bench_gpu: no usable GPU (" << created.error().to_string() << "); skipped\n";
+    return 77;
+  }
+  CudaBackend& backend = *created.value();
+  const DriverApi& api = driver().api();
+  const StreamId s0 = backend.add_stream("s0"), s1 = backend.add_stream("s1");
+  const CUstream raw0 = backend.resolve_stream(s0)->get(), raw1 = backend.resolve_stream(s1)->get();
+
+  // The bare read: s1 waits for the producer's event, then records its own.
+  CUevent written = nullptr, read = nullptr;
+  ok(api.event_create(&written, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  ok(api.event_create(&read, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  ok(api.event_record(written, raw0), "cuEventRecord");
+
+  Resource<CudaBackend> resource(backend);
+  auto block = resource.allocate(o.bytes, s0);  // allocated on s0: a read on s1 waits (P-read)
+  if (!block) throw std::runtime_error("Resource::allocate: " + block.error().to_string());
+  const BlockId id = BlockId::of(block.value());
+  const auto sync = [&](CUstream s) { ok(api.stream_synchronize(s), "cuStreamSynchronize"); };
+  const auto every = [&](int i, auto&& f) {
+    if ((i + 1) % o.sync_every == 0) f();
+  };
+
+  std::vector<Variant> v;
+  v.push_back({"bare wait+record (cross-stream read)",
+               [&](int i) {
+                 ok(api.stream_wait_event(raw1, written, 0), "cuStreamWaitEvent");
+                 ok(api.event_record(read, raw1), "cuEventRecord");
+                 every(i, [&] { sync(raw1); });
+               },
+               [&] { sync(raw1); },
+               {}});
+  v.push_back({"resource prepare+finish (read)",
+               [&](int i) {
+                 ok(resource.prepare_block_use(id, s1, Access::Read), "prepare_block_use");
+                 ok(resource.finish_block_use(id, s1, Access::Read), "finish_block_use");
+                 every(i, [&] { sync(raw1); });
+               },
+               [&] { sync(raw1); },
+               {}});
+  v.push_back({"recorder preflight+commit (read)",
+               [&](int i) {
+                 LaunchRecorder<> rec(s1, RecorderMode::Strict);
+                 rec.read(&block.value());
+                 ok(rec.preflight(resource), "preflight");
+                 ok(rec.commit(resource), "commit");
+                 every(i, [&] { sync(raw1); });
+               },
+               [&] { sync(raw1); },
+               {}});
+  v.push_back({"bare alloc+free (dedicated pool)",
+               [&](int i) {
+                 CUdeviceptr p = 0;
+                 ok(api.mem_alloc_from_pool_async(&p, o.bytes, backend.memory_pool(), raw0), "cuMemAllocFromPoolAsync");
+                 ok(api.mem_free_async(p, raw0), "cuMemFreeAsync");
+                 every(i, [&] { sync(raw0); });
+               },
+               [&] { sync(raw0); },
+               {}});
+  v.push_back({"bare alloc+free (default pool)",
+               [&](int i) {
+                 CUdeviceptr p = 0;
+                 ok(api.mem_alloc_async(&p, o.bytes, raw0), "cuMemAllocAsync");
+                 ok(api.mem_free_async(p, raw0), "cuMemFreeAsync");
+                 every(i, [&] { sync(raw0); });
+               },
+               [&] { sync(raw0); },
+               {}});
+  v.push_back({"resource allocate+deallocate",
+               [&](int i) {
+                 auto b = resource.allocate(o.bytes, s0);
+                 if (!b) throw std::runtime_error("Resource::allocate: " + b.error().to_string());
+                 ok(resource.deallocate(b.value()), "deallocate");
+                 every(i, [&] { ok(resource.reap_pending(), "reap_pending"); });
+               },
+               [&] { ok(resource.reap_pending(), "reap_pending"); },
+               {}});
+
+  // Warm-up round (pools, caches, lazy driver state), not recorded.
+  for (auto& var : v) {
+    for (int i = 0; i < o.iterations; ++i) var.step(i);
+    var.drain();
+  }
+  for (int round = 0; round < o.rounds; ++round) {
+    for (std::size_t k = 0; k < v.size(); ++k) {
+      Variant& var = v[(k + static_cast<std::size_t>(round)) % v.size()];
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < o.iterations; ++i) var.step(i);
+      const auto t1 = std::chrono::steady_clock::now();
+      var.drain();
+      var.ns_per_op.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / o.iterations);
+    }
+  }
+
+  std::cout << "bench_gpu: " << backend.device_description() << "; " << o.rounds << " rounds x " << o.iterations
+            << " ops, drain every " << o.sync_every << ", " << o.bytes << " bytes\n\n";
+  std::cout << std::left << std::setw(40) << "variant" << std::right << std::setw(14) << "median ns/op" << std::setw(12)
+            << "min ns/op"
+            << "\n";
+  for (const auto& var : v) {
+    const double lo = *std::min_element(var.ns_per_op.begin(), var.ns_per_op.end());
+    std::cout << std::left << std::setw(40) << var.name << std::right << std::fixed << std::setprecision(1)
+              << std::setw(14) << median(var.ns_per_op) << std::setw(12) << lo << "\n";
+  }
+  const auto ratio = [&](std::size_t a, std::size_t b) {
+    std::cout << std::left << std::setw(40) << (v[a].name + " / ") << v[b].name << ": " << std::fixed
+              << std::setprecision(2) << median(v[a].ns_per_op) / median(v[b].ns_per_op) << "x\n";
+  };
+  std::cout << "\nratios of medians\n";
+  ratio(1, 0);
+  ratio(2, 0);
+  ratio(5, 3);
+  ratio(5, 4);
+
+  ok(resource.deallocate(block.value()), "deallocate");
+  ok(resource.reap_pending(), "reap_pending");
+  ok(api.event_destroy(written), "cuEventDestroy");
+  ok(api.event_destroy(read), "cuEventDestroy");
+  return 0;
+}
+
+int parse_and_run(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help") {
+      std::cout << "usage: bench_gpu [--rounds R] [--iterations N] [--sync-every K] [--bytes B]\n";
+      return 0;
+    }
+    int* target = arg == "--rounds"       ? &o.rounds
+                  : arg == "--iterations" ? &o.iterations
+                  : arg == "--sync-every" ? &o.sync_every
+                                          : nullptr;
+    if ((!target && arg != "--bytes") || i + 1 >= argc) {
+      std::cerr << "bench_gpu: unknown or incomplete option '" << arg << "' (see --help)\n";
+      return 2;
+    }
+    const long value = std::strtol(argv[++i], nullptr, 10);
+    if (value <= 0) {
+      std::cerr << "bench_gpu: " << arg << " needs a positive number\n";
+      return 2;
+    }
+    if (target)
+      *target = static_cast<int>(value);
+    else
+      o.bytes = static_cast<std::size_t>(value);
+  }
+  try {
+    return run(o);
+  } catch (const std::exception& e) {
+    std::cerr << "bench_gpu: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace
+}  // namespace streamcheck::cuda
+
+int main(int argc, char** argv) { return streamcheck::cuda::parse_and_run(argc, argv); }

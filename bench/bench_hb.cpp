@@ -1,0 +1,120 @@
+// HB checking throughput and HB query cost (SPEC §8), side by side:
+//   - the vector-clock checker driven directly (BM_HbCheckModel),
+//   - the same program as a trace, checked (BM_TraceCheck) and parsed +
+//     checked (BM_TraceParseAndCheck) as `streamcheck check` does,
+//   - "does a happen before b" by vector clocks (BM_HbQueryVectorClock) and
+//     by Boost.Graph reachability on the same run (BM_HbQueryBoostGraph),
+//     the test oracle.
+// Items are trace ops (statements of the steady-state loop) or queries.
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backend_sim/hb_graph.h"
+#include "bench/workload.h"
+#include "tools/trace.h"
+#include "tools/trace_check.h"
+
+namespace streamcheck::bench {
+namespace {
+
+// A benchmark of a program that is not race-free measures the wrong thing:
+// the checker would be building findings. This is a tool failure.
+void require_clean(std::size_t findings, const char* what) {
+  if (findings != 0)
+    throw std::logic_error(std::string(what) + ": the bench workload produced findings; fix workload.h");
+}
+
+void BM_HbCheckModel(benchmark::State& state) {
+  const auto ops = static_cast<std::uint64_t>(state.range(0));
+  for (auto _ : state) {
+    sim::RandomChooser chooser(1);
+    sim::DeviceModel m(chooser);
+    ModelWorkload w(m);
+    for (std::uint64_t i = 0; i < ops; ++i) w.run(i);
+    w.teardown();
+    require_clean(m.findings().size(), "BM_HbCheckModel");
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_HbCheckModel)->Arg(4096)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
+
+void BM_TraceCheck(benchmark::State& state) {
+  const tools::Trace trace = tools::parse_trace(workload_trace(static_cast<std::uint64_t>(state.range(0))), "bench");
+  tools::TraceCheckOptions options;
+  for (auto _ : state) {
+    const tools::TraceReport report = tools::check_trace(trace, options);
+    require_clean(report.findings.size(), "BM_TraceCheck");
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_TraceCheck)->Arg(4096)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
+
+void BM_TraceParseAndCheck(benchmark::State& state) {
+  const std::string text = workload_trace(static_cast<std::uint64_t>(state.range(0)));
+  tools::TraceCheckOptions options;
+  for (auto _ : state) {
+    const tools::TraceReport report = tools::check_trace(tools::parse_trace(text, "bench"), options);
+    require_clean(report.findings.size(), "BM_TraceParseAndCheck");
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_TraceParseAndCheck)->Arg(4096)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
+
+/// One run of the workload and a fixed list of random op pairs to query.
+struct QueryFixture {
+  explicit QueryFixture(std::uint64_t ops) : chooser(1), model(chooser), workload(model) {
+    for (std::uint64_t i = 0; i < ops; ++i) workload.run(i);
+    std::vector<sim::OpRef> all;
+    for (std::uint32_t s = 0; s < model.stream_count(); ++s)
+      for (std::uint32_t k = 0; k < model.op_count(s); ++k) all.push_back({s, k});
+    sim::SplitMix64 rng(7);
+    for (int q = 0; q < 4096; ++q)
+      pairs.emplace_back(all[rng.below(static_cast<std::uint32_t>(all.size()))],
+                         all[rng.below(static_cast<std::uint32_t>(all.size()))]);
+  }
+  sim::RandomChooser chooser;
+  sim::DeviceModel model;
+  ModelWorkload workload;
+  std::vector<std::pair<sim::OpRef, sim::OpRef>> pairs;
+};
+
+void BM_HbQueryVectorClock(benchmark::State& state) {
+  QueryFixture f(static_cast<std::uint64_t>(state.range(0)));
+  std::size_t q = 0, ordered = 0;
+  for (auto _ : state) {
+    const auto& [a, b] = f.pairs[q++ % f.pairs.size()];
+    ordered += f.model.happens_before(a, b);
+    benchmark::DoNotOptimize(ordered);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["ordered_share"] = static_cast<double>(ordered) / static_cast<double>(state.iterations());
+}
+BENCHMARK(BM_HbQueryVectorClock)->Arg(4096)->Arg(1 << 16);
+
+void BM_HbQueryBoostGraph(benchmark::State& state) {
+  QueryFixture f(static_cast<std::uint64_t>(state.range(0)));
+  const sim::HbGraph graph(f.model);
+  // The oracle and the checker must agree on every pair timed here.
+  for (const auto& [a, b] : f.pairs)
+    if (graph.reaches(a, b) != f.model.happens_before(a, b))
+      throw std::logic_error("BM_HbQueryBoostGraph: vector clocks and Boost.Graph disagree on " + f.model.describe(a) +
+                             " -> " + f.model.describe(b));
+  std::size_t q = 0, ordered = 0;
+  for (auto _ : state) {
+    const auto& [a, b] = f.pairs[q++ % f.pairs.size()];
+    ordered += graph.reaches(a, b);
+    benchmark::DoNotOptimize(ordered);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["ordered_share"] = static_cast<double>(ordered) / static_cast<double>(state.iterations());
+}
+BENCHMARK(BM_HbQueryBoostGraph)->Arg(4096);
+
+}  // namespace
+}  // namespace streamcheck::bench
+
+BENCHMARK_MAIN();

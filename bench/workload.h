@@ -1,0 +1,134 @@
+// The benchmark workload of SPEC §8: an 8-stream, race-free program of N
+// trace ops, available both as trace text (for parse + check) and as a list
+// of steps that drive the DeviceModel directly (for the HB checker alone).
+//
+// Shape: every stream writes only its own output buffer and reads eight
+// shared inputs that were written once before a device synchronize; streams
+// record their event and wait on their neighbour's, so the vector clocks
+// carry real cross-stream edges (R2, R3) and every access is checked against
+// the shadow memory of all eight streams.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend_sim/device_model.h"
+
+namespace streamcheck::bench {
+
+inline constexpr std::uint32_t kStreams = 8;
+inline constexpr std::uint64_t kBufferBytes = 4096;
+
+struct Step {
+  enum class Kind : std::uint8_t { Launch, Record, Wait, Update };
+  Kind kind;
+  std::uint32_t stream;
+  std::uint32_t other;  // the input read (Launch) or the event waited on (Wait)
+};
+
+/// Step i of the steady-state loop (the same for the text and the model).
+inline Step step(std::uint64_t i) {
+  const auto s = static_cast<std::uint32_t>(i % kStreams);
+  const auto round = i / kStreams;
+  switch (round % 4) {
+    case 0:
+      return {Step::Kind::Launch, s, static_cast<std::uint32_t>((s + round) % kStreams)};
+    case 1:
+      return {Step::Kind::Record, s, s};
+    case 2:
+      return {Step::Kind::Wait, s, (s + 1) % kStreams};
+    default:
+      return {Step::Kind::Update, s, s};
+  }
+}
+
+/// The program as a trace (docs/TRACES.md); `ops` steady-state statements.
+inline std::string workload_trace(std::uint64_t ops) {
+  std::string t = "# bench workload: 8 streams, race-free\n";
+  const auto n = [](const char* prefix, std::uint32_t k) { return prefix + std::to_string(k); };
+  for (std::uint32_t k = 0; k < kStreams; ++k) t += "stream " + n("s", k) + "\nevent " + n("e", k) + "\n";
+  std::string inputs;
+  for (std::uint32_t k = 0; k < kStreams; ++k) {
+    t += "buffer " + n("in", k) + " 4096 on s0\nbuffer " + n("out", k) + " 4096 on " + n("s", k) + "\n";
+    inputs += (k ? ", " : "") + n("in", k);
+  }
+  t += "launch init on s0 writes " + inputs + "\nsync device\n";
+  for (std::uint64_t i = 0; i < ops; ++i) {
+    const Step st = step(i);
+    const std::string s = n("s", st.stream);
+    switch (st.kind) {
+      case Step::Kind::Launch:
+        t += "launch k on " + s + " reads " + n("in", st.other) + " writes " + n("out", st.stream) + "\n";
+        break;
+      case Step::Kind::Record:
+        t += "record " + n("e", st.stream) + " on " + s + "\n";
+        break;
+      case Step::Kind::Wait:
+        t += "wait " + n("e", st.other) + " on " + s + "\n";
+        break;
+      case Step::Kind::Update:
+        t += "launch u on " + s + " readwrites " + n("out", st.stream) + "[0:2048]\n";
+        break;
+    }
+  }
+  t += "sync device\n";
+  for (std::uint32_t k = 0; k < kStreams; ++k) t += "free " + n("out", k) + " on " + n("s", k) + "\n";
+  for (std::uint32_t k = 0; k < kStreams; ++k) t += "free " + n("in", k) + " on s0\n";
+  return t;
+}
+
+/// The same program on a DeviceModel, without the trace interpreter.
+class ModelWorkload {
+ public:
+  explicit ModelWorkload(sim::DeviceModel& m) : m_(m) {
+    for (std::uint32_t k = 0; k < kStreams; ++k) {
+      streams_.push_back(m.create_stream("s" + std::to_string(k)));
+      events_.push_back(m.create_event());
+    }
+    std::vector<KernelAccess> init;
+    for (std::uint32_t k = 0; k < kStreams; ++k) {
+      in_.push_back(m.alloc(streams_[0], kBufferBytes)->ptr);
+      out_.push_back(m.alloc(streams_[k], kBufferBytes)->ptr);
+      init.push_back(KernelAccess{in_[k], kBufferBytes, Access::Write, {}});
+    }
+    m.launch(streams_[0], init, "init");
+    m.sync_device();
+  }
+
+  void run(std::uint64_t i) {
+    const Step st = step(i);
+    const std::uint32_t s = streams_[st.stream];
+    switch (st.kind) {
+      case Step::Kind::Launch:
+        m_.launch(s,
+                  {KernelAccess{in_[st.other], kBufferBytes, Access::Read, {}},
+                   KernelAccess{out_[st.stream], kBufferBytes, Access::Write, {}}},
+                  "k");
+        break;
+      case Step::Kind::Record:
+        m_.record(events_[st.stream], s);
+        break;
+      case Step::Kind::Wait:
+        m_.wait(s, events_[st.other]);
+        break;
+      case Step::Kind::Update:
+        m_.launch(s, {KernelAccess{out_[st.stream], kBufferBytes / 2, Access::ReadWrite, {}}}, "u");
+        break;
+    }
+  }
+
+  void teardown() {
+    m_.sync_device();
+    for (std::uint32_t k = 0; k < kStreams; ++k) m_.free(streams_[k], out_[k]);
+    for (std::uint32_t k = 0; k < kStreams; ++k) m_.free(streams_[0], in_[k]);
+    m_.finish();
+  }
+
+ private:
+  sim::DeviceModel& m_;
+  std::vector<std::uint32_t> streams_, events_;
+  std::vector<std::uint64_t> in_, out_;
+};
+
+}  // namespace streamcheck::bench
