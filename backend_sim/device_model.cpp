@@ -348,10 +348,12 @@ void DeviceModel::execute(OpRef r) {
   Op& o = op(r);
   for (const auto& acc : o.accesses) {
     if (!reads(acc.access)) continue;
-    for (const auto& [range, stamp] : acc.expected) {
-      memory_.for_range(range.lo, range.hi, 0, [&](std::uint64_t lo, std::uint64_t hi, std::uint64_t& v) {
-        if (v != stamp) mismatches_.push_back(ValueMismatch{r, ByteRange{lo, hi}, stamp, v});
-      });
+    for (const auto& expected : acc.expected) {
+      const std::uint64_t stamp = expected.second;  // a named copy: clang 14 cannot capture a structured binding
+      memory_.for_range(expected.first.lo, expected.first.hi, 0,
+                        [&](std::uint64_t lo, std::uint64_t hi, std::uint64_t& v) {
+                          if (v != stamp) mismatches_.push_back(ValueMismatch{r, ByteRange{lo, hi}, stamp, v});
+                        });
     }
   }
   for (const auto& acc : o.accesses)

@@ -9,53 +9,14 @@
 #include <optional>
 #include <stdexcept>
 
-#include "model/backend.h"
+#include "backend_sim/null_backend.h"
 #include "model/launch_recorder.h"
 #include "model/resource.h"
 
 namespace streamcheck::bench {
 namespace {
 
-/// Every call succeeds at once; events and addresses are counters.
-class NullBackend {
- public:
-  using StreamRef = std::uint32_t;
-  struct Event {
-    std::uint64_t id = 0;
-  };
-  using Mutex = std::mutex;
-  template <class T>
-  using Atomic = std::atomic<T>;
-
-  std::optional<StreamRef> resolve_stream(StreamId id) const {
-    if (id.value >= 4) return std::nullopt;
-    return static_cast<StreamRef>(id.value);
-  }
-  Result<Event> create_event() { return Event{++events_}; }
-  Status record_event(Event& e, StreamRef s) {
-    benchmark::DoNotOptimize(e.id += s);
-    return {};
-  }
-  Status wait_event(StreamRef s, const Event& e) {
-    benchmark::DoNotOptimize(e.id + s);
-    return {};
-  }
-  Result<std::uint64_t> alloc_async(std::size_t bytes, StreamRef) {
-    next_ += (bytes + 255) & ~std::uint64_t{255};
-    return next_;
-  }
-  Status free_async(std::uint64_t ptr, StreamRef) {
-    benchmark::DoNotOptimize(ptr);
-    return {};
-  }
-  Status synchronize_stream(StreamRef) { return {}; }
-  std::uint32_t device_ordinal() const { return 0; }
-
- private:
-  std::uint64_t events_ = 0;
-  std::uint64_t next_ = 1 << 20;
-};
-static_assert(Backend<NullBackend>);
+using sim::NullBackend;
 
 void must(const Status& st) {
   if (!st) throw std::runtime_error("bench_core: " + st.error().to_string());
@@ -65,7 +26,8 @@ const StreamId s0{0}, s1{1};
 
 void BM_BareWaitRecord(benchmark::State& state) {
   NullBackend b;
-  NullBackend::Event written = b.create_event().value(), read = b.create_event().value();
+  NullBackend::Event written = std::move(b.create_event()).value();
+  NullBackend::Event read = std::move(b.create_event()).value();
   for (auto _ : state) {
     must(b.wait_event(*b.resolve_stream(s1), written));
     must(b.record_event(read, *b.resolve_stream(s1)));

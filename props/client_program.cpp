@@ -9,6 +9,9 @@ template <class... Fs>
 struct Overload : Fs... {
   using Fs::operator()...;
 };
+// Spelled out for compilers without aggregate CTAD (clang 14, the fuzz build).
+template <class... Fs>
+Overload(Fs...) -> Overload<Fs...>;
 
 std::string_view name(StaleHow h) {
   switch (h) {

@@ -63,7 +63,7 @@ class Harness {
   std::optional<std::string> apply(const ClientOp& op) {
     problems_.clear();
     said_.clear();
-    std::visit([this](const auto& o) { run(o); }, op);
+    std::visit([this](const auto& o) { this->run(o); }, op);
     narrative_.push_back(said_.empty() ? show(op) + "  [no-op]" : said_);
     check_accounting();
     for (auto& p : b_.new_problems()) problems_.push_back(std::move(p));
