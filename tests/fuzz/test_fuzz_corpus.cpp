@@ -3,6 +3,7 @@
 // else. Inputs that once crashed are added to the corpus as regressions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
