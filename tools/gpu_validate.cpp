@@ -20,6 +20,7 @@
 #include <string>
 
 #include "backend_cuda/cuda_backend.h"
+#include "backend_sim/explorer.h"
 #include "backend_sim/sim_backend.h"
 #include "props/harness.h"
 #include "props/pool_scenarios.h"
@@ -159,16 +160,14 @@ bool mutants(const Options& o, std::ostream& out) {
 
 std::set<bool> sim_outcomes(props::PoolScenario sc, const PoolPolicy& policy) {
   std::set<bool> outcomes;
-  sim::DfsEnumerator dfs;
-  do {
-    auto chooser = dfs.next_run();
+  (void)sim::explore(sim::Dfs{}, sim::Bounds{std::numeric_limits<std::uint64_t>::max()}, [&](sim::Chooser& chooser) {
     sim::DeviceModel model(chooser, policy);
     sim::SimBackend b(model);
     const auto s0 = b.add_stream("s0");
     const auto s1 = b.add_stream("s1");
     outcomes.insert(props::run_pool_scenario(b, s0, s1, sc, [](auto) {}));
-    dfs.finished(chooser);
-  } while (!dfs.done());
+    return false;
+  });
   return outcomes;
 }
 

@@ -1,5 +1,5 @@
 // Helpers shared by the backend_sim tests: run a program under every
-// schedule (DfsEnumerator), and compare findings exactly.
+// schedule (the explorer's DFS), and compare findings exactly.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend_sim/device_model.h"
+#include "backend_sim/explorer.h"
 #include "backend_sim/schedule.h"
 
 namespace streamcheck::sim::test {
@@ -19,17 +20,12 @@ namespace streamcheck::sim::test {
 /// Runs `program` once per schedule until DFS is done; returns the number
 /// of schedules. Stops (and fails) after `cap` runs, so a bug cannot hang.
 inline std::size_t explore_all(const std::function<void(Chooser&)>& program, std::size_t cap = 100000) {
-  DfsEnumerator dfs;
-  while (!dfs.done()) {
-    auto run = dfs.next_run();
-    program(run);
-    dfs.finished(run);
-    if (dfs.explored() >= cap) {
-      ADD_FAILURE() << "DFS did not finish within " << cap << " schedules";
-      break;
-    }
-  }
-  return dfs.explored();
+  const ExploreResult result = explore(Dfs{}, Bounds{cap}, [&](Chooser& c) {
+    program(c);
+    return false;
+  });
+  if (!result.exhaustive) ADD_FAILURE() << "DFS did not finish within " << cap << " schedules";
+  return result.explored;
 }
 
 /// A finding as plain comparable data.

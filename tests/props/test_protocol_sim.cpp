@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include "backend_sim/explorer.h"
 #include "props/protocol_property.h"
 
 namespace streamcheck::props {
@@ -15,18 +16,25 @@ TEST(ProtocolSim, RandomProgramsUnderAllPoolPolicies) {
   sim::SplitMix64 rng(2026);
   for (std::uint32_t p = 0; p < 40; ++p) {
     const ClientProgram program = random_program(rng, 60);
-    for (std::uint32_t policy = 0; policy < 16; ++policy) {
-      sim::RandomChooser chooser(rng.next());
-      sim::DeviceModel model(chooser, sim::PoolPolicy::from_bits(policy));
-      sim::SimBackend backend(model);
-      Harness<sim::SimBackend> harness(backend);
-      for (const auto& op : program) {
-        auto v = harness.apply(op);
-        ASSERT_FALSE(v) << *v << "\nprogram:\n" << show(program) << "schedule: " << chooser.schedule();
-      }
-      auto v = harness.finish();
-      ASSERT_FALSE(v) << *v << "\nschedule: " << chooser.schedule();
-    }
+    // One run per pool policy (16 switch settings), each under its own
+    // random schedule.
+    std::uint32_t policy = 0;
+    const sim::ExploreResult explored =
+        sim::explore(sim::Random{rng.next()}, sim::Bounds{16}, [&](sim::Chooser& chooser) {
+          sim::DeviceModel model(chooser, sim::PoolPolicy::from_bits(policy++));
+          sim::SimBackend backend(model);
+          Harness<sim::SimBackend> harness(backend);
+          for (const auto& op : program) {
+            auto v = harness.apply(op);
+            EXPECT_FALSE(v) << *v << "\nprogram:\n" << show(program) << "schedule: " << chooser.schedule();
+            if (v) return true;
+          }
+          auto v = harness.finish();
+          EXPECT_FALSE(v) << *v << "\nschedule: " << chooser.schedule();
+          return v.has_value();
+        });
+    ASSERT_FALSE(explored.stopped_early);
+    ASSERT_EQ(explored.explored, 16u);
   }
 }
 
