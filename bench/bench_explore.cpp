@@ -52,9 +52,9 @@ void explore(benchmark::State& state, const std::string& name, tools::Strategy s
   std::uint64_t schedules = 0;
   bool exhaustive = false;
   for (auto _ : state) {
-    const tools::TraceReport report = tools::explore_trace(trace, options);
-    schedules += report.schedules;
-    exhaustive = report.exhaustive;
+    const tools::Report report = tools::explore_trace(trace, options);
+    schedules += report.coverage.explored;
+    exhaustive = report.coverage.exhaustive;
     benchmark::DoNotOptimize(report.findings.size());
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(schedules));

@@ -46,7 +46,7 @@ void BM_TraceCheck(benchmark::State& state) {
   const tools::Trace trace = tools::parse_trace(workload_trace(static_cast<std::uint64_t>(state.range(0))), "bench");
   tools::TraceCheckOptions options;
   for (auto _ : state) {
-    const tools::TraceReport report = tools::check_trace(trace, options);
+    const tools::Report report = tools::check_trace(trace, options);
     require_clean(report.findings.size(), "BM_TraceCheck");
   }
   state.SetItemsProcessed(state.iterations() * state.range(0));
@@ -57,7 +57,7 @@ void BM_TraceParseAndCheck(benchmark::State& state) {
   const std::string text = workload_trace(static_cast<std::uint64_t>(state.range(0)));
   tools::TraceCheckOptions options;
   for (auto _ : state) {
-    const tools::TraceReport report = tools::check_trace(tools::parse_trace(text, "bench"), options);
+    const tools::Report report = tools::check_trace(tools::parse_trace(text, "bench"), options);
     require_clean(report.findings.size(), "BM_TraceParseAndCheck");
   }
   state.SetItemsProcessed(state.iterations() * state.range(0));

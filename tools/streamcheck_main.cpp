@@ -10,7 +10,6 @@
 #include <iostream>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,8 +52,6 @@ std::string exit_codes_help() {
   out.back() = '.';
   return out;
 }
-
-Outcome outcome_of(int findings_exit_code) { return findings_exit_code == 0 ? Outcome::Clean : Outcome::Findings; }
 
 /// A usage error found after parsing (an option that does not fit the verb's
 /// other options); reported like CLI11's own parse errors.
@@ -146,9 +143,13 @@ void add_faults(CLI::App& verb, Options& o) {
 
 // ------------------------------------------------------------ verbs
 
-Outcome print_report(const tools::TraceReport& r, bool json) {
+Outcome outcome_of(const tools::Report& r) {
+  return r.verdict() == tools::Verdict::Clean ? Outcome::Clean : Outcome::Findings;
+}
+
+Outcome print_report(const tools::Report& r, bool json) {
   std::cout << (json ? tools::report_json(r) : tools::report_text(r));
-  return outcome_of(r.exit_code());
+  return outcome_of(r);
 }
 
 tools::TraceCheckOptions with_policy(const Options& o) {
@@ -175,7 +176,7 @@ Outcome explore_builtin(const CLI::App& verb, Options o) {
   }
   o.builtin.seed = o.trace.seed;
   if (!o.mutant.empty()) o.builtin.mutant = parse_mutant(o.mutant);
-  return outcome_of(tools::explore(o.builtin, std::cout));
+  return tools::explore(o.builtin, std::cout) == 0 ? Outcome::Clean : Outcome::Findings;
 }
 
 Outcome explore(const CLI::App& verb, const Options& o) {
@@ -195,29 +196,13 @@ Outcome explore(const CLI::App& verb, const Options& o) {
 Outcome replay(const Options& o) {
   const tools::Trace trace = tools::load_trace(o.file);
   const tools::TraceCheckOptions options = with_policy(o);
-  const auto report = tools::replay_trace(trace, *o.schedule, options);
-  if (o.backend == "sim") return print_report(report, o.json);
-  const auto gpu = tools::replay_trace_on_gpu(trace, report, options);
-  if (!gpu.available) throw UsageError("--backend cuda: " + gpu.why);
-  std::string held;
-  for (const auto& f : report.findings)
-    if (!f.warning) held += (held.empty() ? "" : ", ") + f.first_op;
-  std::ostringstream line;
-  line << "GPU replay on " << gpu.device << ": " << gpu.runs
-       << " runs (held back: " << (held.empty() ? "nothing" : held)
-       << "), runs with mismatching reads: " << gpu.runs_with_mismatches
-       << ", mismatching words: " << gpu.mismatching_words;
-  for (const auto& n : gpu.notes) line << "\n  on the GPU: " << n;
-  if (o.json) {
-    std::string j = tools::report_json(report);
-    j.insert(j.rfind('}'), ",\"gpu\":{\"runs\":" + std::to_string(gpu.runs) +
-                               ",\"runs_with_mismatches\":" + std::to_string(gpu.runs_with_mismatches) +
-                               ",\"mismatching_words\":" + std::to_string(gpu.mismatching_words) + "}");
-    std::cout << j;
-  } else {
-    std::cout << tools::report_text(report) << line.str() << "\n";
+  auto report = tools::replay_trace(trace, *o.schedule, options);
+  if (o.backend == "cuda") {
+    const auto gpu = tools::replay_trace_on_gpu(trace, report, options);
+    if (!gpu.available) throw UsageError("--backend cuda: " + gpu.why);
+    report.gpu = tools::GpuReplay{gpu.device, gpu.runs, gpu.runs_with_mismatches, gpu.mismatching_words, gpu.notes};
   }
-  return report.exit_code() != 0 || gpu.mismatching_words > 0 ? Outcome::Findings : Outcome::Clean;
+  return print_report(report, o.json);
 }
 
 Outcome render(const Options& o) {
@@ -236,9 +221,7 @@ Outcome render(const Options& o) {
   } else {
     std::cout << out;
   }
-  bool errors = false;
-  for (const auto& f : model.findings()) errors = errors || f.kind != sim::FindingKind::Leak;
-  return errors || !held.run->notes().empty() ? Outcome::Findings : Outcome::Clean;
+  return outcome_of(held.report);
 }
 
 Outcome counterexamples(const Options& o) {

@@ -682,23 +682,13 @@ std::optional<OpOrigin> TraceRun::origin(sim::OpRef op) const {
   return it->second;
 }
 
-std::string TraceRun::describe_bytes(sim::ByteRange bytes) const {
+std::optional<BufferBytes> TraceRun::buffer_bytes(sim::ByteRange bytes) const {
   for (const auto& [name, b] : buffers_) {
     if (bytes.lo >= b.ptr && bytes.hi <= b.ptr + std::max<std::uint64_t>(b.bytes, 256) &&
-        model_->allocation_range(b.allocation).lo == b.ptr) {
-      const std::uint64_t hi = std::min(bytes.hi - b.ptr, b.bytes);
-      return name + "[" + std::to_string(bytes.lo - b.ptr) + ":" + std::to_string(hi) + "]";
-    }
+        model_->allocation_range(b.allocation).lo == b.ptr)
+      return BufferBytes{name, bytes.lo - b.ptr, std::min(bytes.hi - b.ptr, b.bytes)};
   }
-  std::ostringstream os;
-  os << "[0x" << std::hex << bytes.lo << ", 0x" << bytes.hi << ")";
-  return os.str();
-}
-
-std::string TraceRun::describe_op(sim::OpRef op) const {
-  const std::string where = model_->stream_name(op.stream) + "#" + std::to_string(op.index);
-  if (auto o = origin(op)) return "line " + std::to_string(o->line) + " (" + o->text + ") [" + where + "]";
-  return model_->describe(op);
+  return std::nullopt;
 }
 
 }  // namespace streamcheck::tools

@@ -117,6 +117,13 @@ struct OpOrigin {
   std::string text;
 };
 
+/// A byte range inside a trace buffer, as offsets from the buffer's start.
+struct BufferBytes {
+  std::string buffer;
+  std::uint64_t lo = 0;
+  std::uint64_t hi = 0;
+};
+
 /// Something that went wrong that is not an HB finding: a resource call
 /// refused, a double free. Counted as a finding of the program.
 struct Note {
@@ -138,10 +145,8 @@ class TraceRun {
   const std::vector<Note>& notes() const { return notes_; }
   /// The statement that enqueued `op`, if any (resource ops: the call).
   std::optional<OpOrigin> origin(sim::OpRef op) const;
-  /// "A[0:256]" for an address range inside a buffer, else hex addresses.
-  std::string describe_bytes(sim::ByteRange bytes) const;
-  /// "line 4 (launch K1 on s1 writes A)".
-  std::string describe_op(sim::OpRef op) const;
+  /// The buffer that holds `bytes` (offsets into it); nullopt outside every buffer.
+  std::optional<BufferBytes> buffer_bytes(sim::ByteRange bytes) const;
 
  private:
   struct Buffer {

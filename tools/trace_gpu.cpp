@@ -175,7 +175,7 @@ struct GpuInterpreter {
 
 }  // namespace
 
-GpuReplayResult replay_trace_on_gpu(const Trace& trace, const TraceReport& sim_report, const TraceCheckOptions& o,
+GpuReplayResult replay_trace_on_gpu(const Trace& trace, const Report& sim_report, const TraceCheckOptions& o,
                                     std::uint32_t runs, std::uint64_t delay_ns) {
   GpuReplayResult out;
   std::string why;
@@ -186,7 +186,7 @@ GpuReplayResult replay_trace_on_gpu(const Trace& trace, const TraceReport& sim_r
   out.available = true;
   std::set<std::pair<std::uint32_t, std::uint32_t>> delays;
   for (const auto& f : sim_report.findings)
-    if (!f.warning) delays.insert({f.first_stream, f.first_index});
+    if (f.severity == Severity::Error) delays.insert({f.first.ref.stream, f.first.ref.index});
   for (std::uint32_t k = 0; k < runs; ++k) {
     cuda::CudaBackendOptions bo;
     bo.policy = apply_policy_overrides(trace.policy, o.policy_overrides);
@@ -214,7 +214,7 @@ GpuReplayResult replay_trace_on_gpu(const Trace& trace, const TraceReport& sim_r
 
 namespace streamcheck::tools {
 
-GpuReplayResult replay_trace_on_gpu(const Trace&, const TraceReport&, const TraceCheckOptions&, std::uint32_t,
+GpuReplayResult replay_trace_on_gpu(const Trace&, const Report&, const TraceCheckOptions&, std::uint32_t,
                                     std::uint64_t) {
   GpuReplayResult out;
   out.why = "this streamcheck was built without the CUDA Toolkit (backend_cuda/ not built)";

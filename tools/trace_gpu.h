@@ -25,7 +25,7 @@ struct GpuReplayResult {
 
 /// Runs the trace `runs` times on the GPU, holding back the first op of
 /// every finding in `sim_report` by `delay_ns`.
-GpuReplayResult replay_trace_on_gpu(const Trace& trace, const TraceReport& sim_report, const TraceCheckOptions& o,
+GpuReplayResult replay_trace_on_gpu(const Trace& trace, const Report& sim_report, const TraceCheckOptions& o,
                                     std::uint32_t runs = 10, std::uint64_t delay_ns = 2'000'000);
 
 }  // namespace streamcheck::tools

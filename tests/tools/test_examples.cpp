@@ -47,17 +47,18 @@ TEST_P(Example, VerdictMatchesItsExpectLine) {
   TraceCheckOptions o;
   o.strategy = Strategy::Dfs;
   o.max_schedules = 20000;
-  TraceReport r = explore_trace(trace, o);
+  Report r = explore_trace(trace, o);
   std::set<std::string> found;
-  for (const auto& f : r.findings) found.insert(f.kind);
-  if (!r.exhaustive) {
+  for (const auto& f : r.findings) found.insert(std::string(sim::to_string(f.kind)));
+  if (!r.coverage.exhaustive) {
     o.strategy = Strategy::Random;
     o.max_schedules = 2000;
-    for (const auto& f : explore_trace(trace, o).findings) found.insert(f.kind);
+    for (const auto& f : explore_trace(trace, o).findings) found.insert(std::string(sim::to_string(f.kind)));
   }
   if (!r.notes.empty()) found.insert("error");
   EXPECT_EQ(found, expected_kinds(path)) << report_text(r);
-  EXPECT_EQ(r.exit_code(), (found.empty() || found == std::set<std::string>{"leak"}) ? 0 : 1);
+  EXPECT_EQ(r.verdict(),
+            (found.empty() || found == std::set<std::string>{"leak"}) ? Verdict::Clean : Verdict::Findings);
 }
 
 // --faults on: one resource backend call per run fails transiently and the
@@ -69,9 +70,9 @@ TEST_P(Example, SameVerdictWhenOneResourceCallFails) {
   o.strategy = Strategy::Random;
   o.max_schedules = 500;
   o.faults = true;
-  const TraceReport r = explore_trace(load_trace(path), o);
+  const Report r = explore_trace(load_trace(path), o);
   std::set<std::string> found;
-  for (const auto& f : r.findings) found.insert(f.kind);
+  for (const auto& f : r.findings) found.insert(std::string(sim::to_string(f.kind)));
   if (!r.notes.empty()) found.insert("error");
   EXPECT_EQ(found, expected_kinds(path)) << report_text(r);
 }

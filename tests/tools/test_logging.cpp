@@ -70,7 +70,7 @@ void client(Sim& sim, LoggingResource<R>& log, StreamId writer, StreamId reader)
   sim.b.drain();
 }
 
-tools::TraceReport explore_log(const std::string& text) {
+tools::Report explore_log(const std::string& text) {
   const tools::Trace trace = tools::parse_trace(text, "logged.trace");
   tools::TraceCheckOptions o;
   o.strategy = tools::Strategy::Dfs;
@@ -78,10 +78,10 @@ tools::TraceReport explore_log(const std::string& text) {
   return tools::explore_trace(trace, o);
 }
 
-std::set<std::string> finding_kinds(const tools::TraceReport& r) {
+std::set<std::string> finding_kinds(const tools::Report& r) {
   std::set<std::string> out;
   for (const auto& f : r.findings)
-    if (!f.warning) out.insert(f.kind);
+    if (f.severity == tools::Severity::Error) out.insert(std::string(sim::to_string(f.kind)));
   return out;
 }
 
@@ -100,11 +100,11 @@ TEST(LoggingResource, CleanClientReadsBackClean) {
   ASSERT_FALSE(HasFatalFailure());
   EXPECT_TRUE(sim.finding_kinds().empty()) << joined(sim.b.new_problems());
 
-  const tools::TraceReport r = explore_log(os.str());
+  const tools::Report r = explore_log(os.str());
   EXPECT_TRUE(finding_kinds(r).empty()) << tools::report_text(r) << "\n" << os.str();
-  EXPECT_TRUE(r.notes.empty()) << joined(r.notes);
-  EXPECT_EQ(r.exit_code(), 0) << tools::report_text(r);
-  EXPECT_TRUE(r.exhaustive) << r.schedules << " schedules";
+  EXPECT_TRUE(r.notes.empty()) << tools::report_text(r);
+  EXPECT_EQ(r.verdict(), tools::Verdict::Clean) << tools::report_text(r);
+  EXPECT_TRUE(r.coverage.exhaustive) << r.coverage.explored << " schedules";
 }
 
 TEST(LoggingResource, CorrectProtocolWaitsForTheCrossStreamRead) {
@@ -116,7 +116,7 @@ TEST(LoggingResource, CorrectProtocolWaitsForTheCrossStreamRead) {
   client(sim, log, /*writer=*/sim.s0, /*reader=*/sim.s1);
   ASSERT_FALSE(HasFatalFailure());
   EXPECT_TRUE(sim.finding_kinds().empty()) << joined(sim.b.new_problems());
-  const tools::TraceReport r = explore_log(os.str());
+  const tools::Report r = explore_log(os.str());
   EXPECT_TRUE(finding_kinds(r).empty()) << tools::report_text(r);
 }
 
@@ -135,9 +135,9 @@ TEST(LoggingResource, MutantM4ReadsBackAsTheSameMutant) {
   EXPECT_EQ(text.rfind("resource mutant M4\n", 0), 0u) << text;
   const tools::Trace trace = tools::parse_trace(text, "logged.trace");
   EXPECT_EQ(trace.mutant, std::optional<MutantId>(MutantId::M4));
-  const tools::TraceReport r = explore_log(text);
+  const tools::Report r = explore_log(text);
   EXPECT_TRUE(finding_kinds(r).contains("use after free")) << tools::report_text(r) << "\n" << text;
-  EXPECT_EQ(r.exit_code(), 1);
+  EXPECT_EQ(r.verdict(), tools::Verdict::Findings);
   EXPECT_EQ(finding_kinds(r), sim.finding_kinds()) << tools::report_text(r);
 }
 

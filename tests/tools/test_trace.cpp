@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tests/tools/malformed_traces.h"
+#include "tools/explain.h"
 #include "tools/trace.h"
 #include "tools/trace_check.h"
 
@@ -47,13 +48,13 @@ TEST(TraceParse, CommentsBlankLinesNumbersAndRanges) {
   EXPECT_EQ(k.line, 6);
 }
 
-std::set<std::string> kinds(const TraceReport& r) {
-  std::set<std::string> out;
+std::set<sim::FindingKind> kinds(const Report& r) {
+  std::set<sim::FindingKind> out;
   for (const auto& f : r.findings) out.insert(f.kind);
   return out;
 }
 
-TraceReport explore_text(const std::string& text, Strategy strategy = Strategy::Dfs) {
+Report explore_text(const std::string& text, Strategy strategy = Strategy::Dfs) {
   TraceCheckOptions o;
   o.strategy = strategy;
   o.max_schedules = 5000;
@@ -63,17 +64,24 @@ TraceReport explore_text(const std::string& text, Strategy strategy = Strategy::
 TEST(TraceRun, MissingWaitIsADataRaceNamingBothLines) {
   const auto r = explore_text(
       "stream s1\nstream s2\nbuffer A 4096 on s1\nlaunch K1 on s1 writes A\nlaunch K2 on s2 reads A\nfree A on s1\n");
-  EXPECT_TRUE(r.exhaustive);
-  ASSERT_TRUE(kinds(r).contains("data race"));
-  const auto& f =
-      *std::find_if(r.findings.begin(), r.findings.end(), [](const auto& f) { return f.kind == "data race"; });
-  EXPECT_EQ(f.first_line, 4);
-  EXPECT_EQ(f.second_line, 5);
-  EXPECT_EQ(f.first_op, "s1#1");  // the buffer's allocation is s1#0
-  EXPECT_EQ(f.bytes, "A[0:4096]");
-  EXPECT_NE(f.fix.find("record an event on s1 after line 4"), std::string::npos) << f.fix;
-  EXPECT_NE(f.fix.find("make s2 wait on it before line 5"), std::string::npos) << f.fix;
-  EXPECT_EQ(r.exit_code(), 1);
+  EXPECT_TRUE(r.coverage.exhaustive);
+  ASSERT_TRUE(kinds(r).contains(sim::FindingKind::DataRace));
+  const auto& f = *std::find_if(r.findings.begin(), r.findings.end(),
+                                [](const auto& f) { return f.kind == sim::FindingKind::DataRace; });
+  EXPECT_EQ(f.first.origin->line, 4);
+  EXPECT_EQ(f.second->origin->line, 5);
+  EXPECT_EQ(op_name(f.first), "s1#1");  // the buffer's allocation is s1#0
+  ASSERT_TRUE(f.bytes.in_buffer);
+  EXPECT_EQ(f.bytes.in_buffer->buffer, "A");
+  EXPECT_EQ(f.bytes.in_buffer->lo, 0u);
+  EXPECT_EQ(f.bytes.in_buffer->hi, 4096u);
+  EXPECT_EQ(describe(f.bytes), "A[0:4096]");
+  EXPECT_EQ(f.order, Ordering::MissingEdge);
+  EXPECT_EQ(f.fix, Fix::RecordEventAndWait);
+  const std::string fix = describe_fix(f);
+  EXPECT_NE(fix.find("record an event on s1 after line 4"), std::string::npos) << fix;
+  EXPECT_NE(fix.find("make s2 wait on it before line 5"), std::string::npos) << fix;
+  EXPECT_EQ(r.verdict(), Verdict::Findings);
 }
 
 TEST(TraceRun, FirstOpIsNamedByTheTracesStreamNameNotItsIndex) {
@@ -82,9 +90,9 @@ TEST(TraceRun, FirstOpIsNamedByTheTracesStreamNameNotItsIndex) {
   const auto r = explore_text(
       "stream h2d\nstream compute\nbuffer A 64 on h2d\nlaunch K2 on compute writes A\nlaunch K1 on h2d reads A\n"
       "free A on h2d\n");
-  ASSERT_TRUE(kinds(r).contains("data race")) << report_text(r);
+  ASSERT_TRUE(kinds(r).contains(sim::FindingKind::DataRace)) << report_text(r);
   std::set<std::string> ops;
-  for (const auto& f : r.findings) ops.insert(f.first_op);
+  for (const auto& f : r.findings) ops.insert(op_name(f.first));
   EXPECT_TRUE(ops.contains("compute#0") || ops.contains("h2d#1")) << report_text(r);
   for (const auto& op : ops) EXPECT_TRUE(op.starts_with("h2d#") || op.starts_with("compute#")) << op;
 }
@@ -95,21 +103,23 @@ TEST(TraceRun, EventWaitMakesItClean) {
       "launch K2 on s2 reads A\nrecord e on s2\nwait e on s1\nfree A on s1\n");
   EXPECT_TRUE(r.findings.empty()) << report_text(r);
   EXPECT_TRUE(r.notes.empty());
-  EXPECT_EQ(r.exit_code(), 0);
+  EXPECT_EQ(r.verdict(), Verdict::Clean);
 }
 
 TEST(TraceRun, ResourceProgramThroughTheCoreAndItsMutant) {
   const std::string body =
       "stream s0\nstream s1\nallocate X 1024 on s0\nrun K1 on s1 writes X\nrun K2 on s0 reads X\ndeallocate X\nreap\n";
   EXPECT_TRUE(explore_text("resource\n" + body).findings.empty());
-  EXPECT_TRUE(kinds(explore_text("resource mutant M2\n" + body)).contains("data race"));
+  EXPECT_TRUE(kinds(explore_text("resource mutant M2\n" + body)).contains(sim::FindingKind::DataRace));
 }
 
 TEST(TraceRun, RefusedResourceCallIsANote) {
   const auto r = explore_text("stream s0\nresource budget 100\nallocate X 1024 on s0\n");
   ASSERT_EQ(r.notes.size(), 1u);
-  EXPECT_NE(r.notes[0].find("line 3: allocate refused: out of budget"), std::string::npos) << r.notes[0];
-  EXPECT_EQ(r.exit_code(), 1);
+  EXPECT_EQ(r.notes[0].line, 3);
+  EXPECT_NE(describe(r.notes[0]).find("line 3: allocate refused: out of budget"), std::string::npos)
+      << describe(r.notes[0]);
+  EXPECT_EQ(r.verdict(), Verdict::Findings);
 }
 
 TEST(TraceRun, UsesOfABufferThatGotNoMemoryAreSkippedWithANote) {
@@ -121,16 +131,19 @@ TEST(TraceRun, UsesOfABufferThatGotNoMemoryAreSkippedWithANote) {
       "run R on s0 reads X\nprepare X on s1 read\ndeallocate X\nallocate Y 64 on s0\nrun R2 on s1 writes Y\n"
       "deallocate Y\n");
   ASSERT_EQ(r.notes.size(), 5u) << report_text(r);
-  EXPECT_NE(r.notes[0].find("line 4: allocate refused: out of budget"), std::string::npos) << r.notes[0];
+  EXPECT_NE(describe(r.notes[0]).find("line 4: allocate refused: out of budget"), std::string::npos)
+      << describe(r.notes[0]);
   for (std::size_t i = 1; i < 5; ++i)
-    EXPECT_NE(r.notes[i].find("skipped: X has no memory (line 4: allocate refused)"), std::string::npos) << r.notes[i];
+    EXPECT_NE(r.notes[i].message.find("skipped: X has no memory (line 4: allocate refused)"), std::string::npos)
+        << r.notes[i].message;
   EXPECT_TRUE(r.findings.empty()) << report_text(r);  // Y, which did get memory, is used safely
 }
 
 TEST(TraceRun, LeakIsAWarningOnly) {
   const auto r = explore_text("stream s1\nbuffer A 64 on s1\n");
-  ASSERT_EQ(kinds(r), std::set<std::string>{"leak"});
-  EXPECT_EQ(r.exit_code(), 0);
+  ASSERT_EQ(kinds(r), std::set<sim::FindingKind>{sim::FindingKind::Leak});
+  EXPECT_EQ(r.findings[0].severity, Severity::Warning);
+  EXPECT_EQ(r.verdict(), Verdict::Clean);
   EXPECT_NE(report_text(r).find("verdict: clean (1 warning)"), std::string::npos) << report_text(r);
 }
 
@@ -146,11 +159,12 @@ TEST(TraceRun, ReplayReproducesTheReportedSchedule) {
   ASSERT_FALSE(r.findings.empty());
   for (const auto& f : r.findings) {
     const auto again = replay_trace(t, f.schedule, o);
-    EXPECT_EQ(again.schedules, 1u);
+    EXPECT_EQ(again.coverage.explored, 1u);
     bool seen = false;
     for (const auto& g : again.findings)
-      seen = seen || (g.kind == f.kind && g.first == f.first && g.second == f.second);
-    EXPECT_TRUE(seen) << f.kind << " not reproduced by schedule " << f.schedule;
+      seen = seen || (g.kind == f.kind && g.first.ref == f.first.ref && g.second.has_value() == f.second.has_value() &&
+                      (!g.second || g.second->ref == f.second->ref));
+    EXPECT_TRUE(seen) << finding_label(f) << " not reproduced by schedule " << f.schedule;
   }
 }
 

@@ -1,0 +1,36 @@
+// The one place where a trace report is put into words: ops by their trace
+// lines, bytes by their buffers, the ordering and the fix of each finding.
+// backend_sim/explain.h words what the simulator alone knows; this file adds
+// what the trace knows (lines, statements, buffer names). report_text,
+// report_json and the GPU replay line all word a report through it.
+#pragma once
+
+#include <string>
+
+#include "tools/report.h"
+
+namespace streamcheck::tools {
+
+/// The op's stream (the trace's name) and position: "s1#0".
+std::string op_name(const ReportOp& op);
+/// "line 4 (launch K1 on s1 writes A)", or the simulator's description of an
+/// op of no trace statement.
+std::string line_ref(const ReportOp& op);
+/// "line 4 (launch K1 on s1 writes A) [s1#0]", or as line_ref.
+std::string describe(const ReportOp& op);
+/// "A[0:4096]", or "[0x1000, 0x2000)" outside every buffer.
+std::string describe(const ReportBytes& bytes);
+/// "data race", "use after free (definite)".
+std::string finding_label(const ReportFinding& f);
+/// Why the finding happens: the HB path, or its absence.
+std::string describe_order(const ReportFinding& f);
+/// The change that removes it, naming trace lines.
+std::string describe_fix(const ReportFinding& f);
+/// "one schedule", "replay", "random" or "dfs".
+std::string to_string(Coverage::How how);
+/// "line 8: deallocate refused: ...".
+std::string describe(const Note& note);
+/// The ops a GPU replay held back (the first op of every error), or "nothing".
+std::string held_back(const Report& r);
+
+}  // namespace streamcheck::tools
