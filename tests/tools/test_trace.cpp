@@ -2,6 +2,7 @@
 // well-formed traces give the verdicts of the HB rules; reports and JSON.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 
@@ -188,22 +189,30 @@ TEST(TraceReport, JsonHasTheDocumentedFields) {
         "\"kind\":\"use before ready\"", "\"severity\":\"error\"", "\"first\":{", "\"second\":{", "\"line\":4",
         "\"bytes\":\"A[0:64]\"", "\"order\":", "\"fix\":", "\"schedule\":", "\"notes\":[]"})
     EXPECT_NE(j.find(key), std::string::npos) << key << " missing in " << j;
-  int depth = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < j.size(); ++i) {
-    if (in_string) {
-      if (j[i] == '\\')
-        ++i;
-      else if (j[i] == '"')
-        in_string = false;
-      continue;
-    }
-    if (j[i] == '"') in_string = true;
-    if (j[i] == '{' || j[i] == '[') ++depth;
-    if (j[i] == '}' || j[i] == ']') --depth;
-    ASSERT_GE(depth, 0);
-  }
-  EXPECT_EQ(depth, 0);
+  const auto parsed = nlohmann::json::parse(j);  // throws on malformed JSON
+  EXPECT_EQ(parsed.at("findings").at(0).at("second").at("line"), 4);
+  EXPECT_EQ(parsed.at("notes"), nlohmann::json::array());
+  EXPECT_FALSE(parsed.contains("gpu"));
+}
+
+TEST(TraceReport, GpuReplayIsItsOwnSectionOfTheReport) {
+  Report r = explore_text("stream s1\nstream s2\nbuffer A 64 on s1\nlaunch K on s2 reads A\nfree A on s1\n");
+  r.gpu = GpuReplay{"Test GPU", 10, 3, 42, {"line 2: allocate refused"}};
+  const auto parsed = nlohmann::json::parse(report_json(r));
+  EXPECT_EQ(parsed.at("gpu"), nlohmann::json::parse(R"({"runs":10,"runs_with_mismatches":3,"mismatching_words":42})"));
+  const auto in_order = nlohmann::ordered_json::parse(report_json(r));
+  EXPECT_EQ(in_order.begin().key(), "tool");
+  EXPECT_EQ((--in_order.end()).key(), "gpu");
+  const std::string text = report_text(r);
+  EXPECT_NE(text.find("GPU replay on Test GPU: 10 runs (held back: " + held_back(r) +
+                      "), runs with mismatching reads: 3, mismatching words: 42\n  on the GPU: line 2: allocate "
+                      "refused\n"),
+            std::string::npos)
+      << text;
+  r.findings.clear();
+  EXPECT_EQ(r.verdict(), Verdict::Findings) << "corrupted reads on the GPU are findings";
+  r.gpu->mismatching_words = 0;
+  EXPECT_EQ(r.verdict(), Verdict::Clean);
 }
 
 TEST(TracePolicy, OverridesAreValidated) {
