@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -23,6 +23,8 @@ using sim::FindingKind;
 using sim::LogEntry;
 using sim::OpKind;
 using sim::OpRef;
+/// Keys in the order written, so that the trace reads like the format's documentation.
+using Json = nlohmann::ordered_json;
 
 const char* kind_name(OpKind k) {
   switch (k) {
@@ -168,39 +170,6 @@ std::vector<OpRef> all_ops(const DeviceModel& m) {
 }
 
 }  // namespace
-
-std::string json_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  for (const char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-          out += buf;
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  return out;
-}
 
 // ---------------------------------------------------------------- text
 
@@ -602,44 +571,48 @@ std::string render_perfetto(const DeviceModel& m) {
   for (const OpRef r : ops)
     if (!slot.count(r)) slot[r] = next++;
 
-  std::ostringstream os;
+  // One event per line, so that a diff of two traces reads event by event.
+  std::string out = "{\"traceEvents\":[";
   std::string sep = "\n";
-  const auto event = [&](const std::string& body) {
-    os << sep << "{" << body << "}";
+  const auto event = [&](const Json& e) {
+    out += sep + e.dump(-1, ' ', false, Json::error_handler_t::replace);
     sep = ",\n";
   };
-  os << "{\"traceEvents\":[";
-  event(R"("ph":"M","pid":1,"tid":0,"name":"process_name","args":{"name":"streamcheck sim"})");
+  event({{"ph", "M"}, {"pid", 1}, {"tid", 0}, {"name", "process_name"}, {"args", {{"name", "streamcheck sim"}}}});
   for (std::uint32_t s = 0; s < m.stream_count(); ++s) {
-    const std::string tid = std::to_string(s + 1);
-    event(R"("ph":"M","pid":1,"tid":)" + tid + R"(,"name":"thread_name","args":{"name":")" +
-          json_escape(m.stream_name(s)) + "\"}");
-    event(R"("ph":"M","pid":1,"tid":)" + tid + R"(,"name":"thread_sort_index","args":{"sort_index":)" + tid + "}");
+    const std::uint32_t tid = s + 1;
+    event({{"ph", "M"}, {"pid", 1}, {"tid", tid}, {"name", "thread_name"}, {"args", {{"name", m.stream_name(s)}}}});
+    event({{"ph", "M"}, {"pid", 1}, {"tid", tid}, {"name", "thread_sort_index"}, {"args", {{"sort_index", tid}}}});
   }
   for (const OpRef r : ops) {
-    const char* kind = kind_name(m.op_kind(r));
+    const std::string kind = kind_name(m.op_kind(r));
     const auto c = m.completion_index(r);
-    std::ostringstream b;
-    b << R"("ph":"X","pid":1,"tid":)" << r.stream + 1 << R"(,"ts":)" << slot.at(r) * kStep << R"(,"dur":)" << kDur
-      << R"(,"cat":")" << kind << R"(","name":")" << json_escape(std::string(kind) + " " + m.op_label(r))
-      << R"(","args":{"op":")" << json_escape(ref_name(m, r)) << R"(","kind":")" << kind << R"(","label":")"
-      << json_escape(m.op_label(r)) << R"(","executed":)" << (c ? "true" : "false");
-    if (c) b << R"(,"completion_index":)" << *c;
-    b << "}";
-    event(b.str());
+    Json args = {{"op", ref_name(m, r)}, {"kind", kind}, {"label", m.op_label(r)}, {"executed", c.has_value()}};
+    if (c) args["completion_index"] = *c;
+    event({{"ph", "X"},
+           {"pid", 1},
+           {"tid", r.stream + 1},
+           {"ts", slot.at(r) * kStep},
+           {"dur", kDur},
+           {"cat", kind},
+           {"name", kind + " " + m.op_label(r)},
+           {"args", std::move(args)}});
   }
   for (const Finding& f : m.findings()) {
     const OpRef at = f.second ? *f.second : f.first;
-    std::ostringstream b;
-    b << R"("ph":"i","s":"t","pid":1,"tid":)" << at.stream + 1 << R"(,"ts":)" << slot.at(at) * kStep
-      << R"(,"cat":"finding","name":")" << json_escape(finding_label(f)) << R"(","args":{"finding":")"
-      << json_escape(m.format(f)) << R"(","first":")" << json_escape(ref_name(m, f.first)) << "\"";
-    if (f.second) b << R"(,"second":")" << json_escape(ref_name(m, *f.second)) << "\"";
-    b << "}";
-    event(b.str());
+    Json args = {{"finding", m.format(f)}, {"first", ref_name(m, f.first)}};
+    if (f.second) args["second"] = ref_name(m, *f.second);
+    event({{"ph", "i"},
+           {"s", "t"},
+           {"pid", 1},
+           {"tid", at.stream + 1},
+           {"ts", slot.at(at) * kStep},
+           {"cat", "finding"},
+           {"name", finding_label(f)},
+           {"args", std::move(args)}});
   }
-  os << "\n]}\n";
-  return os.str();
+  out += "\n]}\n";
+  return out;
 }
 
 }  // namespace streamcheck::tools

@@ -42,7 +42,6 @@
 #pragma once
 
 #include <string>
-#include <string_view>
 
 #include "backend_sim/device_model.h"
 
@@ -52,9 +51,5 @@ std::string render_text(const sim::DeviceModel& model);
 std::string render_dot(const sim::DeviceModel& model);
 std::string render_svg(const sim::DeviceModel& model);
 std::string render_perfetto(const sim::DeviceModel& model);
-
-/// The body of a JSON string literal for `s` (quotes, backslashes and
-/// control characters escaped), shared by the Perfetto and report writers.
-std::string json_escape(std::string_view s);
 
 }  // namespace streamcheck::tools
