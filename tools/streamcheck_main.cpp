@@ -112,6 +112,19 @@ const CLI::Validator kMutantName(
     },
     "M1..M11");
 
+// Each choice an option offers, and what it selects: CLI::IsMember checks the
+// keys, the verbs look the value up (no option value is compared as text).
+const std::map<std::string, tools::Strategy> kStrategies{{"random", tools::Strategy::Random},
+                                                         {"dfs", tools::Strategy::Dfs}};
+const std::map<std::string, bool> kOnOff{{"on", true}, {"off", false}};
+enum class Backend : std::uint8_t { Sim, Cuda };
+const std::map<std::string, Backend> kBackends{{"sim", Backend::Sim}, {"cuda", Backend::Cuda}};
+using Renderer = std::string (*)(const sim::DeviceModel&);
+const std::map<std::string, Renderer> kFormats{{"text", tools::render_text},
+                                               {"dot", tools::render_dot},
+                                               {"svg", tools::render_svg},
+                                               {"perfetto", tools::render_perfetto}};
+
 const CLI::Validator kPositive(
     [](std::string& text) -> std::string {
       return text.find_first_not_of('0') == std::string::npos ? "must be at least 1, got '" + text + "'"
@@ -138,7 +151,7 @@ CLI::Option* add_seed(CLI::App& verb, Options& o, const char* what) {
 }
 void add_faults(CLI::App& verb, Options& o) {
   verb.add_option("--faults", o.faults, "inject one transient fault at a resource call per run")
-      ->check(CLI::IsMember({"on", "off"}));
+      ->check(CLI::IsMember(kOnOff));
 }
 
 // ------------------------------------------------------------ verbs
@@ -154,8 +167,8 @@ Outcome print_report(const tools::Report& r, bool json) {
 
 tools::TraceCheckOptions with_policy(const Options& o) {
   tools::TraceCheckOptions t = o.trace;
-  t.strategy = o.strategy == "dfs" ? tools::Strategy::Dfs : tools::Strategy::Random;
-  t.faults = o.faults == "on";
+  t.strategy = kStrategies.at(o.strategy);
+  t.faults = kOnOff.at(o.faults);
   for (const auto& s : o.policy) {
     const auto eq = s.find('=');
     t.policy_overrides.emplace_back(s.substr(0, eq), s.substr(eq + 1));
@@ -197,7 +210,7 @@ Outcome replay(const Options& o) {
   const tools::Trace trace = tools::load_trace(o.file);
   const tools::TraceCheckOptions options = with_policy(o);
   auto report = tools::replay_trace(trace, *o.schedule, options);
-  if (o.backend == "cuda") {
+  if (kBackends.at(o.backend) == Backend::Cuda) {
     const auto gpu = tools::replay_trace_on_gpu(trace, report, options);
     if (!gpu.available) throw UsageError("--backend cuda: " + gpu.why);
     report.gpu = tools::GpuReplay{gpu.device, gpu.runs, gpu.runs_with_mismatches, gpu.mismatching_words, gpu.notes};
@@ -209,11 +222,7 @@ Outcome render(const Options& o) {
   const tools::Trace trace = tools::load_trace(o.file);
   const tools::HeldRun held = tools::run_one(trace, with_policy(o), o.schedule);
   const auto& model = held.run->model();
-  std::string out;
-  if (o.format == "text") out = tools::render_text(model);
-  if (o.format == "dot") out = tools::render_dot(model);
-  if (o.format == "svg") out = tools::render_svg(model);
-  if (o.format == "perfetto") out = tools::render_perfetto(model);
+  const std::string out = kFormats.at(o.format)(model);
   if (!o.output.empty()) {
     std::ofstream f(o.output, std::ios::binary);
     if (!f) throw UsageError("cannot write " + o.output);
@@ -288,7 +297,7 @@ int main(int argc, char** argv) {
       "deliberately broken protocol and prints its shrunk counterexample. Same seed, byte-identical output.");
   add_trace_file(*explore_verb, o, false);
   explore_verb->add_option("--strategy", o.strategy, "random, or dfs: every schedule up to --schedules")
-      ->check(CLI::IsMember({"random", "dfs"}));
+      ->check(CLI::IsMember(kStrategies));
   add_seed(*explore_verb, o, "seed of the exploration");
   explore_verb
       ->add_option("--schedules", o.trace.max_schedules,
@@ -313,8 +322,7 @@ int main(int argc, char** argv) {
   replay_verb->add_option("--schedule", o.schedule, "the schedule to run, as check/explore print it")
       ->required()
       ->check(kScheduleString);
-  replay_verb->add_option("--backend", o.backend, "sim, or cuda to replay on the GPU")
-      ->check(CLI::IsMember({"sim", "cuda"}));
+  replay_verb->add_option("--backend", o.backend, "sim, or cuda to replay on the GPU")->check(CLI::IsMember(kBackends));
   add_policy(*replay_verb, o);
   add_json(*replay_verb, o);
 
@@ -325,7 +333,7 @@ int main(int argc, char** argv) {
   add_trace_file(*render_verb, o);
   render_verb->add_option("--format", o.format, "text, dot, svg or perfetto")
       ->required()
-      ->check(CLI::IsMember({"text", "dot", "svg", "perfetto"}));
+      ->check(CLI::IsMember(kFormats));
   auto* render_seed = add_seed(*render_verb, o, "seed of the schedule to draw");
   render_verb->add_option("--schedule", o.schedule, "the schedule to draw, as check/explore print it")
       ->check(kScheduleString)
