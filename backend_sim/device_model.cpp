@@ -1,20 +1,17 @@
 #include "backend_sim/device_model.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
-#include <sstream>
 #include <stdexcept>
+
+#include "backend_sim/explain.h"
 
 namespace streamcheck::sim {
 
 namespace {
 constexpr std::uint64_t kPoolBase = std::uint64_t{1} << 20;  // addresses never start at 0
 constexpr std::uint64_t kGranule = 256;
-
-std::string hex(std::uint64_t v) {
-  std::ostringstream os;
-  os << "0x" << std::hex << v;
-  return os.str();
-}
 }  // namespace
 
 std::string_view to_string(ReuseKind k) {
@@ -55,109 +52,111 @@ DeviceModel::DeviceModel(Chooser& chooser, PoolPolicy policy) : chooser_(chooser
   create_host_thread();
 }
 
-std::uint32_t DeviceModel::create_stream(std::string name) {
-  const auto id = static_cast<std::uint32_t>(streams_.size());
+StreamIndex DeviceModel::create_stream(std::string name) {
+  const StreamIndex id{static_cast<std::uint32_t>(streams_.size())};
   Stream st;
-  st.name = name.empty() ? "s" + std::to_string(id) : std::move(name);
+  st.name = name.empty() ? fmt::format("s{}", id.value) : std::move(name);
   st.agent = next_agent_++;
   streams_.push_back(std::move(st));
   return id;
 }
 
-const std::string& DeviceModel::stream_name(std::uint32_t s) const {
+const std::string& DeviceModel::stream_name(StreamIndex s) const {
   check_stream(s);
-  return streams_[s].name;
+  return streams_[s.value].name;
 }
 
-std::uint32_t DeviceModel::create_event() {
+EventIndex DeviceModel::create_event() {
   events_.push_back(Event{});
   ++live_events_;
-  return static_cast<std::uint32_t>(events_.size() - 1);
+  return EventIndex{static_cast<std::uint32_t>(events_.size() - 1)};
 }
 
-void DeviceModel::destroy_event(std::uint32_t e) {
+void DeviceModel::destroy_event(EventIndex e) {
   check_event(e);
-  if (!events_[e].live) throw std::logic_error("DeviceModel: event " + std::to_string(e) + " destroyed twice");
-  events_[e].live = false;
+  if (!events_[e.value].live) throw std::logic_error(fmt::format("DeviceModel: event {} destroyed twice", e.value));
+  events_[e.value].live = false;
   --live_events_;
 }
 
-std::uint32_t DeviceModel::create_host_thread() {
+HostThread DeviceModel::create_host_thread() {
   VectorClock start = hosts_.empty() ? VectorClock{} : host_vc();  // R6: creation orders the child
   hosts_.push_back(std::move(start));
   host_agents_.push_back(next_agent_++);
-  return static_cast<std::uint32_t>(hosts_.size() - 1);
+  return HostThread{static_cast<std::uint32_t>(hosts_.size() - 1)};
 }
 
-void DeviceModel::set_host_thread(std::uint32_t h) {
-  if (h >= hosts_.size()) throw std::out_of_range("DeviceModel: unknown host thread " + std::to_string(h));
+void DeviceModel::set_host_thread(HostThread h) {
+  if (h.value >= hosts_.size()) throw std::out_of_range(fmt::format("DeviceModel: unknown host thread {}", h.value));
   current_host_ = h;
 }
 
-void DeviceModel::check_stream(std::uint32_t s) const {
-  if (s >= streams_.size())
-    throw std::out_of_range("DeviceModel: unknown stream " + std::to_string(s) + " (" +
-                            std::to_string(streams_.size()) + " created)");
+void DeviceModel::check_stream(StreamIndex s) const {
+  if (s.value >= streams_.size())
+    throw std::out_of_range(fmt::format("DeviceModel: unknown stream {} ({} created)", s.value, streams_.size()));
 }
 
-void DeviceModel::check_event(std::uint32_t e) const {
-  if (e >= events_.size()) throw std::out_of_range("DeviceModel: unknown event " + std::to_string(e));
+void DeviceModel::check_event(EventIndex e) const {
+  if (e.value >= events_.size()) throw std::out_of_range(fmt::format("DeviceModel: unknown event {}", e.value));
 }
 
-OpRef DeviceModel::enqueue(std::uint32_t stream, Op o) {
-  Stream& st = streams_[stream];
-  hosts_[current_host_].tick(host_agents_[current_host_]);
+OpRef DeviceModel::enqueue(StreamIndex stream, Op o) {
+  Stream& st = streams_[stream.value];
+  host_tick();
   st.vc.join(host_vc());  // R5: the host's past is ordered before this op
   st.vc.tick(st.agent);   // R1: the own component counts this stream's ops
   o.vc = st.vc;
   o.stamp = next_stamp_++;
   const OpRef ref{stream, static_cast<std::uint32_t>(st.ops.size())};
-  LogEntry entry{LogEntry::Kind::Enqueue, current_host_, stream, 0, ref, o.pool_dep};
+  LogEntry entry{LogEntry::Kind::Enqueue, current_host_, stream, {}, ref, o.pool_dep};
   st.ops.push_back(std::move(o));
   log_.push_back(entry);
   return ref;
 }
 
-void DeviceModel::record(std::uint32_t event, std::uint32_t stream) {
+void DeviceModel::record(EventIndex event, StreamIndex stream) {
   check_event(event);
   check_stream(stream);
-  if (!events_[event].live) throw std::logic_error("DeviceModel: record on destroyed event " + std::to_string(event));
-  hosts_[current_host_].tick(host_agents_[current_host_]);
-  Stream& st = streams_[stream];
+  if (!events_[event.value].live)
+    throw std::logic_error(fmt::format("DeviceModel: record on destroyed event {}", event.value));
+  host_tick();
+  Stream& st = streams_[stream.value];
   st.vc.join(host_vc());
-  events_[event].capture = st.vc;  // R2: the capture is replaced, never merged
+  events_[event.value].capture = st.vc;  // R2: the capture is replaced, never merged
   log_.push_back(LogEntry{LogEntry::Kind::Record, current_host_, stream, event, {}, {}});
 }
 
-void DeviceModel::wait(std::uint32_t stream, std::uint32_t event) {
+void DeviceModel::wait(StreamIndex stream, EventIndex event) {
   check_event(event);
   check_stream(stream);
-  if (!events_[event].live) throw std::logic_error("DeviceModel: wait on destroyed event " + std::to_string(event));
-  hosts_[current_host_].tick(host_agents_[current_host_]);
-  Stream& st = streams_[stream];
+  if (!events_[event.value].live)
+    throw std::logic_error(fmt::format("DeviceModel: wait on destroyed event {}", event.value));
+  host_tick();
+  Stream& st = streams_[stream.value];
   st.vc.join(host_vc());
   // R3: later work on the stream is ordered after the capture as of now; a
   // never-recorded event orders nothing.
-  if (events_[event].capture) st.vc.join(*events_[event].capture);
+  if (events_[event.value].capture) st.vc.join(*events_[event.value].capture);
   log_.push_back(LogEntry{LogEntry::Kind::Wait, current_host_, stream, event, {}, {}});
 }
 
-std::uint32_t DeviceModel::allocation_at(std::uint64_t ptr) const {
+AllocationIndex DeviceModel::allocation_at(std::uint64_t ptr) const {
   for (std::size_t i = allocations_.size(); i-- > 0;) {
     const auto& a = allocations_[i];
-    if (a.range.lo <= ptr && ptr < a.range.hi) return static_cast<std::uint32_t>(i);
+    if (a.range.lo <= ptr && ptr < a.range.hi) return AllocationIndex{static_cast<std::uint32_t>(i)};
   }
-  throw std::invalid_argument("DeviceModel: address " + hex(ptr) + " is not inside any allocation");
+  throw std::invalid_argument(fmt::format("DeviceModel: address {:#x} is not inside any allocation", ptr));
 }
 
-OpRef DeviceModel::launch(std::uint32_t stream, const std::vector<KernelAccess>& accesses, std::string label) {
+OpRef DeviceModel::launch(StreamIndex stream, const std::vector<KernelAccess>& accesses, std::string label) {
   check_stream(stream);
   Op o{OpKind::Kernel, {}, std::move(label), {}, std::nullopt, 0};
   for (const auto& a : accesses) {
-    if (a.bytes == 0) throw std::invalid_argument("DeviceModel::launch: zero-byte access in '" + o.label + "'");
-    const std::uint32_t alloc = a.allocation ? *a.allocation : allocation_at(a.ptr);
-    if (alloc >= allocations_.size())
-      throw std::invalid_argument("DeviceModel::launch: unknown allocation " + std::to_string(alloc));
+    if (a.bytes == 0)
+      throw std::invalid_argument(fmt::format("DeviceModel::launch: zero-byte access in '{}'", o.label));
+    const AllocationIndex alloc = a.allocation ? AllocationIndex{*a.allocation} : allocation_at(a.ptr);
+    if (alloc.value >= allocations_.size())
+      throw std::invalid_argument(fmt::format("DeviceModel::launch: unknown allocation {}", alloc.value));
     o.accesses.push_back(OpAccess{ByteRange{a.ptr, a.ptr + a.bytes}, a.access, alloc, {}});
   }
   const OpRef ref = enqueue(stream, std::move(o));
@@ -179,20 +178,19 @@ bool DeviceModel::host_after(OpRef a) const {
 
 bool DeviceModel::completed(OpRef a) const {
   (void)op(a);
-  return streams_[a.stream].completed > a.index;
+  return streams_[a.stream.value].completed > a.index;
 }
 
-bool DeviceModel::ordered(const ShadowAccess& p, const Op& q, OpRef qref, std::uint32_t q_allocation) const {
-  (void)q;
-  if (p.op == qref || happens_before(p.op, qref)) return true;
+bool DeviceModel::ordered(const ShadowAccess& p, OpRef q, AllocationIndex q_allocation) const {
+  if (p.op == q || happens_before(p.op, q)) return true;
   // R7: the pool guarantees that a reused range is not handed out before
   // the previous occupant's free (and everything ordered before it) is done.
-  const Allocation& a = allocations_[q_allocation];
+  const Allocation& a = allocations_[q_allocation.value];
   if (p.allocation != q_allocation && a.fence) return p.op == *a.fence || happens_before(p.op, *a.fence);
   return false;
 }
 
-FindingKind DeviceModel::classify(const ShadowAccess& p, OpRef q, std::uint32_t q_allocation) const {
+FindingKind DeviceModel::classify(const ShadowAccess& p, OpRef q, AllocationIndex q_allocation) const {
   if (p.allocation != q_allocation) return FindingKind::ReuseRace;
   const OpKind pk = op(p.op).kind;
   const OpKind qk = op(q).kind;
@@ -214,14 +212,14 @@ void DeviceModel::report(FindingKind kind, OpRef first, std::optional<OpRef> sec
 
 void DeviceModel::check_access(OpRef qref, OpAccess& acc) {
   const Op& q = op(qref);
-  const Allocation& target = allocations_[acc.allocation];
+  const Allocation& target = allocations_[acc.allocation.value];
   if (q.kind == OpKind::Kernel && target.free_op && happens_before(*target.free_op, qref))
     report(FindingKind::UseAfterFree, *target.free_op, qref, acc.range, true);
 
   shadow_.for_range(acc.range.lo, acc.range.hi, Shadow{}, [&](std::uint64_t lo, std::uint64_t hi, Shadow& sh) {
     const ByteRange seg{lo, hi};
     if (sh.last_write) {
-      if (ordered(*sh.last_write, q, qref, acc.allocation)) {
+      if (ordered(*sh.last_write, qref, acc.allocation)) {
         if (reads(acc.access)) acc.expected.emplace_back(seg, op(sh.last_write->op).stamp);
       } else if (sh.last_write->op != qref) {
         report(classify(*sh.last_write, qref, acc.allocation), sh.last_write->op, qref, seg, false);
@@ -229,11 +227,11 @@ void DeviceModel::check_access(OpRef qref, OpAccess& acc) {
     }
     if (writes(acc.access)) {
       for (const auto& r : sh.reads)
-        if (!ordered(r, q, qref, acc.allocation)) report(classify(r, qref, acc.allocation), r.op, qref, seg, false);
+        if (!ordered(r, qref, acc.allocation)) report(classify(r, qref, acc.allocation), r.op, qref, seg, false);
     }
     // Reads ordered before q are subsumed by q; racing reads stay so that
     // later ops of a reused range are checked against them too.
-    std::erase_if(sh.reads, [&](const ShadowAccess& r) { return ordered(r, q, qref, acc.allocation); });
+    std::erase_if(sh.reads, [&](const ShadowAccess& r) { return ordered(r, qref, acc.allocation); });
     if (writes(acc.access))
       sh.last_write = ShadowAccess{qref, acc.allocation};
     else
@@ -247,11 +245,11 @@ void DeviceModel::check_access(OpRef qref, OpAccess& acc) {
   });
 }
 
-std::optional<AllocResult> DeviceModel::alloc(std::uint32_t stream, std::uint64_t bytes, std::string label) {
+std::optional<AllocResult> DeviceModel::alloc(StreamIndex stream, std::uint64_t bytes, std::string label) {
   check_stream(stream);
   if (bytes == 0) throw std::invalid_argument("DeviceModel::alloc: zero bytes");
   const std::uint64_t rounded = std::max(kGranule, (bytes + kGranule - 1) / kGranule * kGranule);
-  VectorClock at = streams_[stream].vc;
+  VectorClock at = streams_[stream.value].vc;
   at.join(host_vc());
 
   struct Candidate {
@@ -308,43 +306,45 @@ std::optional<AllocResult> DeviceModel::alloc(std::uint32_t stream, std::uint64_
     fr.range.lo += rounded;
     if (fr.range.lo == fr.range.hi) free_ranges_.erase(free_ranges_.begin() + static_cast<std::ptrdiff_t>(c.index));
   }
-  const auto id = static_cast<std::uint32_t>(allocations_.size());
+  const AllocationIndex id{static_cast<std::uint32_t>(allocations_.size())};
   allocations_.push_back(a);
   Op o{OpKind::Alloc, {}, std::move(label), {}, pool_dep, 0};
   o.accesses.push_back(OpAccess{a.range, Access::Write, id, {}});
   const OpRef ref = enqueue(stream, std::move(o));
-  allocations_[id].alloc_op = ref;
+  allocations_[id.value].alloc_op = ref;
   check_access(ref, op(ref).accesses.front());
   return AllocResult{a.range.lo, id, a.reuse};
 }
 
-bool DeviceModel::free(std::uint32_t stream, std::uint64_t ptr, std::string label) {
+bool DeviceModel::free(StreamIndex stream, std::uint64_t ptr, std::string label) {
   check_stream(stream);
-  std::optional<std::uint32_t> id;
+  std::optional<AllocationIndex> id;
   for (std::size_t i = allocations_.size(); i-- > 0 && !id;)
-    if (allocations_[i].range.lo == ptr && !allocations_[i].free_op) id = static_cast<std::uint32_t>(i);
+    if (allocations_[i].range.lo == ptr && !allocations_[i].free_op)
+      id = AllocationIndex{static_cast<std::uint32_t>(i)};
   if (!id) return false;
   Op o{OpKind::Free, {}, std::move(label), {}, std::nullopt, 0};
-  o.accesses.push_back(OpAccess{allocations_[*id].range, Access::Write, *id, {}});
+  o.accesses.push_back(OpAccess{allocations_[id->value].range, Access::Write, *id, {}});
   const OpRef ref = enqueue(stream, std::move(o));
-  allocations_[*id].free_op = ref;
+  allocations_[id->value].free_op = ref;
   check_access(ref, op(ref).accesses.front());
-  free_ranges_.push_back(FreeRange{allocations_[*id].range, ref});
+  free_ranges_.push_back(FreeRange{allocations_[id->value].range, ref});
   return true;
 }
 
 bool DeviceModel::ready(OpRef r) const {
-  const Stream& st = streams_[r.stream];
+  const Stream& st = streams_[r.stream.value];
   if (r.index != st.completed) return false;
   const Op& o = st.ops[r.index];
   for (std::uint32_t u = 0; u < streams_.size(); ++u)
-    if (u != r.stream && streams_[u].completed < o.vc.get(streams_[u].agent)) return false;
+    if (u != r.stream.value && streams_[u].completed < o.vc.get(streams_[u].agent)) return false;
   return !o.pool_dep || completed(*o.pool_dep);
 }
 
 void DeviceModel::execute(OpRef r) {
   if (!ready(r))
-    throw std::logic_error("DeviceModel: internal error: executing " + describe(r) + " before its dependencies");
+    throw std::logic_error(
+        fmt::format("DeviceModel: internal error: executing {} before its dependencies", describe(*this, r)));
   Op& o = op(r);
   for (const auto& acc : o.accesses) {
     if (!reads(acc.access)) continue;
@@ -362,16 +362,16 @@ void DeviceModel::execute(OpRef r) {
                         [&](std::uint64_t, std::uint64_t, std::uint64_t& v) { v = o.stamp; });
   o.done = true;
   o.completion = next_completion_++;
-  ++streams_[r.stream].completed;
+  ++streams_[r.stream.value].completed;
 }
 
-void DeviceModel::complete_through(std::uint32_t stream, std::uint32_t count) {
-  while (streams_[stream].completed < count) {
-    const OpRef r{stream, streams_[stream].completed};
+void DeviceModel::complete_through(StreamIndex stream, std::uint32_t count) {
+  while (streams_[stream.value].completed < count) {
+    const OpRef r{stream, streams_[stream.value].completed};
     const Op& o = op(r);
     for (std::uint32_t u = 0; u < streams_.size(); ++u) {
       const std::uint32_t need = o.vc.get(streams_[u].agent);
-      if (u != stream && streams_[u].completed < need) complete_through(u, need);
+      if (u != stream.value && streams_[u].completed < need) complete_through(StreamIndex{u}, need);
     }
     if (o.pool_dep && !completed(*o.pool_dep)) complete_through(o.pool_dep->stream, o.pool_dep->index + 1);
     execute(r);
@@ -379,10 +379,12 @@ void DeviceModel::complete_through(std::uint32_t stream, std::uint32_t count) {
 }
 
 void DeviceModel::complete_covered(const VectorClock& vc) {
-  for (std::uint32_t s = 0; s < streams_.size(); ++s) complete_through(s, vc.get(streams_[s].agent));
+  for (std::uint32_t s = 0; s < streams_.size(); ++s) complete_through(StreamIndex{s}, vc.get(streams_[s].agent));
 }
 
-void DeviceModel::host_joins(const VectorClock& vc) { hosts_[current_host_].join(vc); }
+void DeviceModel::host_joins(const VectorClock& vc) { host_vc().join(vc); }
+
+void DeviceModel::host_tick() { host_vc().tick(host_agents_[current_host_.value]); }
 
 void DeviceModel::release_idle_ranges() {
   std::uint64_t idle = 0;
@@ -400,51 +402,51 @@ void DeviceModel::release_idle_ranges() {
   }
 }
 
-void DeviceModel::sync_stream(std::uint32_t stream) {
+void DeviceModel::sync_stream(StreamIndex stream) {
   check_stream(stream);
-  hosts_[current_host_].tick(host_agents_[current_host_]);
-  const VectorClock target = streams_[stream].vc;
+  host_tick();
+  const VectorClock target = streams_[stream.value].vc;
   complete_covered(target);
   host_joins(target);  // R4
   release_idle_ranges();
-  log_.push_back(LogEntry{LogEntry::Kind::SyncStream, current_host_, stream, 0, {}, {}});
+  log_.push_back(LogEntry{LogEntry::Kind::SyncStream, current_host_, stream, {}, {}, {}});
 }
 
-void DeviceModel::sync_event(std::uint32_t event) {
+void DeviceModel::sync_event(EventIndex event) {
   check_event(event);
-  hosts_[current_host_].tick(host_agents_[current_host_]);
-  if (events_[event].capture) {
-    const VectorClock target = *events_[event].capture;
+  host_tick();
+  if (events_[event.value].capture) {
+    const VectorClock target = *events_[event.value].capture;
     complete_covered(target);
     host_joins(target);  // R4
     release_idle_ranges();
   }
-  log_.push_back(LogEntry{LogEntry::Kind::SyncEvent, current_host_, 0, event, {}, {}});
+  log_.push_back(LogEntry{LogEntry::Kind::SyncEvent, current_host_, {}, event, {}, {}});
 }
 
 void DeviceModel::sync_device() {
-  hosts_[current_host_].tick(host_agents_[current_host_]);
+  host_tick();
   for (std::uint32_t s = 0; s < streams_.size(); ++s) {
     const VectorClock target = streams_[s].vc;
     complete_covered(target);
     host_joins(target);  // R4
   }
   release_idle_ranges();
-  log_.push_back(LogEntry{LogEntry::Kind::SyncDevice, current_host_, 0, 0, {}, {}});
+  log_.push_back(LogEntry{LogEntry::Kind::SyncDevice, current_host_, {}, {}, {}, {}});
 }
 
-bool DeviceModel::query_event(std::uint32_t event) {
+bool DeviceModel::query_event(EventIndex event) {
   check_event(event);
-  hosts_[current_host_].tick(host_agents_[current_host_]);
+  host_tick();
   bool done = true;
-  if (events_[event].capture) {
-    const VectorClock& cap = *events_[event].capture;
+  if (events_[event.value].capture) {
+    const VectorClock& cap = *events_[event.value].capture;
     for (const auto& st : streams_)
       if (st.completed < cap.get(st.agent)) done = false;
     if (done) host_joins(cap);  // R4: only a "done" answer orders the host
   }
   log_.push_back(
-      LogEntry{done ? LogEntry::Kind::QueryDone : LogEntry::Kind::QueryNotDone, current_host_, 0, event, {}, {}});
+      LogEntry{done ? LogEntry::Kind::QueryDone : LogEntry::Kind::QueryNotDone, current_host_, {}, event, {}, {}});
   return done;
 }
 
@@ -453,11 +455,12 @@ void DeviceModel::device_steps() {
   for (;;) {
     heads.clear();
     for (std::uint32_t s = 0; s < streams_.size(); ++s)
-      if (streams_[s].completed < streams_[s].ops.size() && ready(OpRef{s, streams_[s].completed})) heads.push_back(s);
+      if (streams_[s].completed < streams_[s].ops.size() && ready(OpRef{StreamIndex{s}, streams_[s].completed}))
+        heads.push_back(s);
     if (heads.empty()) return;
     const std::uint32_t c = chooser_.choose(ChoiceKind::DeviceStep, static_cast<std::uint32_t>(heads.size()) + 1);
     if (c == 0) return;
-    execute(OpRef{heads[c - 1], streams_[heads[c - 1]].completed});
+    execute(OpRef{StreamIndex{heads[c - 1]}, streams_[heads[c - 1]].completed});
   }
 }
 
@@ -470,12 +473,12 @@ void DeviceModel::finish() {
     for (std::uint32_t s = 0; s < streams_.size(); ++s) {
       if (streams_[s].completed >= streams_[s].ops.size()) continue;
       pending = true;
-      if (ready(OpRef{s, streams_[s].completed})) heads.push_back(s);
+      if (ready(OpRef{StreamIndex{s}, streams_[s].completed})) heads.push_back(s);
     }
     if (!pending) break;
     if (heads.empty()) throw std::logic_error("DeviceModel: internal error: pending work but no stream can run");
     const std::uint32_t c = chooser_.choose(ChoiceKind::DeviceStep, static_cast<std::uint32_t>(heads.size()));
-    execute(OpRef{heads[c], streams_[heads[c]].completed});
+    execute(OpRef{StreamIndex{heads[c]}, streams_[heads[c]].completed});
   }
   for (const auto& a : allocations_)
     if (!a.free_op)
@@ -483,53 +486,20 @@ void DeviceModel::finish() {
   finished_ = true;
 }
 
-std::uint32_t DeviceModel::op_count(std::uint32_t stream) const {
+std::uint32_t DeviceModel::op_count(StreamIndex stream) const {
   check_stream(stream);
-  return static_cast<std::uint32_t>(streams_[stream].ops.size());
+  return static_cast<std::uint32_t>(streams_[stream.value].ops.size());
 }
 
 OpKind DeviceModel::op_kind(OpRef r) const { return op(r).kind; }
 std::optional<std::uint64_t> DeviceModel::completion_index(OpRef r) const { return op(r).completion; }
 const std::string& DeviceModel::op_label(OpRef r) const { return op(r).label; }
 
-ReuseKind DeviceModel::allocation_reuse(std::uint32_t allocation) const { return allocations_.at(allocation).reuse; }
-ByteRange DeviceModel::allocation_range(std::uint32_t allocation) const { return allocations_.at(allocation).range; }
-
-std::string DeviceModel::describe(OpRef r) const {
-  const Op& o = op(r);
-  const char* kind = o.kind == OpKind::Alloc ? "alloc" : o.kind == OpKind::Free ? "free" : "kernel";
-  return streams_[r.stream].name + "#" + std::to_string(r.index) + " " + kind + " \"" + o.label + "\"";
+ReuseKind DeviceModel::allocation_reuse(AllocationIndex allocation) const {
+  return allocations_.at(allocation.value).reuse;
 }
-
-std::string DeviceModel::suggested_fix(const Finding& f) const {
-  if (f.kind == FindingKind::Leak) return "deallocate the block before the program ends";
-  if (!f.second) return {};
-  const OpRef p = f.first;
-  const OpRef q = *f.second;
-  if (f.definite)
-    return "the use is ordered after the free: keep the allocation alive until " + describe(q) +
-           " has been enqueued, or use a live allocation";
-  return "record an event on " + streams_[p.stream].name + " after " + describe(p) + "; make " +
-         streams_[q.stream].name + " wait on it before " + describe(q);
-}
-
-std::string DeviceModel::format(const Finding& f) const {
-  std::ostringstream os;
-  os << to_string(f.kind);
-  if (f.kind == FindingKind::UseAfterFree) os << (f.definite ? " (definite)" : " (racing)");
-  if (f.kind == FindingKind::Leak) {
-    os << " (warning): " << describe(f.first) << " is never freed; bytes [" << hex(f.bytes.lo) << ", "
-       << hex(f.bytes.hi) << ")";
-  } else {
-    os << ": " << describe(f.first) << " and " << describe(*f.second) << " touch bytes [" << hex(f.bytes.lo) << ", "
-       << hex(f.bytes.hi) << ") (" << f.bytes.size() << " bytes); "
-       << (f.definite ? "the free is ordered before the use"
-                      : "neither is ordered before the other (missing edge " + streams_[f.first.stream].name + "#" +
-                            std::to_string(f.first.index) + " -> " + streams_[f.second->stream].name + "#" +
-                            std::to_string(f.second->index) + ")");
-  }
-  os << "\n  fix: " << suggested_fix(f);
-  return os.str();
+ByteRange DeviceModel::allocation_range(AllocationIndex allocation) const {
+  return allocations_.at(allocation.value).range;
 }
 
 }  // namespace streamcheck::sim

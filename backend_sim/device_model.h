@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "backend_sim/ids.h"
 #include "backend_sim/interval_map.h"
 #include "backend_sim/schedule.h"
 #include "backend_sim/vector_clock.h"
@@ -33,14 +34,6 @@
 #include "model/types.h"
 
 namespace streamcheck::sim {
-
-/// An op is named by its stream and its position on that stream.
-struct OpRef {
-  std::uint32_t stream = 0;
-  std::uint32_t index = 0;
-  friend constexpr bool operator==(OpRef, OpRef) = default;
-  friend constexpr auto operator<=>(OpRef, OpRef) = default;
-};
 
 enum class OpKind : std::uint8_t { Alloc, Free, Kernel };
 
@@ -87,7 +80,7 @@ struct ValueMismatch {
 
 struct AllocResult {
   std::uint64_t ptr;
-  std::uint32_t allocation;
+  AllocationIndex allocation;
   ReuseKind reuse;
 };
 
@@ -95,9 +88,9 @@ struct AllocResult {
 struct LogEntry {
   enum class Kind : std::uint8_t { Enqueue, Record, Wait, SyncStream, SyncEvent, SyncDevice, QueryDone, QueryNotDone };
   Kind kind;
-  std::uint32_t host = 0;
-  std::uint32_t stream = 0;
-  std::uint32_t event = 0;
+  HostThread host;
+  StreamIndex stream;
+  EventIndex event;
   OpRef op{};
   /// For an Enqueue of a pool allocation with an internal dependency: the
   /// free the pool made it wait for (not a user-visible HB edge).
@@ -109,29 +102,29 @@ class DeviceModel {
   DeviceModel(Chooser& chooser, PoolPolicy policy = {});
 
   // --- streams, events, host threads
-  std::uint32_t create_stream(std::string name = {});
+  StreamIndex create_stream(std::string name = {});
   std::uint32_t stream_count() const { return static_cast<std::uint32_t>(streams_.size()); }
-  const std::string& stream_name(std::uint32_t s) const;
-  std::uint32_t create_event();
-  void destroy_event(std::uint32_t e);
+  const std::string& stream_name(StreamIndex s) const;
+  EventIndex create_event();
+  void destroy_event(EventIndex e);
   std::size_t live_event_count() const { return live_events_; }
-  std::uint32_t create_host_thread();
-  void set_host_thread(std::uint32_t h);
-  std::uint32_t host_thread() const { return current_host_; }
+  HostThread create_host_thread();
+  void set_host_thread(HostThread h);
+  HostThread host_thread() const { return current_host_; }
 
   // --- device work (each enqueue is a point where device steps may happen)
-  void record(std::uint32_t event, std::uint32_t stream);  // R2
-  void wait(std::uint32_t stream, std::uint32_t event);    // R3
-  OpRef launch(std::uint32_t stream, const std::vector<KernelAccess>& accesses, std::string label);
-  std::optional<AllocResult> alloc(std::uint32_t stream, std::uint64_t bytes, std::string label = "alloc");  // R7
+  void record(EventIndex event, StreamIndex stream);  // R2
+  void wait(StreamIndex stream, EventIndex event);    // R3
+  OpRef launch(StreamIndex stream, const std::vector<KernelAccess>& accesses, std::string label);
+  std::optional<AllocResult> alloc(StreamIndex stream, std::uint64_t bytes, std::string label = "alloc");  // R7
   /// False (and nothing enqueued) when ptr is not the start of a live allocation.
-  bool free(std::uint32_t stream, std::uint64_t ptr, std::string label = "free");  // R7
+  bool free(StreamIndex stream, std::uint64_t ptr, std::string label = "free");  // R7
 
   // --- host synchronization (R4)
-  void sync_stream(std::uint32_t stream);
-  void sync_event(std::uint32_t event);
+  void sync_stream(StreamIndex stream);
+  void sync_event(EventIndex event);
   void sync_device();
-  bool query_event(std::uint32_t event);
+  bool query_event(EventIndex event);
 
   /// A point where the device may make progress: asks the chooser, one step
   /// at a time, whether (and which) ready stream head completes.
@@ -151,16 +144,12 @@ class DeviceModel {
   const std::vector<Finding>& findings() const { return findings_; }
   const std::vector<ValueMismatch>& value_mismatches() const { return mismatches_; }
   const std::vector<LogEntry>& log() const { return log_; }
-  std::uint32_t op_count(std::uint32_t stream) const;
+  std::uint32_t op_count(StreamIndex stream) const;
   OpKind op_kind(OpRef op) const;
   const std::string& op_label(OpRef op) const;
-  std::string describe(OpRef op) const;
   std::uint32_t allocation_count() const { return static_cast<std::uint32_t>(allocations_.size()); }
-  ReuseKind allocation_reuse(std::uint32_t allocation) const;
-  ByteRange allocation_range(std::uint32_t allocation) const;
-  /// Human-readable suggestion for the edge that would remove a finding.
-  std::string suggested_fix(const Finding& f) const;
-  std::string format(const Finding& f) const;
+  ReuseKind allocation_reuse(AllocationIndex allocation) const;
+  ByteRange allocation_range(AllocationIndex allocation) const;
   Chooser& chooser() { return chooser_; }
   const PoolPolicy& policy() const { return policy_; }
 
@@ -168,7 +157,7 @@ class DeviceModel {
   struct OpAccess {
     ByteRange range;
     Access access;
-    std::uint32_t allocation;
+    AllocationIndex allocation;
     std::vector<std::pair<ByteRange, std::uint64_t>> expected;  // P2: stamps a read must see
   };
   struct Op {
@@ -195,7 +184,7 @@ class DeviceModel {
   struct Allocation {
     ByteRange range;      // rounded range owned by this allocation
     std::uint64_t bytes;  // requested bytes
-    std::uint32_t stream;
+    StreamIndex stream;
     OpRef alloc_op;
     std::optional<OpRef> free_op;
     std::optional<OpRef> fence;  // free of the previous occupant (pool order)
@@ -207,34 +196,36 @@ class DeviceModel {
   };
   struct ShadowAccess {
     OpRef op;
-    std::uint32_t allocation;
+    AllocationIndex allocation;
   };
   struct Shadow {
     std::optional<ShadowAccess> last_write;
     std::vector<ShadowAccess> reads;  // at most one per stream, plus reads a write raced with
-    std::optional<std::uint32_t> allocation;
+    std::optional<AllocationIndex> allocation;
     bool freed = false;
   };
 
-  AgentId agent_of_stream(std::uint32_t s) const { return streams_.at(s).agent; }
-  const Op& op(OpRef r) const { return streams_.at(r.stream).ops.at(r.index); }
-  Op& op(OpRef r) { return streams_.at(r.stream).ops.at(r.index); }
-  VectorClock& host_vc() { return hosts_.at(current_host_); }
-  const VectorClock& host_vc() const { return hosts_.at(current_host_); }
-  void check_stream(std::uint32_t s) const;
-  void check_event(std::uint32_t e) const;
-  OpRef enqueue(std::uint32_t stream, Op op);
-  bool ordered(const ShadowAccess& p, const Op& q, OpRef qref, std::uint32_t q_allocation) const;
+  AgentId agent_of_stream(StreamIndex s) const { return streams_.at(s.value).agent; }
+  const Op& op(OpRef r) const { return streams_.at(r.stream.value).ops.at(r.index); }
+  Op& op(OpRef r) { return streams_.at(r.stream.value).ops.at(r.index); }
+  VectorClock& host_vc() { return hosts_.at(current_host_.value); }
+  const VectorClock& host_vc() const { return hosts_.at(current_host_.value); }
+  void check_stream(StreamIndex s) const;
+  void check_event(EventIndex e) const;
+  OpRef enqueue(StreamIndex stream, Op op);
+  bool ordered(const ShadowAccess& p, OpRef q, AllocationIndex q_allocation) const;
   void check_access(OpRef qref, OpAccess& acc);
   void report(FindingKind kind, OpRef first, std::optional<OpRef> second, ByteRange bytes, bool definite);
-  FindingKind classify(const ShadowAccess& p, OpRef q, std::uint32_t q_allocation) const;
-  std::uint32_t allocation_at(std::uint64_t ptr) const;
+  FindingKind classify(const ShadowAccess& p, OpRef q, AllocationIndex q_allocation) const;
+  AllocationIndex allocation_at(std::uint64_t ptr) const;
   bool ready(OpRef r) const;
   void execute(OpRef r);
-  void complete_through(std::uint32_t stream, std::uint32_t count);
+  void complete_through(StreamIndex stream, std::uint32_t count);
   void complete_covered(const VectorClock& vc);
   void release_idle_ranges();
   void host_joins(const VectorClock& vc);
+  /// Every host API call is one event of the current host thread.
+  void host_tick();
 
   Chooser& chooser_;
   PoolPolicy policy_;
@@ -243,7 +234,7 @@ class DeviceModel {
   std::size_t live_events_ = 0;
   std::vector<VectorClock> hosts_;
   std::vector<AgentId> host_agents_;
-  std::uint32_t current_host_ = 0;
+  HostThread current_host_;
   AgentId next_agent_ = 0;  // streams and host threads share one numbering
   std::vector<Allocation> allocations_;
   std::vector<FreeRange> free_ranges_;

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "backend_sim/device_model.h"
+#include "backend_sim/explain.h"
 
 namespace streamcheck::sim {
 
@@ -46,8 +47,8 @@ class HbGraph {
   enum class NodeKind : std::uint8_t { Op, Record, Wait, Host };
   struct Node {
     NodeKind kind = NodeKind::Host;
-    std::uint32_t host = 0;
-    std::uint32_t stream = 0;
+    HostThread host;
+    StreamIndex stream;
     OpRef op{};  // for NodeKind::Op
     std::string label;
   };
@@ -60,71 +61,43 @@ class HbGraph {
   /// Builds the graph from the model's log (the API calls in program order).
   explicit HbGraph(const DeviceModel& model) {
     std::vector<std::optional<Vertex>> stream_last(model.stream_count());
-    std::map<std::uint32_t, Vertex> host_last;  // per host thread
-    std::map<std::uint32_t, Vertex> capture;    // per event: its current record mark
-    const auto name = [&](std::uint32_t s) { return model.stream_name(s); };
-    const auto ev = [](std::uint32_t e) { return "e" + std::to_string(e); };
+    std::map<HostThread, Vertex> host_last;  // per host thread
+    std::map<EventIndex, Vertex> capture;    // per event: its current record mark
 
     for (const LogEntry& entry : model.log()) {
-      const std::string who = "host" + std::to_string(entry.host) + ": ";
-      std::string action;
-      switch (entry.kind) {
-        case LogEntry::Kind::Enqueue:
-          action = "enqueue " + model.describe(entry.op);
-          break;
-        case LogEntry::Kind::Record:
-          action = "record " + ev(entry.event) + " on " + name(entry.stream);
-          break;
-        case LogEntry::Kind::Wait:
-          action = name(entry.stream) + " waits for " + ev(entry.event);
-          break;
-        case LogEntry::Kind::SyncStream:
-          action = "synchronize " + name(entry.stream);
-          break;
-        case LogEntry::Kind::SyncEvent:
-          action = "synchronize " + ev(entry.event);
-          break;
-        case LogEntry::Kind::SyncDevice:
-          action = "synchronize device";
-          break;
-        case LogEntry::Kind::QueryDone:
-          action = "query " + ev(entry.event) + " -> done";
-          break;
-        case LogEntry::Kind::QueryNotDone:
-          action = "query " + ev(entry.event) + " -> not done";
-          break;
-      }
-      const Vertex h = add(Node{NodeKind::Host, entry.host, 0, {}, who + action});
+      const std::string who = "host" + std::to_string(entry.host.value) + ": ";
+      const std::string action = host_action(model, entry);
+      const Vertex h = add(Node{NodeKind::Host, entry.host, {}, {}, who + action});
       if (auto it = host_last.find(entry.host); it != host_last.end()) link(it->second, h, "R6");
       host_last[entry.host] = h;
 
       // Stream-side nodes: chained per stream, each after the host action.
       const auto stream_node = [&](Node n, const char* rule) {
         const Vertex v = add(std::move(n));
-        if (auto& last = stream_last.at(entry.stream)) link(*last, v, rule);
+        if (auto& last = stream_last.at(entry.stream.value)) link(*last, v, rule);
         link(h, v, "R5");
-        stream_last[entry.stream] = v;
+        stream_last[entry.stream.value] = v;
         return v;
       };
       switch (entry.kind) {
         case LogEntry::Kind::Enqueue: {
           const Vertex v =
-              stream_node(Node{NodeKind::Op, entry.host, entry.stream, entry.op, model.describe(entry.op)}, "R1");
+              stream_node(Node{NodeKind::Op, entry.host, entry.stream, entry.op, describe(model, entry.op)}, "R1");
           ops_[entry.op] = v;  // entry.pool_wait is deliberately not an edge
           break;
         }
         case LogEntry::Kind::Record:
-          capture[entry.event] =
-              stream_node(Node{NodeKind::Record, entry.host, entry.stream, {}, "record " + ev(entry.event)}, "R2");
+          capture[entry.event] = stream_node(
+              Node{NodeKind::Record, entry.host, entry.stream, {}, "record " + event_name(entry.event)}, "R2");
           break;
         case LogEntry::Kind::Wait: {
           const Vertex v =
-              stream_node(Node{NodeKind::Wait, entry.host, entry.stream, {}, "wait " + ev(entry.event)}, "R1");
+              stream_node(Node{NodeKind::Wait, entry.host, entry.stream, {}, "wait " + event_name(entry.event)}, "R1");
           if (auto it = capture.find(entry.event); it != capture.end()) link(it->second, v, "R3");
           break;
         }
         case LogEntry::Kind::SyncStream:
-          if (const auto& last = stream_last.at(entry.stream)) link(*last, h, "R4");
+          if (const auto& last = stream_last.at(entry.stream.value)) link(*last, h, "R4");
           break;
         case LogEntry::Kind::SyncDevice:
           for (const auto& last : stream_last)
@@ -174,13 +147,14 @@ class HbGraph {
   }
 
   /// Graphviz DOT: one cluster per stream and per host thread; op nodes are
-  /// labelled with DeviceModel::describe, edges with their rule.
+  /// labelled with sim::describe, edges with their rule.
   void write_dot(std::ostream& os) const {
     os << "digraph hb {\n  rankdir=TB;\n  node [shape=box, fontsize=10];\n";
     std::map<std::string, std::vector<Vertex>> clusters;
     for (Vertex v = 0; v < boost::num_vertices(g_); ++v) {
       const Node& n = g_[v];
-      clusters[n.kind == NodeKind::Host ? "host" + std::to_string(n.host) : "stream" + std::to_string(n.stream)]
+      clusters[n.kind == NodeKind::Host ? "host" + std::to_string(n.host.value)
+                                        : "stream" + std::to_string(n.stream.value)]
           .push_back(v);
     }
     for (const auto& [cluster, vs] : clusters) {
@@ -205,7 +179,7 @@ class HbGraph {
   Vertex vertex(OpRef op) const {
     auto it = ops_.find(op);
     if (it == ops_.end())
-      throw std::out_of_range("HbGraph: no op s" + std::to_string(op.stream) + "#" + std::to_string(op.index));
+      throw std::out_of_range("HbGraph: no op s" + std::to_string(op.stream.value) + "#" + std::to_string(op.index));
     return it->second;
   }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend_sim/device_model.h"
+#include "backend_sim/explain.h"
 #include "model/backend.h"
 
 namespace streamcheck::sim {
@@ -24,7 +25,7 @@ struct SimBackendOptions {
 
 class SimBackend {
  public:
-  using StreamRef = std::uint32_t;
+  using StreamRef = StreamIndex;
   using Mutex = std::mutex;
   template <class T>
   using Atomic = std::atomic<T>;
@@ -45,17 +46,17 @@ class SimBackend {
     Event(const Event&) = delete;
     Event& operator=(const Event&) = delete;
     ~Event() { release(); }
-    std::uint32_t id() const { return id_; }
+    EventIndex id() const { return id_; }
 
    private:
     friend class SimBackend;
-    Event(SimBackend* owner, std::uint32_t id) : owner_(owner), id_(id) {}
+    Event(SimBackend* owner, EventIndex id) : owner_(owner), id_(id) {}
     void release() {
       if (owner_) owner_->model_.destroy_event(id_);
       owner_ = nullptr;
     }
     SimBackend* owner_;
-    std::uint32_t id_;
+    EventIndex id_;
   };
 
   explicit SimBackend(DeviceModel& model, SimBackendOptions options = {}) : model_(model), options_(options) {}
@@ -129,13 +130,10 @@ class SimBackend {
     std::vector<std::string> out;
     const auto& findings = model_.findings();
     for (; findings_seen_ < findings.size(); ++findings_seen_)
-      out.push_back("P1 race freedom: " + model_.format(findings[findings_seen_]));
+      out.push_back("P1 race freedom: " + format(model_, findings[findings_seen_]));
     const auto& mismatches = model_.value_mismatches();
     for (; mismatches_seen_ < mismatches.size(); ++mismatches_seen_) {
-      const auto& m = mismatches[mismatches_seen_];
-      out.push_back("P2 data oracle: " + model_.describe(m.read) + " read the value of op stamp " +
-                    std::to_string(m.observed) + " where the last write ordered before it has stamp " +
-                    std::to_string(m.expected));
+      out.push_back("P2 data oracle: " + describe(model_, mismatches[mismatches_seen_]));
     }
     return out;
   }

@@ -38,8 +38,8 @@ double log10_naive_interleavings(const tools::Trace& trace) {
   const sim::DeviceModel& m = held.run->model();
   double total = 0, log_fact_parts = 0;
   for (std::uint32_t s = 0; s < m.stream_count(); ++s) {
-    total += m.op_count(s);
-    log_fact_parts += std::lgamma(m.op_count(s) + 1.0);
+    total += m.op_count(sim::StreamIndex{s});
+    log_fact_parts += std::lgamma(m.op_count(sim::StreamIndex{s}) + 1.0);
   }
   return (std::lgamma(total + 1.0) - log_fact_parts) / std::log(10.0);
 }

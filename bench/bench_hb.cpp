@@ -70,7 +70,7 @@ struct QueryFixture {
     for (std::uint64_t i = 0; i < ops; ++i) workload.run(i);
     std::vector<sim::OpRef> all;
     for (std::uint32_t s = 0; s < model.stream_count(); ++s)
-      for (std::uint32_t k = 0; k < model.op_count(s); ++k) all.push_back({s, k});
+      for (std::uint32_t k = 0; k < model.op_count(sim::StreamIndex{s}); ++k) all.push_back({sim::StreamIndex{s}, k});
     sim::SplitMix64 rng(7);
     for (int q = 0; q < 4096; ++q)
       pairs.emplace_back(all[rng.below(static_cast<std::uint32_t>(all.size()))],
@@ -101,8 +101,8 @@ void BM_HbQueryBoostGraph(benchmark::State& state) {
   // The oracle and the checker must agree on every pair timed here.
   for (const auto& [a, b] : f.pairs)
     if (graph.reaches(a, b) != f.model.happens_before(a, b))
-      throw std::logic_error("BM_HbQueryBoostGraph: vector clocks and Boost.Graph disagree on " + f.model.describe(a) +
-                             " -> " + f.model.describe(b));
+      throw std::logic_error("BM_HbQueryBoostGraph: vector clocks and Boost.Graph disagree on " + describe(f.model, a) +
+                             " -> " + describe(f.model, b));
   std::size_t q = 0, ordered = 0;
   for (auto _ : state) {
     const auto& [a, b] = f.pairs[q++ % f.pairs.size()];

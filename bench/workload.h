@@ -98,7 +98,7 @@ class ModelWorkload {
 
   void run(std::uint64_t i) {
     const Step st = step(i);
-    const std::uint32_t s = streams_[st.stream];
+    const sim::StreamIndex s = streams_[st.stream];
     switch (st.kind) {
       case Step::Kind::Launch:
         m_.launch(s,
@@ -127,7 +127,8 @@ class ModelWorkload {
 
  private:
   sim::DeviceModel& m_;
-  std::vector<std::uint32_t> streams_, events_;
+  std::vector<sim::StreamIndex> streams_;
+  std::vector<sim::EventIndex> events_;
   std::vector<std::uint64_t> in_, out_;
 };
 

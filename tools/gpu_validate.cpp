@@ -125,7 +125,7 @@ bool mutants(const Options& o, std::ostream& out) {
     }
     const bool race = c->violation.rfind("P1 race freedom", 0) == 0 && c->race.has_value();
     std::set<std::pair<std::uint32_t, std::uint32_t>> delays;
-    if (race) delays.insert({c->race->first.stream, c->race->first.index});
+    if (race) delays.insert({c->race->first.stream.value, c->race->first.index});
     // Keep freed memory mapped in the pool: a racing kernel then reads or
     // writes stale data (a mismatch we can count) instead of faulting on
     // unmapped memory, which would end the CUDA context for the process.
@@ -150,7 +150,7 @@ bool mutants(const Options& o, std::ostream& out) {
     const bool pass = race ? with_mismatch > 0 : true;
     ok = ok && pass;
     out << "| " << m.name << " | " << kind << " | " << c->program.size() << " | "
-        << (race ? "s" + std::to_string(c->race->first.stream) + "#" + std::to_string(c->race->first.index) : "-")
+        << (race ? "s" + std::to_string(c->race->first.stream.value) + "#" + std::to_string(c->race->first.index) : "-")
         << " | " << with_mismatch << " | " << broken << "/" << o.reps
         << (gpu_violation.empty() ? "" : " (" + gpu_violation + ")") << " | "
         << (race ? (pass ? "ok" : "FAIL") : "n/a (not a race)") << " |\n";

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend_sim/explain.h"
 #include "backend_sim/hb_graph.h"
 
 namespace streamcheck::tools {
@@ -26,44 +27,9 @@ using sim::OpRef;
 /// Keys in the order written, so that the trace reads like the format's documentation.
 using Json = nlohmann::ordered_json;
 
-const char* kind_name(OpKind k) {
-  switch (k) {
-    case OpKind::Alloc:
-      return "alloc";
-    case OpKind::Free:
-      return "free";
-    case OpKind::Kernel:
-      return "kernel";
-  }
-  return "?";
-}
-
-std::string event_name(std::uint32_t e) { return "e" + std::to_string(e); }
-
-std::string ref_name(const DeviceModel& m, OpRef r) { return m.stream_name(r.stream) + "#" + std::to_string(r.index); }
-
-/// The host action of a non-enqueue log entry, in the words HbGraph uses.
-std::string host_action(const DeviceModel& m, const LogEntry& e) {
-  switch (e.kind) {
-    case LogEntry::Kind::Enqueue:
-      return "enqueue " + m.describe(e.op);
-    case LogEntry::Kind::Record:
-      return "record " + event_name(e.event) + " on " + m.stream_name(e.stream);
-    case LogEntry::Kind::Wait:
-      return m.stream_name(e.stream) + " waits for " + event_name(e.event);
-    case LogEntry::Kind::SyncStream:
-      return "synchronize " + m.stream_name(e.stream);
-    case LogEntry::Kind::SyncEvent:
-      return "synchronize " + event_name(e.event);
-    case LogEntry::Kind::SyncDevice:
-      return "synchronize device";
-    case LogEntry::Kind::QueryDone:
-      return "query " + event_name(e.event) + " -> done";
-    case LogEntry::Kind::QueryNotDone:
-      return "query " + event_name(e.event) + " -> not done";
-  }
-  return "?";
-}
+using sim::event_name;
+using sim::host_action;
+using sim::ref_name;
 
 /// The short label of a host action in its SVG box.
 std::string host_short(const DeviceModel& m, const LogEntry& e) {
@@ -85,12 +51,6 @@ std::string host_short(const DeviceModel& m, const LogEntry& e) {
 
 bool is_host_side(LogEntry::Kind k) {
   return k != LogEntry::Kind::Enqueue && k != LogEntry::Kind::Record && k != LogEntry::Kind::Wait;
-}
-
-std::string finding_label(const Finding& f) {
-  std::string s(sim::to_string(f.kind));
-  if (f.kind == FindingKind::UseAfterFree) s += f.definite ? " (definite)" : " (racing)";
-  return s;
 }
 
 std::vector<std::string> split_lines(const std::string& s) {
@@ -165,7 +125,7 @@ std::string dot_escape(std::string_view s) {
 std::vector<OpRef> all_ops(const DeviceModel& m) {
   std::vector<OpRef> out;
   for (std::uint32_t s = 0; s < m.stream_count(); ++s)
-    for (std::uint32_t i = 0; i < m.op_count(s); ++i) out.push_back(OpRef{s, i});
+    for (std::uint32_t i = 0; i < m.op_count(sim::StreamIndex{s}); ++i) out.push_back(OpRef{sim::StreamIndex{s}, i});
   return out;
 }
 
@@ -176,11 +136,12 @@ std::vector<OpRef> all_ops(const DeviceModel& m) {
 std::string render_text(const DeviceModel& m) {
   std::ostringstream os;
   os << "streams (" << m.stream_count() << "):\n";
-  for (std::uint32_t s = 0; s < m.stream_count(); ++s) {
+  for (std::uint32_t n = 0; n < m.stream_count(); ++n) {
+    const sim::StreamIndex s{n};
     os << "  " << m.stream_name(s) << " (" << m.op_count(s) << (m.op_count(s) == 1 ? " op" : " ops") << "):\n";
     for (std::uint32_t i = 0; i < m.op_count(s); ++i) {
       const OpRef r{s, i};
-      os << "    " << m.describe(r);
+      os << "    " << sim::describe(m, r);
       if (const auto c = m.completion_index(r))
         os << "  [executed #" << *c << "]";
       else
@@ -192,13 +153,13 @@ std::string render_text(const DeviceModel& m) {
   for (std::size_t i = 0; i < m.log().size(); ++i) {
     const LogEntry& e = m.log()[i];
     if (e.kind == LogEntry::Kind::Enqueue) continue;
-    actions.push_back("  @" + std::to_string(i) + " host" + std::to_string(e.host) + ": " + host_action(m, e));
+    actions.push_back("  @" + std::to_string(i) + " host" + std::to_string(e.host.value) + ": " + host_action(m, e));
   }
   os << "host actions (" << actions.size() << "):\n";
   for (const auto& a : actions) os << a << "\n";
   os << "findings (" << m.findings().size() << "):\n";
   for (const Finding& f : m.findings())
-    for (const auto& line : split_lines(m.format(f))) os << "  " << line << "\n";
+    for (const auto& line : split_lines(sim::format(m, f))) os << "  " << line << "\n";
   return os.str();
 }
 
@@ -223,7 +184,7 @@ std::string render_dot(const DeviceModel& m) {
     const std::string label = f.definite ? "freed before use" : "missing";
     extra << "  n" << g.vertex(f.first) << " -> n" << g.vertex(*f.second)
           << " [style=dashed, color=red, fontcolor=red, penwidth=2, constraint=false, label=\"" << dot_escape(label)
-          << "\", tooltip=\"" << dot_escape(m.format(f)) << "\"];\n";
+          << "\", tooltip=\"" << dot_escape(sim::format(m, f)) << "\"];\n";
   }
   std::ostringstream nodes;
   for (const auto v : red)
@@ -289,15 +250,15 @@ std::string render_svg(const DeviceModel& m) {
   const auto& log = m.log();
 
   // Lanes: the streams, then each host thread that synchronized or queried.
-  std::set<std::uint32_t> hosts;
+  std::set<sim::HostThread> hosts;
   for (const LogEntry& e : log)
     if (is_host_side(e.kind)) hosts.insert(e.host);
   std::vector<std::string> lane_names;
-  for (std::uint32_t s = 0; s < m.stream_count(); ++s) lane_names.push_back(m.stream_name(s));
-  std::map<std::uint32_t, std::size_t> host_lane;
+  for (std::uint32_t s = 0; s < m.stream_count(); ++s) lane_names.push_back(m.stream_name(sim::StreamIndex{s}));
+  std::map<sim::HostThread, std::size_t> host_lane;
   for (const auto h : hosts) {
     host_lane[h] = lane_names.size();
-    lane_names.push_back(hosts.size() == 1 ? std::string("host") : "host " + std::to_string(h));
+    lane_names.push_back(hosts.size() == 1 ? std::string("host") : "host " + std::to_string(h.value));
   }
 
   // Place every log entry; collect the HB edges the diagram shows.
@@ -305,33 +266,33 @@ std::string render_svg(const DeviceModel& m) {
   std::map<OpRef, std::size_t> op_entry;
   std::vector<std::pair<std::size_t, std::size_t>> event_edges, sync_edges;
   std::vector<std::optional<std::size_t>> stream_last(m.stream_count());
-  std::map<std::uint32_t, std::size_t> capture;
+  std::map<sim::EventIndex, std::size_t> capture;
   for (std::size_t i = 0; i < log.size(); ++i) {
     const LogEntry& e = log[i];
     place[i].col = i;
     switch (e.kind) {
       case LogEntry::Kind::Enqueue:
-        place[i].lane = e.stream;
+        place[i].lane = e.stream.value;
         place[i].half_h = L::kBoxH / 2;
         op_entry[e.op] = i;
-        stream_last[e.stream] = i;
+        stream_last[e.stream.value] = i;
         break;
       case LogEntry::Kind::Record:
-        place[i].lane = e.stream;
+        place[i].lane = e.stream.value;
         place[i].half_h = L::kDiamond;
         capture[e.event] = i;
-        stream_last[e.stream] = i;
+        stream_last[e.stream.value] = i;
         break;
       case LogEntry::Kind::Wait:
-        place[i].lane = e.stream;
+        place[i].lane = e.stream.value;
         place[i].half_h = L::kDiamond;
         if (auto it = capture.find(e.event); it != capture.end()) event_edges.emplace_back(it->second, i);
-        stream_last[e.stream] = i;
+        stream_last[e.stream.value] = i;
         break;
       case LogEntry::Kind::SyncStream:
         place[i].lane = host_lane.at(e.host);
         place[i].half_h = L::kBoxH / 2 - 6;
-        if (stream_last.at(e.stream)) sync_edges.emplace_back(*stream_last[e.stream], i);
+        if (stream_last.at(e.stream.value)) sync_edges.emplace_back(*stream_last[e.stream.value], i);
         break;
       case LogEntry::Kind::SyncDevice:
         place[i].lane = host_lane.at(e.host);
@@ -367,7 +328,7 @@ std::string render_svg(const DeviceModel& m) {
   // Text under the lanes: legend, then the formatted findings.
   std::vector<std::string> finding_lines;
   for (std::size_t k = 0; k < m.findings().size(); ++k) {
-    const auto lines = split_lines(m.format(m.findings()[k]));
+    const auto lines = split_lines(sim::format(m, m.findings()[k]));
     for (std::size_t j = 0; j < lines.size(); ++j)
       finding_lines.push_back((j == 0 ? std::to_string(k + 1) + ". " : "   ") + lines[j]);
   }
@@ -396,7 +357,7 @@ std::string render_svg(const DeviceModel& m) {
   os << "<rect x=\"0\" y=\"0\" width=\"" << width << "\" height=\"" << height << "\" fill=\"#ffffff\"/>\n";
   {
     std::size_t ops = 0;
-    for (std::uint32_t s = 0; s < m.stream_count(); ++s) ops += m.op_count(s);
+    for (std::uint32_t s = 0; s < m.stream_count(); ++s) ops += m.op_count(sim::StreamIndex{s});
     const std::size_t nf = m.findings().size();
     svg_text(os, 12, 26,
              "streamcheck run: " + std::to_string(m.stream_count()) + " stream" + (m.stream_count() == 1 ? "" : "s") +
@@ -440,12 +401,12 @@ std::string render_svg(const DeviceModel& m) {
       case LogEntry::Kind::Enqueue: {
         const OpKind k = m.op_kind(e.op);
         const char* fill = k == OpKind::Kernel ? "#dbe9ff" : k == OpKind::Alloc ? "#ddf4dd" : "#f1e4fb";
-        os << "<g class=\"op" << (is_red ? " finding" : "") << "\">\n<title>" << xml_escape(m.describe(e.op))
+        os << "<g class=\"op" << (is_red ? " finding" : "") << "\">\n<title>" << xml_escape(sim::describe(m, e.op))
            << "</title>\n";
         os << "<rect x=\"" << x - L::kBoxW / 2 << "\" y=\"" << y - L::kBoxH / 2 << "\" width=\"" << L::kBoxW
            << "\" height=\"" << L::kBoxH << "\" rx=\"4\" fill=\"" << fill << "\" stroke=\""
            << (is_red ? "#d62728" : "#5a6b7d") << "\" stroke-width=\"" << (is_red ? 3 : 1) << "\"/>\n";
-        svg_text(os, x, y - 5, "#" + std::to_string(e.op.index) + " " + kind_name(k),
+        svg_text(os, x, y - 5, "#" + std::to_string(e.op.index) + " " + std::string(sim::to_string(k)),
                  " text-anchor=\"middle\" font-size=\"11\" fill=\"#555555\"");
         svg_text(os, x, y + 13, shorten(m.op_label(e.op), L::kBoxChars),
                  " text-anchor=\"middle\" font-size=\"13\" fill=\"#111111\"");
@@ -475,7 +436,7 @@ std::string render_svg(const DeviceModel& m) {
       default: {
         const int h = p.half_h;
         os << "<g class=\"host-action\">\n<title>"
-           << xml_escape("host" + std::to_string(e.host) + ": " + host_action(m, e)) << "</title>\n";
+           << xml_escape("host" + std::to_string(e.host.value) + ": " + host_action(m, e)) << "</title>\n";
         os << "<rect x=\"" << x - L::kBoxW / 2 << "\" y=\"" << y - h << "\" width=\"" << L::kBoxW << "\" height=\""
            << 2 * h << "\" rx=\"" << h << "\" fill=\"#ffe9b3\" stroke=\"#b58900\"/>\n";
         svg_text(os, x, y + 5, shorten(host_short(m, e), L::kBoxChars),
@@ -496,7 +457,7 @@ std::string render_svg(const DeviceModel& m) {
     const Place& a = place[ia->second];
     const Place& b = place[ib->second];
     const int nth = seen_pairs[{ia->second, ib->second}]++;
-    os << "<g class=\"missing-edge\">\n<title>" << xml_escape(m.format(f)) << "</title>\n";
+    os << "<g class=\"missing-edge\">\n<title>" << xml_escape(sim::format(m, f)) << "</title>\n";
     os << "<path d=\"" << arrow_path(a, b, 44 + 10 * nth)
        << "\" stroke=\"#d62728\" stroke-width=\"2.5\" stroke-dasharray=\"7,5\" marker-end=\"url(#arrow-missing)\"/>\n";
     // Label on a white plate beside the middle of the arrow (on the side the
@@ -581,17 +542,21 @@ std::string render_perfetto(const DeviceModel& m) {
   event({{"ph", "M"}, {"pid", 1}, {"tid", 0}, {"name", "process_name"}, {"args", {{"name", "streamcheck sim"}}}});
   for (std::uint32_t s = 0; s < m.stream_count(); ++s) {
     const std::uint32_t tid = s + 1;
-    event({{"ph", "M"}, {"pid", 1}, {"tid", tid}, {"name", "thread_name"}, {"args", {{"name", m.stream_name(s)}}}});
+    event({{"ph", "M"},
+           {"pid", 1},
+           {"tid", tid},
+           {"name", "thread_name"},
+           {"args", {{"name", m.stream_name(sim::StreamIndex{s})}}}});
     event({{"ph", "M"}, {"pid", 1}, {"tid", tid}, {"name", "thread_sort_index"}, {"args", {{"sort_index", tid}}}});
   }
   for (const OpRef r : ops) {
-    const std::string kind = kind_name(m.op_kind(r));
+    const std::string kind(sim::to_string(m.op_kind(r)));
     const auto c = m.completion_index(r);
     Json args = {{"op", ref_name(m, r)}, {"kind", kind}, {"label", m.op_label(r)}, {"executed", c.has_value()}};
     if (c) args["completion_index"] = *c;
     event({{"ph", "X"},
            {"pid", 1},
-           {"tid", r.stream + 1},
+           {"tid", r.stream.value + 1},
            {"ts", slot.at(r) * kStep},
            {"dur", kDur},
            {"cat", kind},
@@ -600,12 +565,12 @@ std::string render_perfetto(const DeviceModel& m) {
   }
   for (const Finding& f : m.findings()) {
     const OpRef at = f.second ? *f.second : f.first;
-    Json args = {{"finding", m.format(f)}, {"first", ref_name(m, f.first)}};
+    Json args = {{"finding", sim::format(m, f)}, {"first", ref_name(m, f.first)}};
     if (f.second) args["second"] = ref_name(m, *f.second);
     event({{"ph", "i"},
            {"s", "t"},
            {"pid", 1},
-           {"tid", at.stream + 1},
+           {"tid", at.stream.value + 1},
            {"ts", slot.at(at) * kStep},
            {"cat", "finding"},
            {"name", finding_label(f)},

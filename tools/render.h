@@ -9,7 +9,7 @@
 //   render_text      per stream its ops in enqueue order ("s1#0 kernel \"K1\"",
 //                    with the op's position in the execution order), then the
 //                    host actions from the log (record / wait / synchronize /
-//                    query), then every finding as DeviceModel::format prints it.
+//                    query), then every finding as sim::format (backend_sim/explain.h) words it.
 //   render_dot       sim::HbGraph(model).write_dot, plus: the racing ops of
 //                    every finding filled red, and the missing edge drawn
 //                    dashed red from finding.first to finding.second, labelled

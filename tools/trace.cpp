@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "backend_sim/explain.h"
 #include "backend_sim/sim_backend.h"
 #include "model/budget_resource.h"
 #include "model/launch_recorder.h"
@@ -440,13 +441,13 @@ struct TraceInterpreter {
   sim::DeviceModel& model;
   sim::SimBackend& backend;
   std::map<std::string, StreamId> streams;
-  std::map<std::string, std::uint32_t> events;
-  std::map<std::string, std::uint32_t> threads;
-  std::uint32_t sync_stream = 0;  // hidden stream for cudaMalloc / cudaFree
+  std::map<std::string, sim::EventIndex> events;
+  std::map<std::string, sim::HostThread> threads;
+  sim::StreamIndex sync_stream;  // hidden stream for cudaMalloc / cudaFree
   std::map<std::string, DeviceBlock> blocks;
   UnallocatedBuffers unallocated;
 
-  std::uint32_t sref(const std::string& name) { return *backend.resolve_stream(streams.at(name)); }
+  sim::StreamIndex sref(const std::string& name) { return *backend.resolve_stream(streams.at(name)); }
 
   std::vector<KernelAccess> kernel_accesses(const Statement& st) {
     std::vector<KernelAccess> out;
@@ -454,7 +455,7 @@ struct TraceInterpreter {
       for (const auto& r : list.refs) {
         const auto& b = run.buffers_.at(r.buffer);
         const std::uint64_t hi = r.hi ? *r.hi : b.bytes;
-        out.push_back(KernelAccess{b.ptr + r.lo, hi - r.lo, list.access, b.allocation});
+        out.push_back(KernelAccess{b.ptr + r.lo, hi - r.lo, list.access, b.allocation.value});
       }
     return out;
   }
@@ -483,7 +484,7 @@ struct TraceInterpreter {
       case StmtKind::Buffer: {
         model.device_steps();
         const bool plain = st.stream.empty();
-        const std::uint32_t s = plain ? sync_stream : sref(st.stream);
+        const sim::StreamIndex s = plain ? sync_stream : sref(st.stream);
         auto a = model.alloc(s, st.bytes, "buffer " + st.name);
         if (!a) {
           note(st, "out of memory allocating " + st.name);
@@ -544,7 +545,8 @@ struct TraceInterpreter {
         }
         unallocated.made(st.name);
         blocks[st.name] = r.value();
-        run.buffers_[st.name] = TraceRun::Buffer{r.value().ptr, st.bytes, model.allocation_count() - 1};
+        run.buffers_[st.name] =
+            TraceRun::Buffer{r.value().ptr, st.bytes, sim::AllocationIndex{model.allocation_count() - 1}};
         break;
       }
       case StmtKind::Deallocate: {
@@ -622,18 +624,18 @@ struct TraceInterpreter {
       if (trace.budget) budget = std::make_unique<BudgetResource<Resource<sim::SimBackend, P>>>(*res, *trace.budget);
     }
     for (const auto& st : trace.statements) {
-      model.set_host_thread(st.thread == "main" ? 0 : threads.at(st.thread));
+      model.set_host_thread(st.thread == "main" ? sim::HostThread{0} : threads.at(st.thread));
       std::vector<std::uint32_t> before;
-      for (std::uint32_t s = 0; s < model.stream_count(); ++s) before.push_back(model.op_count(s));
+      for (std::uint32_t s = 0; s < model.stream_count(); ++s) before.push_back(model.op_count(sim::StreamIndex{s}));
       if (budget)
         statement<BudgetResource<Resource<sim::SimBackend, P>>, P>(st, budget.get());
       else
         statement<Resource<sim::SimBackend, P>, P>(st, res.get());
       for (std::uint32_t s = 0; s < model.stream_count(); ++s)
-        for (std::uint32_t i = s < before.size() ? before[s] : 0; i < model.op_count(s); ++i)
-          run.origins_[{s, i}] = OpOrigin{st.line, st.text};
+        for (std::uint32_t i = s < before.size() ? before[s] : 0; i < model.op_count(sim::StreamIndex{s}); ++i)
+          run.origins_[{sim::StreamIndex{s}, i}] = OpOrigin{st.line, st.text};
     }
-    model.set_host_thread(0);
+    model.set_host_thread(sim::HostThread{0});
   }
 };
 
@@ -646,7 +648,7 @@ void TraceRun::run(const Trace& trace, const TraceRunOptions& options) {
   sim::SimBackendOptions bo;
   bo.max_explored_faults = options.faults ? 1 : 0;
   sim::SimBackend backend(*model_, bo);
-  TraceInterpreter in{*this, trace, *model_, backend, {}, {}, {}, 0, {}, {}};
+  TraceInterpreter in{*this, trace, *model_, backend, {}, {}, {}, {}, {}, {}};
   in.sync_stream = model_->create_stream("legacy");
   with_protocol(trace.mutant, [&]<class P>() { in.run_all<P>(); });
   model_->finish();
@@ -677,7 +679,7 @@ std::optional<std::string> UnallocatedBuffers::skip(const Statement& st) const {
 }
 
 std::optional<OpOrigin> TraceRun::origin(sim::OpRef op) const {
-  auto it = origins_.find({op.stream, op.index});
+  auto it = origins_.find(op);
   if (it == origins_.end()) return std::nullopt;
   return it->second;
 }

@@ -152,13 +152,13 @@ class TraceRun {
   struct Buffer {
     std::uint64_t ptr;
     std::uint64_t bytes;
-    std::uint32_t allocation;
+    sim::AllocationIndex allocation;
   };
   void run(const Trace& trace, const TraceRunOptions& options);
 
   std::unique_ptr<sim::DeviceModel> model_;
   std::map<std::string, Buffer> buffers_;  // every buffer ever made, by name (newest wins)
-  std::map<std::pair<std::uint32_t, std::uint32_t>, OpOrigin> origins_;
+  std::map<sim::OpRef, OpOrigin> origins_;
   std::vector<Note> notes_;
   friend struct TraceInterpreter;
 };

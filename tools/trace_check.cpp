@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "backend_sim/explain.h"
 #include "backend_sim/explorer.h"
 
 namespace streamcheck::tools {
@@ -42,7 +43,7 @@ PoolPolicy apply_policy_overrides(PoolPolicy p, const std::vector<std::pair<std:
 namespace {
 
 ReportOp report_op(const TraceRun& run, sim::OpRef op) {
-  return ReportOp{op, run.model().stream_name(op.stream), run.origin(op), run.model().describe(op)};
+  return ReportOp{op, run.model().stream_name(op.stream), run.origin(op), sim::describe(run.model(), op)};
 }
 
 ReportFinding report_finding(const TraceRun& run, const sim::Finding& f, const std::string& schedule) {

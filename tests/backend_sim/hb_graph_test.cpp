@@ -21,10 +21,12 @@ struct Fixture {
   std::uint64_t buf = 0;
   explicit Fixture(std::string_view schedule = "-") : chooser(schedule) {
     for (int i = 0; i < 3; ++i) m.create_stream();
-    buf = m.alloc(0, 1024, "buf")->ptr;
+    buf = m.alloc(StreamIndex{0}, 1024, "buf")->ptr;
     m.sync_device();
   }
-  OpRef k(std::uint32_t s, std::string label = "k") { return m.launch(s, {wr(buf + 256 * s, 256)}, std::move(label)); }
+  OpRef k(std::uint32_t s, std::string label = "k") {
+    return m.launch(StreamIndex{s}, {wr(buf + 256 * s, 256)}, std::move(label));
+  }
   /// Checks the graph against the vector clocks for `a -> b` and returns it.
   bool reaches(OpRef a, OpRef b) {
     const HbGraph g(m);
@@ -48,8 +50,8 @@ TEST(HbGraph, RecordAndWaitGiveAnR2R3Path) {
   Fixture f;
   const auto e = f.m.create_event();
   const auto a = f.k(1, "producer");
-  f.m.record(e, 1);
-  f.m.wait(2, e);
+  f.m.record(e, StreamIndex{1});
+  f.m.wait(StreamIndex{2}, e);
   const auto b = f.k(2, "consumer");
   EXPECT_TRUE(f.reaches(a, b));
   EXPECT_EQ(HbGraph(f.m).path(a, b), (std::vector<std::string>{"s1#0 kernel \"producer\"", "R2: record e0",
@@ -61,9 +63,9 @@ TEST(HbGraph, WaitBeforeRecordAndNeverRecordedEventsHaveNoEdge) {
   const auto e = f.m.create_event();
   const auto never = f.m.create_event();
   const auto a = f.k(1);
-  f.m.wait(2, e);
-  f.m.wait(2, never);
-  f.m.record(e, 1);
+  f.m.wait(StreamIndex{2}, e);
+  f.m.wait(StreamIndex{2}, never);
+  f.m.record(e, StreamIndex{1});
   const auto b = f.k(2);
   EXPECT_FALSE(f.reaches(a, b));
 }
@@ -72,9 +74,9 @@ TEST(HbGraph, ReRecordReplacesTheCaptureNode) {
   Fixture f;
   const auto e = f.m.create_event();
   const auto a = f.k(1);
-  f.m.record(e, 1);
-  f.m.record(e, 0);
-  f.m.wait(2, e);
+  f.m.record(e, StreamIndex{1});
+  f.m.record(e, StreamIndex{0});
+  f.m.wait(StreamIndex{2}, e);
   const auto b = f.k(2);
   EXPECT_FALSE(f.reaches(a, b));
 }
@@ -82,7 +84,7 @@ TEST(HbGraph, ReRecordReplacesTheCaptureNode) {
 TEST(HbGraph, HostSyncThenEnqueueIsAnR4R5Path) {
   Fixture f;
   const auto a = f.k(1, "a");
-  f.m.sync_stream(1);
+  f.m.sync_stream(StreamIndex{1});
   const auto b = f.k(2, "b");
   EXPECT_TRUE(f.reaches(a, b));
   EXPECT_EQ(HbGraph(f.m).path(a, b),
@@ -95,7 +97,7 @@ TEST(HbGraph, QueryNotDoneOrdersNothingAndDoneOrders) {
   Fixture f("10");
   const auto e = f.m.create_event();
   const auto a = f.k(1);
-  f.m.record(e, 1);
+  f.m.record(e, StreamIndex{1});
   ASSERT_FALSE(f.m.query_event(e));  // nothing has executed yet
   const auto b = f.k(2);
   EXPECT_FALSE(f.reaches(a, b));
@@ -113,12 +115,12 @@ TEST(HbGraph, PoolInsertedWaitIsNotAnEdge) {
   DeviceModel m(chooser);
   m.create_stream();
   m.create_stream();
-  const auto a = m.alloc(0, 256, "A");
-  m.free(0, a->ptr, "free A");
-  const auto b = m.alloc(1, 256, "B");
+  const auto a = m.alloc(StreamIndex{0}, 256, "A");
+  m.free(StreamIndex{0}, a->ptr, "free A");
+  const auto b = m.alloc(StreamIndex{1}, 256, "B");
   ASSERT_EQ(b->reuse, ReuseKind::InternalDependency);
   ASSERT_TRUE(m.log().back().pool_wait.has_value());
-  const OpRef free_a{0, 1}, alloc_b{1, 0};
+  const OpRef free_a{StreamIndex{0}, 1}, alloc_b{StreamIndex{1}, 0};
   EXPECT_FALSE(m.happens_before(free_a, alloc_b));
   EXPECT_FALSE(HbGraph(m).reaches(free_a, alloc_b));
 }
@@ -127,8 +129,8 @@ TEST(HbGraph, DotNamesOpsEscapesQuotesAndLabelsRules) {
   Fixture f;
   const auto e = f.m.create_event();
   f.k(1, R"(say "hi" \ bye)");
-  f.m.record(e, 1);
-  f.m.wait(2, e);
+  f.m.record(e, StreamIndex{1});
+  f.m.wait(StreamIndex{2}, e);
   f.k(2);
   std::ostringstream os;
   HbGraph(f.m).write_dot(os);
@@ -144,7 +146,7 @@ TEST(HbGraph, DotNamesOpsEscapesQuotesAndLabelsRules) {
 
 TEST(HbGraph, UnknownOpThrows) {
   Fixture f;
-  EXPECT_THROW(HbGraph(f.m).vertex(OpRef{2, 5}), std::out_of_range);
+  EXPECT_THROW(HbGraph(f.m).vertex(OpRef{StreamIndex{2}, 5}), std::out_of_range);
 }
 
 /// Builds a random program from `program` bytes (4 per step) on a model
@@ -155,11 +157,12 @@ void random_program(DeviceModel& m, std::uint32_t streams, std::uint32_t events,
                     const std::vector<std::uint8_t>& program) {
   for (std::uint32_t s = 0; s < streams; ++s) m.create_stream();
   for (std::uint32_t e = 0; e < events; ++e) m.create_event();
-  const auto buf = m.alloc(0, 4096, "buf");
+  const auto buf = m.alloc(StreamIndex{0}, 4096, "buf");
   std::vector<std::uint64_t> live;
   for (std::size_t i = 0; i + 4 <= program.size(); i += 4) {
     const std::uint8_t op = program[i] % 12, x = program[i + 1], y = program[i + 2], z = program[i + 3];
-    const std::uint32_t s = x % streams, e = y % events;
+    const StreamIndex s{x % streams};
+    const EventIndex e{y % events};
     switch (op) {
       case 0:
       case 1:
@@ -216,7 +219,7 @@ void expect_graph_equals_clocks(const DeviceModel& m) {
   const HbGraph g(m);
   std::vector<OpRef> ops;
   for (std::uint32_t s = 0; s < m.stream_count(); ++s)
-    for (std::uint32_t i = 0; i < m.op_count(s); ++i) ops.push_back(OpRef{s, i});
+    for (std::uint32_t i = 0; i < m.op_count(StreamIndex{s}); ++i) ops.push_back(OpRef{StreamIndex{s}, i});
   for (const auto a : ops)
     for (const auto b : ops) RC_ASSERT(g.reaches(a, b) == m.happens_before(a, b));
 }
@@ -262,10 +265,11 @@ TEST(HbGraphProperty, RandomChooserProgramsAgreeToo) {
     }
     const HbGraph g(m);
     for (std::uint32_t s = 0; s < m.stream_count(); ++s)
-      for (std::uint32_t i = 0; i < m.op_count(s); ++i)
+      for (std::uint32_t i = 0; i < m.op_count(StreamIndex{s}); ++i)
         for (std::uint32_t t = 0; t < m.stream_count(); ++t)
-          for (std::uint32_t j = 0; j < m.op_count(t); ++j)
-            ASSERT_EQ(g.reaches({s, i}, {t, j}), m.happens_before({s, i}, {t, j}))
+          for (std::uint32_t j = 0; j < m.op_count(StreamIndex{t}); ++j)
+            ASSERT_EQ(g.reaches({StreamIndex{s}, i}, {StreamIndex{t}, j}),
+                      m.happens_before({StreamIndex{s}, i}, {StreamIndex{t}, j}))
                 << "seed " << seed << " s" << s << "#" << i << " -> s" << t << "#" << j;
   }
   EXPECT_GT(pool_waits, 0u);

@@ -26,14 +26,14 @@ struct Litmus {
     m.create_stream("s1");
     m.create_stream("s2");
     m.create_stream("s3");
-    const auto a = m.alloc(0, 512, "X");
+    const auto a = m.alloc(StreamIndex{0}, 512, "X");
     EXPECT_TRUE(a && a->ptr == kX);
     m.sync_device();
   }
-  OpRef w(std::uint32_t s, ByteRange r, std::string label = "w") {
+  OpRef w(StreamIndex s, ByteRange r, std::string label = "w") {
     return m.launch(s, {wr(r.lo, r.size())}, std::move(label));
   }
-  OpRef r(std::uint32_t s, ByteRange b, std::string label = "r") {
+  OpRef r(StreamIndex s, ByteRange b, std::string label = "r") {
     return m.launch(s, {rd(b.lo, b.size())}, std::move(label));
   }
   /// Completes the run; returns the findings made by the program (all of
@@ -43,14 +43,14 @@ struct Litmus {
     auto before = findings_of(m);
     m.finish();
     auto expected = before;
-    expected.push_back(F{FindingKind::Leak, OpRef{0, 0}, std::nullopt, ByteRange{kX, kX + 512}, false});
+    expected.push_back(F{FindingKind::Leak, OpRef{StreamIndex{0}, 0}, std::nullopt, ByteRange{kX, kX + 512}, false});
     EXPECT_EQ(findings_of(m), expected);
     return before;
   }
   DeviceModel m;
 };
 
-constexpr std::uint32_t s1 = 1, s2 = 2, s3 = 3;
+constexpr StreamIndex s1{1}, s2{2}, s3{3};
 
 /// Runs `program` under every schedule; every run must give `expected`.
 std::size_t litmus(const std::function<void(Litmus&)>& program, const std::vector<F>& expected) {
@@ -398,7 +398,7 @@ TEST(LitmusReport, RaceReportNamesBothOpsBytesAndTheFix) {
   t.w(s1, kLoX, "producer");
   t.r(s2, kLoX, "consumer");
   ASSERT_EQ(t.m.findings().size(), 1u);
-  EXPECT_EQ(t.m.format(t.m.findings()[0]),
+  EXPECT_EQ(format(t.m, t.m.findings()[0]),
             "data race: s1#0 kernel \"producer\" and s2#0 kernel \"consumer\" touch bytes [0x100000, 0x100100) "
             "(256 bytes); neither is ordered before the other (missing edge s1#0 -> s2#0)\n"
             "  fix: record an event on s1 after s1#0 kernel \"producer\"; make s2 wait on it before s2#0 kernel "

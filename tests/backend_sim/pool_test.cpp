@@ -14,7 +14,7 @@ namespace streamcheck::sim::test {
 namespace {
 
 constexpr std::uint64_t kBase = std::uint64_t{1} << 20;  // first pool address
-constexpr std::uint32_t s0 = 0, s1 = 1;
+constexpr StreamIndex s0{0}, s1{1};
 
 struct Outcomes {
   std::size_t schedules = 0;
@@ -28,14 +28,14 @@ struct Outcomes {
 
 /// Runs `program` (which returns the allocation whose reuse is checked)
 /// under every schedule; every run must end with exactly `expected(m)`.
-Outcomes explore_pool(PoolPolicy policy, const std::function<std::uint32_t(DeviceModel&)>& program,
+Outcomes explore_pool(PoolPolicy policy, const std::function<AllocationIndex(DeviceModel&)>& program,
                       const std::function<std::vector<F>(const DeviceModel&)>& expected) {
   Outcomes out;
   out.schedules = explore_all([&](Chooser& c) {
     DeviceModel m(c, policy);
     m.create_stream();
     m.create_stream();
-    const std::uint32_t checked = program(m);
+    const AllocationIndex checked = program(m);
     m.finish();
     ++out.reuse[m.allocation_reuse(checked)];
     EXPECT_EQ(findings_of(m), expected(m)) << "schedule " << c.schedule();
@@ -57,7 +57,7 @@ PoolPolicy policy(bool follow, bool opportunistic, bool internal, std::uint64_t 
 // A is written and freed on s0; s1 waits for an event recorded after the
 // free, then allocates B (the pool choice), writes and frees it. All ops are
 // totally ordered, so each pool answer is one schedule.
-std::uint32_t event_program(DeviceModel& m) {
+AllocationIndex event_program(DeviceModel& m) {
   const auto a = m.alloc(s0, 256, "A");
   m.launch(s0, {wr(a->ptr, 256)}, "write A");
   m.free(s0, a->ptr, "free A");
@@ -95,7 +95,7 @@ TEST(PoolR7, FollowEventDependenciesAndInternalOffLeavesOnlyFresh) {
 // Schedules: fresh leaves s0's 3-k ops and s1's 3 ops unordered, C(6-k, 3)
 // = 20, 10, 4, 1; internal dependency makes s1 wait for all of s0: 1;
 // opportunistic: s0 is done: 1.
-std::uint32_t opportunistic_program(DeviceModel& m) {
+AllocationIndex opportunistic_program(DeviceModel& m) {
   const auto a = m.alloc(s0, 256, "A");
   m.launch(s0, {wr(a->ptr, 256)}, "write A");
   m.free(s0, a->ptr, "free A");
@@ -132,7 +132,7 @@ TEST(PoolR7, OpportunisticAndInternalOffNeverReuseAcrossStreams) {
 }
 
 // A is allocated and freed on s0, the host syncs s0, s1 allocates B.
-std::uint32_t host_sync_program(DeviceModel& m) {
+AllocationIndex host_sync_program(DeviceModel& m) {
   const auto a = m.alloc(s0, 256, "A");
   m.free(s0, a->ptr, "free A");
   m.sync_stream(s0);
@@ -212,7 +212,7 @@ TEST(PoolR7, FreeWithoutWaitingForTheReaderRacesAndReuseRaces) {
       [](const DeviceModel& m) {
         const ByteRange a{kBase, kBase + 256};
         std::vector<F> f{F{FindingKind::UseAfterFree, {s1, 0}, OpRef{s0, 1}, a, false}};
-        if (m.allocation_reuse(1) == ReuseKind::SameStream)
+        if (m.allocation_reuse(AllocationIndex{1}) == ReuseKind::SameStream)
           for (std::uint32_t i : {2u, 3u, 4u}) f.push_back(F{FindingKind::ReuseRace, {s1, 0}, OpRef{s0, i}, a, false});
         return f;
       });
@@ -297,8 +297,8 @@ TEST(PoolFindings, DefiniteUseAfterFree) {
         const auto a = m.alloc(s0, 256, "A");
         m.free(s0, a->ptr, "free A");
         m.sync_stream(s0);
-        m.launch(s1, {KernelAccess{a->ptr, 64, Access::Read, a->allocation}}, "stale read");
-        report = m.format(m.findings().at(0));
+        m.launch(s1, {KernelAccess{a->ptr, 64, Access::Read, a->allocation.value}}, "stale read");
+        report = format(m, m.findings().at(0));
         return a->allocation;
       },
       [](const DeviceModel&) {
@@ -314,7 +314,7 @@ TEST(PoolFindings, LeakNamesTheAllocationAndTheRequestedBytes) {
   const auto o = explore_pool(
       PoolPolicy{}, [&](DeviceModel& m) { return m.alloc(s0, 100, "A")->allocation; },
       [&](const DeviceModel& m) {
-        report = m.format(m.findings().at(0));
+        report = format(m, m.findings().at(0));
         return std::vector<F>{F{FindingKind::Leak, {s0, 0}, std::nullopt, {kBase, kBase + 100}, false}};
       });
   EXPECT_EQ(o.schedules, 1u);

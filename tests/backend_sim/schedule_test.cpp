@@ -72,21 +72,21 @@ std::string racy_report(Chooser& c) {
   DeviceModel m(c);
   for (int i = 0; i < 3; ++i) m.create_stream();
   const auto e = m.create_event();
-  const auto a = m.alloc(0, 512, "A");
-  m.launch(0, {wr(a->ptr, 512)}, "init");
-  m.record(e, 0);
+  const auto a = m.alloc(StreamIndex{0}, 512, "A");
+  m.launch(StreamIndex{0}, {wr(a->ptr, 512)}, "init");
+  m.record(e, StreamIndex{0});
   m.device_steps();
-  m.launch(1, {rd(a->ptr, 256)}, "reader");
-  if (m.query_event(e)) m.launch(2, {wr(a->ptr + 256, 256)}, "after done");
-  m.free(0, a->ptr, "free A");
+  m.launch(StreamIndex{1}, {rd(a->ptr, 256)}, "reader");
+  if (m.query_event(e)) m.launch(StreamIndex{2}, {wr(a->ptr + 256, 256)}, "after done");
+  m.free(StreamIndex{0}, a->ptr, "free A");
   m.device_steps();
-  const auto b = m.alloc(1, 300, "B");
-  m.launch(2, {wr(b->ptr, 300)}, "user of B");
+  const auto b = m.alloc(StreamIndex{1}, 300, "B");
+  m.launch(StreamIndex{2}, {wr(b->ptr, 300)}, "user of B");
   m.device_steps();
   m.finish();
   std::ostringstream os;
   os << "schedule " << c.schedule() << "\n";
-  for (const auto& f : m.findings()) os << m.format(f) << "\n";
+  for (const auto& f : m.findings()) os << format(m, f) << "\n";
   os << m.value_mismatches().size() << " value mismatches\n";
   return os.str();
 }
@@ -120,9 +120,9 @@ void three_streams(Chooser& c) {
     m.create_stream();
     m.create_event();
   }
-  const auto a = m.alloc(0, 768, "A");
+  const auto a = m.alloc(StreamIndex{0}, 768, "A");
   m.sync_device();
-  for (std::uint32_t s = 0; s < 3; ++s) m.launch(s, {wr(a->ptr + 256 * s, 256)}, "k");
+  for (std::uint32_t s = 0; s < 3; ++s) m.launch(StreamIndex{s}, {wr(a->ptr + 256 * s, 256)}, "k");
   m.finish();
 }
 
@@ -135,10 +135,10 @@ TEST(ScheduleReplay, ScheduleOfAnotherProgramThrowsScheduleMismatch) {
         DeviceModel m(on_two);
         m.create_stream();
         m.create_stream();
-        const auto a = m.alloc(0, 512, "A");
+        const auto a = m.alloc(StreamIndex{0}, 512, "A");
         m.sync_device();
-        m.launch(0, {wr(a->ptr, 256)}, "k");
-        m.launch(1, {wr(a->ptr + 256, 256)}, "k");
+        m.launch(StreamIndex{0}, {wr(a->ptr, 256)}, "k");
+        m.launch(StreamIndex{1}, {wr(a->ptr + 256, 256)}, "k");
         m.finish();  // 2 options; the schedule says 2
       },
       ScheduleMismatch);

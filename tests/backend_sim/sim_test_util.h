@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend_sim/device_model.h"
+#include "backend_sim/explain.h"
 #include "backend_sim/explorer.h"
 #include "backend_sim/schedule.h"
 
@@ -47,8 +48,8 @@ inline std::vector<F> findings_of(const DeviceModel& m) {
 }
 
 inline std::ostream& operator<<(std::ostream& os, const F& f) {
-  os << to_string(f.kind) << "(s" << f.first.stream << "#" << f.first.index;
-  if (f.second) os << ", s" << f.second->stream << "#" << f.second->index;
+  os << to_string(f.kind) << "(s" << f.first.stream.value << "#" << f.first.index;
+  if (f.second) os << ", s" << f.second->stream.value << "#" << f.second->index;
   os << ", [" << f.bytes.lo << "," << f.bytes.hi << ")" << (f.definite ? ", definite" : "") << ")";
   return os;
 }

@@ -1,6 +1,7 @@
 // Seed 000's resource acceptance cases, on the simulated backend.
 #include <gtest/gtest.h>
 
+#include "backend_sim/explain.h"
 #include "model/resource.h"
 #include "tests/model/sim_fixture.h"
 
@@ -189,7 +190,7 @@ TEST_F(Seed000, RepeatedReadsOnOneStreamKeepOneEventPerStream) {
   ASSERT_TRUE(r.deallocate(a.value()).ok());
   ASSERT_TRUE(r.reap_pending().ok());
   env.model.finish();
-  EXPECT_TRUE(env.model.findings().empty()) << env.model.format(env.model.findings().front());
+  EXPECT_TRUE(env.model.findings().empty()) << streamcheck::sim::format(env.model, env.model.findings().front());
 }
 
 }  // namespace

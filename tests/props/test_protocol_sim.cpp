@@ -69,7 +69,9 @@ TEST(ProtocolSim, HandWrittenPipelineIsCleanAndDoesWork) {
   EXPECT_EQ(harness.freed_count(), 1u);
   EXPECT_EQ(harness.in_flight_count(), 0u);
   EXPECT_GE(backend.faults_fired(), 1u);
-  EXPECT_GT(model.op_count(0) + model.op_count(1) + model.op_count(2), 5u);
+  EXPECT_GT(
+      model.op_count(sim::StreamIndex{0}) + model.op_count(sim::StreamIndex{1}) + model.op_count(sim::StreamIndex{2}),
+      5u);
   auto v = harness.finish();
   EXPECT_FALSE(v) << *v;
   EXPECT_EQ(harness.resource().bytes_outstanding(), 0u);
@@ -88,7 +90,8 @@ TEST(ProtocolSim, HarnessReportsARaceTheResourceCannotSee) {
   // In flight: the write on s1 has no use event yet. Bypass the discipline
   // by launching directly on s2.
   backend.launch(*backend.resolve_stream(StreamId{2}),
-                 {KernelAccess{model.allocation_range(0).lo, 256, Access::Read, {}}}, "rogue read");
+                 {KernelAccess{model.allocation_range(sim::AllocationIndex{0}).lo, 256, Access::Read, {}}},
+                 "rogue read");
   auto v = harness.apply(SyncStreamOp{0});
   ASSERT_TRUE(v);
   EXPECT_NE(v->find("P1 race freedom: data race"), std::string::npos) << *v;

@@ -90,7 +90,7 @@ std::size_t count(std::string_view hay, std::string_view needle) {
 std::vector<OpRef> ops_of(const DeviceModel& m) {
   std::vector<OpRef> out;
   for (std::uint32_t s = 0; s < m.stream_count(); ++s)
-    for (std::uint32_t i = 0; i < m.op_count(s); ++i) out.push_back(OpRef{s, i});
+    for (std::uint32_t i = 0; i < m.op_count(sim::StreamIndex{s}); ++i) out.push_back(OpRef{sim::StreamIndex{s}, i});
   return out;
 }
 
@@ -145,9 +145,9 @@ TEST(RenderModel, RacyProgramHasOneDataRace) {
   const DeviceModel& m = r->model;
   ASSERT_EQ(m.findings().size(), 1u);
   EXPECT_EQ(m.findings()[0].kind, sim::FindingKind::DataRace);
-  EXPECT_EQ(m.findings()[0].first, (OpRef{0, 1}));
+  EXPECT_EQ(m.findings()[0].first, (OpRef{sim::StreamIndex{0}, 1}));
   ASSERT_TRUE(m.findings()[0].second.has_value());
-  EXPECT_EQ(*m.findings()[0].second, (OpRef{1, 0}));
+  EXPECT_EQ(*m.findings()[0].second, (OpRef{sim::StreamIndex{1}, 0}));
   EXPECT_TRUE(clean()->model.findings().empty());
 }
 
@@ -181,16 +181,16 @@ TEST(RenderModel, CompletionIndexIsEmptyBeforeExecution) {
   const auto t = m.create_stream("t");
   m.launch(t, {}, "T");
   m.launch(s, {}, "S");
-  EXPECT_FALSE(m.completion_index(OpRef{0, 0}).has_value());
-  EXPECT_FALSE(m.completion_index(OpRef{1, 0}).has_value());
+  EXPECT_FALSE(m.completion_index(OpRef{sim::StreamIndex{0}, 0}).has_value());
+  EXPECT_FALSE(m.completion_index(OpRef{sim::StreamIndex{1}, 0}).has_value());
   m.sync_stream(s);
-  EXPECT_EQ(m.completion_index(OpRef{0, 0}), std::optional<std::uint64_t>(0));
-  EXPECT_FALSE(m.completion_index(OpRef{1, 0}).has_value());
+  EXPECT_EQ(m.completion_index(OpRef{sim::StreamIndex{0}, 0}), std::optional<std::uint64_t>(0));
+  EXPECT_FALSE(m.completion_index(OpRef{sim::StreamIndex{1}, 0}).has_value());
   const std::string before = render_perfetto(m);  // t's op has not run: placed after
   EXPECT_NE(before.find("\"tid\":2,\"ts\":10,"), std::string::npos) << before;
   EXPECT_NE(before.find("\"executed\":false"), std::string::npos);
   m.finish();
-  EXPECT_EQ(m.completion_index(OpRef{1, 0}), std::optional<std::uint64_t>(1));
+  EXPECT_EQ(m.completion_index(OpRef{sim::StreamIndex{1}, 0}), std::optional<std::uint64_t>(1));
 }
 
 // ------------------------------------------------------------ text
@@ -199,14 +199,14 @@ TEST(RenderText, NamesEveryOpHostActionAndFinding) {
   const auto r = racy();
   const DeviceModel& m = r->model;
   const std::string t = render_text(m);
-  for (const OpRef op : ops_of(m)) EXPECT_NE(t.find(m.describe(op)), std::string::npos) << m.describe(op);
+  for (const OpRef op : ops_of(m)) EXPECT_NE(t.find(sim::describe(m, op)), std::string::npos) << sim::describe(m, op);
   EXPECT_NE(t.find("s1#1 kernel \"K1\""), std::string::npos);
   EXPECT_NE(t.find("s2#0 kernel \"K2\""), std::string::npos);
   EXPECT_NE(t.find("record e0 on s1"), std::string::npos);
   EXPECT_NE(t.find("s2 waits for e0"), std::string::npos);
   EXPECT_NE(t.find("synchronize device"), std::string::npos);
   EXPECT_NE(t.find("findings (1):"), std::string::npos);
-  const std::string f = m.format(m.findings()[0]);
+  const std::string f = sim::format(m, m.findings()[0]);
   EXPECT_NE(t.find(f.substr(0, f.find('\n'))), std::string::npos);
   EXPECT_NE(t.find("fix: record an event on s1 after s1#1 kernel \"K1\""), std::string::npos);
   // Streams come before host actions, host actions before findings.
@@ -270,12 +270,12 @@ TEST(RenderSvg, IsWellFormedWithOneLaneLabelPerStream) {
               0u);
     for (std::uint32_t st = 0; st < m.stream_count(); ++st)
       EXPECT_EQ(count(s, "class=\"lane-label\" font-size=\"15\" font-weight=\"bold\" fill=\"#222222\">" +
-                             m.stream_name(st) + "</text>"),
+                             m.stream_name(sim::StreamIndex{st}) + "</text>"),
                 1u)
-          << m.stream_name(st);
+          << m.stream_name(sim::StreamIndex{st});
     // One box per op.
     std::size_t ops = 0;
-    for (std::uint32_t st = 0; st < m.stream_count(); ++st) ops += m.op_count(st);
+    for (std::uint32_t st = 0; st < m.stream_count(); ++st) ops += m.op_count(sim::StreamIndex{st});
     EXPECT_EQ(count(s, "<g class=\"op"), ops);
   }
 }
@@ -340,7 +340,7 @@ TEST(RenderPerfetto, IsValidTraceJsonWithOneCompleteEventPerOp) {
     EXPECT_EQ(count(j, "\"name\":\"thread_name\""), m.stream_count());
     for (std::uint32_t s = 0; s < m.stream_count(); ++s)
       EXPECT_NE(j.find("\"tid\":" + std::to_string(s + 1) + ",\"name\":\"thread_name\",\"args\":{\"name\":\"" +
-                       m.stream_name(s) + "\"}"),
+                       m.stream_name(sim::StreamIndex{s}) + "\"}"),
                 std::string::npos);
   }
 }
@@ -350,7 +350,7 @@ TEST(RenderPerfetto, TimestampsFollowTheExecutionOrder) {
   const DeviceModel& m = r->model;
   const std::string j = render_perfetto(m);
   for (const OpRef op : ops_of(m)) {
-    const std::string ev = "\"ph\":\"X\",\"pid\":1,\"tid\":" + std::to_string(op.stream + 1) +
+    const std::string ev = "\"ph\":\"X\",\"pid\":1,\"tid\":" + std::to_string(op.stream.value + 1) +
                            ",\"ts\":" + std::to_string(*m.completion_index(op) * 10) + ",\"dur\":8";
     const auto at = j.find(ev);
     ASSERT_NE(at, std::string::npos) << ev;
