@@ -186,7 +186,7 @@ GpuReplayResult replay_trace_on_gpu(const Trace& trace, const Report& sim_report
   out.available = true;
   std::set<std::pair<std::uint32_t, std::uint32_t>> delays;
   for (const auto& f : sim_report.findings)
-    if (f.severity == Severity::Error) delays.insert({f.first.ref.stream, f.first.ref.index});
+    if (f.severity == Severity::Error) delays.insert({f.first.ref.stream.value, f.first.ref.index});
   for (std::uint32_t k = 0; k < runs; ++k) {
     cuda::CudaBackendOptions bo;
     bo.policy = apply_policy_overrides(trace.policy, o.policy_overrides);
