@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "backend_sim/explain.h"
+
 namespace streamcheck::tools {
 
 std::string op_name(const ReportOp& op) { return fmt::format("{}#{}", op.stream, op.ref.index); }
@@ -22,9 +24,11 @@ std::string describe(const ReportBytes& bytes) {
 }
 
 std::string finding_label(const ReportFinding& f) {
-  std::string label(sim::to_string(f.kind));
-  if (f.kind == sim::FindingKind::UseAfterFree) label += f.definite ? " (definite)" : " (racing)";
-  return label;
+  return sim::finding_label(sim::Finding{.kind = f.kind,
+                                         .first = f.first.ref,
+                                         .second = f.second ? std::optional(f.second->ref) : std::nullopt,
+                                         .bytes = f.bytes.address,
+                                         .definite = f.definite});
 }
 
 std::string describe_order(const ReportFinding& f) {
@@ -68,6 +72,24 @@ std::string to_string(Coverage::How how) {
 }
 
 std::string describe(const Note& note) { return fmt::format("line {}: {}", note.line, note.message); }
+
+std::string host_action_short(const sim::DeviceModel& model, const sim::LogEntry& entry) {
+  using Kind = sim::LogEntry::Kind;
+  switch (entry.kind) {
+    case Kind::SyncStream:
+      return "sync " + model.stream_name(entry.stream);
+    case Kind::SyncEvent:
+      return "sync " + sim::event_name(entry.event);
+    case Kind::SyncDevice:
+      return "sync device";
+    case Kind::QueryDone:
+      return fmt::format("query {}: done", sim::event_name(entry.event));
+    case Kind::QueryNotDone:
+      return fmt::format("query {}: busy", sim::event_name(entry.event));
+    default:
+      return sim::host_action(model, entry);
+  }
+}
 
 std::string held_back(const Report& r) {
   std::string held;

@@ -20,7 +20,7 @@ std::string line_ref(const ReportOp& op);
 std::string describe(const ReportOp& op);
 /// "A[0:4096]", or "[0x1000, 0x2000)" outside every buffer.
 std::string describe(const ReportBytes& bytes);
-/// "data race", "use after free (definite)".
+/// "data race", "use after free (definite)": sim::finding_label's words.
 std::string finding_label(const ReportFinding& f);
 /// Why the finding happens: the HB path, or its absence.
 std::string describe_order(const ReportFinding& f);
@@ -30,6 +30,9 @@ std::string describe_fix(const ReportFinding& f);
 std::string to_string(Coverage::How how);
 /// "line 8: deallocate refused: ...".
 std::string describe(const Note& note);
+/// A host action in the few words of an SVG box ("sync s1", "query e0:
+/// busy"); API calls without a short form read as sim::host_action.
+std::string host_action_short(const sim::DeviceModel& model, const sim::LogEntry& entry);
 /// The ops a GPU replay held back (the first op of every error), or "nothing".
 std::string held_back(const Report& r);
 

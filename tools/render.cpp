@@ -14,6 +14,7 @@
 
 #include "backend_sim/explain.h"
 #include "backend_sim/hb_graph.h"
+#include "tools/explain.h"
 
 namespace streamcheck::tools {
 namespace {
@@ -30,24 +31,6 @@ using Json = nlohmann::ordered_json;
 using sim::event_name;
 using sim::host_action;
 using sim::ref_name;
-
-/// The short label of a host action in its SVG box.
-std::string host_short(const DeviceModel& m, const LogEntry& e) {
-  switch (e.kind) {
-    case LogEntry::Kind::SyncStream:
-      return "sync " + m.stream_name(e.stream);
-    case LogEntry::Kind::SyncEvent:
-      return "sync " + event_name(e.event);
-    case LogEntry::Kind::SyncDevice:
-      return "sync device";
-    case LogEntry::Kind::QueryDone:
-      return "query " + event_name(e.event) + ": done";
-    case LogEntry::Kind::QueryNotDone:
-      return "query " + event_name(e.event) + ": busy";
-    default:
-      return host_action(m, e);
-  }
-}
 
 bool is_host_side(LogEntry::Kind k) {
   return k != LogEntry::Kind::Enqueue && k != LogEntry::Kind::Record && k != LogEntry::Kind::Wait;
@@ -439,7 +422,7 @@ std::string render_svg(const DeviceModel& m) {
            << xml_escape("host" + std::to_string(e.host.value) + ": " + host_action(m, e)) << "</title>\n";
         os << "<rect x=\"" << x - L::kBoxW / 2 << "\" y=\"" << y - h << "\" width=\"" << L::kBoxW << "\" height=\""
            << 2 * h << "\" rx=\"" << h << "\" fill=\"#ffe9b3\" stroke=\"#b58900\"/>\n";
-        svg_text(os, x, y + 5, shorten(host_short(m, e), L::kBoxChars),
+        svg_text(os, x, y + 5, shorten(host_action_short(m, e), L::kBoxChars),
                  " text-anchor=\"middle\" font-size=\"12\" fill=\"#111111\"");
         os << "</g>\n";
       }
