@@ -228,26 +228,48 @@ std::string arrow_path(const Place& a, const Place& b, int bulge) {
 
 }  // namespace
 
-std::string render_svg(const DeviceModel& m) {
-  using L = SvgLayout;
-  const auto& log = m.log();
+namespace {
 
-  // Lanes: the streams, then each host thread that synchronized or queried.
+/// Where everything of the swimlane diagram goes, worked out before drawing.
+struct SvgPlan {
+  std::vector<std::string> lane_names;  // the streams, then the host threads that synchronized or queried
+  std::map<sim::HostThread, std::size_t> host_lane;
+  std::vector<Place> place;  // per log entry
+  std::map<OpRef, std::size_t> op_entry;
+  // HB edges the diagram shows, as (from entry, to entry): event edges (R3)
+  // and host synchronization (R4).
+  std::vector<std::pair<std::size_t, std::size_t>> event_edges, sync_edges;
+  std::set<std::size_t> red;                                  // entries of the findings' ops
+  std::map<std::size_t, std::vector<std::string>> leak_tags;  // entry -> labels
+  std::vector<std::string> finding_lines;
+  int lanes_bottom = 0, legend_y = 0, findings_y = 0, width = 0, height = 0;
+  static constexpr int line_h = 17;
+};
+
+void plan_lanes(const DeviceModel& m, SvgPlan& plan) {
+  const auto& log = m.log();
+  auto& lane_names = plan.lane_names;
+  auto& host_lane = plan.host_lane;
   std::set<sim::HostThread> hosts;
   for (const LogEntry& e : log)
     if (is_host_side(e.kind)) hosts.insert(e.host);
-  std::vector<std::string> lane_names;
   for (std::uint32_t s = 0; s < m.stream_count(); ++s) lane_names.push_back(m.stream_name(sim::StreamIndex{s}));
-  std::map<sim::HostThread, std::size_t> host_lane;
   for (const auto h : hosts) {
     host_lane[h] = lane_names.size();
     lane_names.push_back(hosts.size() == 1 ? std::string("host") : "host " + std::to_string(h.value));
   }
+}
 
-  // Place every log entry; collect the HB edges the diagram shows.
-  std::vector<Place> place(log.size());
-  std::map<OpRef, std::size_t> op_entry;
-  std::vector<std::pair<std::size_t, std::size_t>> event_edges, sync_edges;
+/// Places every log entry and collects the HB edges the diagram shows.
+void plan_entries(const DeviceModel& m, SvgPlan& plan) {
+  using L = SvgLayout;
+  const auto& log = m.log();
+  const auto& host_lane = plan.host_lane;
+  auto& place = plan.place;
+  auto& op_entry = plan.op_entry;
+  auto& event_edges = plan.event_edges;
+  auto& sync_edges = plan.sync_edges;
+  place.resize(log.size());
   std::vector<std::optional<std::size_t>> stream_last(m.stream_count());
   std::map<sim::EventIndex, std::size_t> capture;
   for (std::size_t i = 0; i < log.size(); ++i) {
@@ -295,10 +317,13 @@ std::string render_svg(const DeviceModel& m) {
         break;
     }
   }
+}
 
-  // The findings' ops (red outline) and the missing edges.
-  std::set<std::size_t> red;
-  std::map<std::size_t, std::vector<std::string>> leak_tags;  // entry -> labels
+/// The findings' ops (red outline), the leaks' tags and the findings' text.
+void plan_findings(const DeviceModel& m, SvgPlan& plan) {
+  const auto& op_entry = plan.op_entry;
+  auto& red = plan.red;
+  auto& leak_tags = plan.leak_tags;
   for (const Finding& f : m.findings()) {
     if (auto it = op_entry.find(f.first); it != op_entry.end()) {
       red.insert(it->second);
@@ -308,26 +333,33 @@ std::string render_svg(const DeviceModel& m) {
       if (auto it = op_entry.find(*f.second); it != op_entry.end()) red.insert(it->second);
   }
 
-  // Text under the lanes: legend, then the formatted findings.
-  std::vector<std::string> finding_lines;
   for (std::size_t k = 0; k < m.findings().size(); ++k) {
     const auto lines = split_lines(sim::format(m, m.findings()[k]));
     for (std::size_t j = 0; j < lines.size(); ++j)
-      finding_lines.push_back((j == 0 ? std::to_string(k + 1) + ". " : "   ") + lines[j]);
+      plan.finding_lines.push_back((j == 0 ? std::to_string(k + 1) + ". " : "   ") + lines[j]);
   }
-  const int lanes_bottom = L::lane_top(lane_names.size());
-  const int legend_y = lanes_bottom + 28;
-  const int findings_y = legend_y + 34;
-  const int line_h = 17;
+}
+
+/// The diagram's size: the lanes, then the legend and the findings' text under them.
+void plan_size(const DeviceModel& m, SvgPlan& plan) {
+  using L = SvgLayout;
+  const auto& log = m.log();
+  const auto& finding_lines = plan.finding_lines;
+  const int line_h = SvgPlan::line_h;
+  plan.lanes_bottom = L::lane_top(plan.lane_names.size());
+  plan.legend_y = plan.lanes_bottom + 28;
+  plan.findings_y = plan.legend_y + 34;
   std::size_t widest_line = 0;
   for (const auto& l : finding_lines) widest_line = std::max(widest_line, display_chars(l));
   const int lanes_w = L::kLabelW + static_cast<int>(std::max<std::size_t>(log.size(), 1)) * L::kColW + 20;
   const int text_w = 20 + static_cast<int>(widest_line) * 8 + 20;  // 13px monospace ~ 7.8px a char
-  const int width = std::max({lanes_w, text_w, 760});
-  const int height =
-      findings_y + (finding_lines.empty() ? line_h : static_cast<int>(finding_lines.size() + 1) * line_h) + 12;
+  plan.width = std::max({lanes_w, text_w, 760});
+  plan.height =
+      plan.findings_y + (finding_lines.empty() ? line_h : static_cast<int>(finding_lines.size() + 1) * line_h) + 12;
+}
 
-  std::ostringstream os;
+void draw_header(std::ostringstream& os, const DeviceModel& m, const SvgPlan& plan) {
+  const int width = plan.width, height = plan.height;
   os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
      << "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" << width << "\" height=\"" << height
      << "\" viewBox=\"0 0 " << width << " " << height << "\" font-family=\"DejaVu Sans, Arial, sans-serif\">\n";
@@ -349,8 +381,12 @@ std::string render_svg(const DeviceModel& m) {
              " font-size=\"16\" font-weight=\"bold\" fill=\"#222222\"");
     svg_text(os, 12, 46, "columns: API calls in program order (left to right)", " font-size=\"12\" fill=\"#666666\"");
   }
+}
 
-  // Lanes.
+void draw_lanes(std::ostringstream& os, const DeviceModel& m, const SvgPlan& plan) {
+  using L = SvgLayout;
+  const auto& lane_names = plan.lane_names;
+  const int width = plan.width, lanes_bottom = plan.lanes_bottom;
   os << "<g id=\"lanes\">\n";
   for (std::size_t l = 0; l < lane_names.size(); ++l) {
     const bool host = l >= m.stream_count();
@@ -362,8 +398,13 @@ std::string render_svg(const DeviceModel& m) {
   os << "<line x1=\"" << L::kLabelW - 6 << "\" y1=\"" << L::kTop << "\" x2=\"" << L::kLabelW - 6 << "\" y2=\""
      << lanes_bottom << "\" stroke=\"#b0b7bf\"/>\n";
   os << "</g>\n";
+}
 
-  // HB edges under the boxes: event edges (R3) and host synchronization (R4).
+/// HB edges under the boxes: event edges (R3) and host synchronization (R4).
+void draw_hb_edges(std::ostringstream& os, const SvgPlan& plan) {
+  const auto& place = plan.place;
+  const auto& event_edges = plan.event_edges;
+  const auto& sync_edges = plan.sync_edges;
   os << "<g id=\"hb-edges\" fill=\"none\">\n";
   for (const auto& [a, b] : event_edges)
     os << "<path class=\"event-edge\" d=\"" << arrow_path(place[a], place[b], 30)
@@ -372,8 +413,14 @@ std::string render_svg(const DeviceModel& m) {
     os << "<path class=\"sync-edge\" d=\"" << arrow_path(place[a], place[b], 30)
        << "\" stroke=\"#777777\" stroke-width=\"1.5\" stroke-dasharray=\"2,3\" marker-end=\"url(#arrow-sync)\"/>\n";
   os << "</g>\n";
+}
 
-  // Entries.
+void draw_entries(std::ostringstream& os, const DeviceModel& m, const SvgPlan& plan) {
+  using L = SvgLayout;
+  const auto& log = m.log();
+  const auto& place = plan.place;
+  const auto& red = plan.red;
+  const auto& leak_tags = plan.leak_tags;
   os << "<g id=\"ops\">\n";
   for (std::size_t i = 0; i < log.size(); ++i) {
     const LogEntry& e = log[i];
@@ -429,8 +476,13 @@ std::string render_svg(const DeviceModel& m) {
     }
   }
   os << "</g>\n";
+}
 
-  // The findings' missing edges, over the boxes.
+/// The findings' missing edges, over the boxes.
+void draw_missing_edges(std::ostringstream& os, const DeviceModel& m, const SvgPlan& plan) {
+  using L = SvgLayout;
+  const auto& place = plan.place;
+  const auto& op_entry = plan.op_entry;
   os << "<g id=\"missing-edges\" fill=\"none\">\n";
   std::map<std::pair<std::size_t, std::size_t>, int> seen_pairs;  // stacks labels of one pair
   for (const Finding& f : m.findings()) {
@@ -464,8 +516,10 @@ std::string render_svg(const DeviceModel& m) {
     os << "</g>\n";
   }
   os << "</g>\n";
+}
 
-  // Legend.
+void draw_legend(std::ostringstream& os, const SvgPlan& plan) {
+  const int legend_y = plan.legend_y;
   os << "<g id=\"legend\" font-size=\"12\" fill=\"#333333\">\n";
   int lx = 12;
   const auto legend = [&](const char* stroke, const char* dash, const char* marker, const std::string& text) {
@@ -478,8 +532,11 @@ std::string render_svg(const DeviceModel& m) {
   legend("#777777", " stroke-dasharray=\"2,3\"", "arrow-sync", "host synchronize");
   legend("#d62728", " stroke-dasharray=\"7,5\"", "arrow-missing", "missing edge of a finding");
   os << "</g>\n";
+}
 
-  // Findings.
+void draw_findings(std::ostringstream& os, const SvgPlan& plan) {
+  const auto& finding_lines = plan.finding_lines;
+  const int findings_y = plan.findings_y, line_h = SvgPlan::line_h;
   os << "<g id=\"findings\" font-family=\"DejaVu Sans Mono, monospace\" font-size=\"13\">\n";
   if (finding_lines.empty()) {
     svg_text(os, 12, findings_y, "no findings", " fill=\"#2a7a2a\"");
@@ -490,6 +547,24 @@ std::string render_svg(const DeviceModel& m) {
          << "\" xml:space=\"preserve\" fill=\"#222222\">" << xml_escape(finding_lines[j]) << "</text>\n";
   }
   os << "</g>\n";
+}
+
+}  // namespace
+
+std::string render_svg(const DeviceModel& m) {
+  SvgPlan plan;
+  plan_lanes(m, plan);
+  plan_entries(m, plan);
+  plan_findings(m, plan);
+  plan_size(m, plan);
+  std::ostringstream os;
+  draw_header(os, m, plan);
+  draw_lanes(os, m, plan);
+  draw_hb_edges(os, plan);
+  draw_entries(os, m, plan);
+  draw_missing_edges(os, m, plan);
+  draw_legend(os, plan);
+  draw_findings(os, plan);
   os << "</svg>\n";
   return os.str();
 }
