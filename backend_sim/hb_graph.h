@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -51,6 +52,7 @@ class HbGraph {
     StreamIndex stream;
     OpRef op{};  // for NodeKind::Op
     std::string label;
+    std::size_t entry = 0;  // the log entry that made the node (a renderer's column)
   };
   struct Edge {
     const char* rule = "";
@@ -64,7 +66,9 @@ class HbGraph {
     std::map<HostThread, Vertex> host_last;  // per host thread
     std::map<EventIndex, Vertex> capture;    // per event: its current record mark
 
-    for (const LogEntry& entry : model.log()) {
+    for (std::size_t i = 0; i < model.log().size(); ++i) {
+      const LogEntry& entry = model.log()[i];
+      entry_ = i;
       const std::string who = "host" + std::to_string(entry.host.value) + ": ";
       const std::string action = host_action(model, entry);
       const Vertex h = add(Node{NodeKind::Host, entry.host, {}, {}, who + action});
@@ -147,8 +151,10 @@ class HbGraph {
   }
 
   /// Graphviz DOT: one cluster per stream and per host thread; op nodes are
-  /// labelled with sim::describe, edges with their rule.
-  void write_dot(std::ostream& os) const {
+  /// labelled with sim::describe, edges with their rule. `highlight` writes
+  /// more statements into the graph, after its nodes and edges (a renderer
+  /// marks the ops and the missing edge of a finding there).
+  void write_dot(std::ostream& os, const std::function<void(std::ostream&)>& highlight = {}) const {
     os << "digraph hb {\n  rankdir=TB;\n  node [shape=box, fontsize=10];\n";
     std::map<std::string, std::vector<Vertex>> clusters;
     for (Vertex v = 0; v < boost::num_vertices(g_); ++v) {
@@ -171,6 +177,7 @@ class HbGraph {
     for (auto [e, end] = boost::edges(g_); e != end; ++e)
       os << "  n" << boost::source(*e, g_) << " -> n" << boost::target(*e, g_) << " [label=\"" << g_[*e].rule
          << "\"];\n";
+    if (highlight) highlight(os);
     os << "}\n";
   }
 
@@ -184,7 +191,10 @@ class HbGraph {
   }
 
  private:
-  Vertex add(Node n) { return boost::add_vertex(std::move(n), g_); }
+  Vertex add(Node n) {
+    n.entry = entry_;
+    return boost::add_vertex(std::move(n), g_);
+  }
   void link(Vertex from, Vertex to, const char* rule) { boost::add_edge(from, to, Edge{rule}, g_); }
   static std::string escape(const std::string& s) {
     std::string out;
@@ -197,6 +207,7 @@ class HbGraph {
 
   Graph g_;
   std::map<OpRef, Vertex> ops_;
+  std::size_t entry_ = 0;  // the log entry being added
 };
 
 }  // namespace streamcheck::sim

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -150,32 +151,27 @@ std::string render_text(const DeviceModel& m) {
 
 std::string render_dot(const DeviceModel& m) {
   const sim::HbGraph g(m);
-  std::ostringstream base;
-  g.write_dot(base);
-  std::string dot = base.str();
-  // write_dot ends with "}\n": append the findings' highlights before it.
-  const auto close = dot.rfind('}');
-  if (close != std::string::npos) dot.erase(close);
-
-  std::set<sim::HbGraph::Vertex> red;
-  std::ostringstream extra;
-  if (!m.findings().empty()) extra << "  // findings: racing ops in red, the missing edge dashed red\n";
-  for (const Finding& f : m.findings()) {
-    red.insert(g.vertex(f.first));
-    if (!f.second) continue;
-    red.insert(g.vertex(*f.second));
-    const std::string label = f.definite ? "freed before use" : "missing";
-    extra << "  n" << g.vertex(f.first) << " -> n" << g.vertex(*f.second)
-          << " [style=dashed, color=red, fontcolor=red, penwidth=2, constraint=false, label=\"" << dot_escape(label)
-          << "\", tooltip=\"" << dot_escape(sim::format(m, f)) << "\"];\n";
-  }
-  std::ostringstream nodes;
-  for (const auto v : red)
-    nodes << "  n" << v << " [color=red, fontcolor=red, penwidth=2, style=filled, fillcolor=\"#ffe5e5\"];\n";
-  dot += nodes.str();
-  dot += extra.str();
-  dot += "}\n";
-  return dot;
+  // The findings: their ops filled red, then each missing edge dashed red.
+  const auto highlight = [&](std::ostream& os) {
+    std::set<sim::HbGraph::Vertex> red;
+    std::ostringstream edges;
+    if (!m.findings().empty()) edges << "  // findings: racing ops in red, the missing edge dashed red\n";
+    for (const Finding& f : m.findings()) {
+      red.insert(g.vertex(f.first));
+      if (!f.second) continue;
+      red.insert(g.vertex(*f.second));
+      const std::string label = f.definite ? "freed before use" : "missing";
+      edges << "  n" << g.vertex(f.first) << " -> n" << g.vertex(*f.second)
+            << " [style=dashed, color=red, fontcolor=red, penwidth=2, constraint=false, label=\"" << dot_escape(label)
+            << "\", tooltip=\"" << dot_escape(sim::format(m, f)) << "\"];\n";
+    }
+    for (const auto v : red)
+      os << "  n" << v << " [color=red, fontcolor=red, penwidth=2, style=filled, fillcolor=\"#ffe5e5\"];\n";
+    os << edges.str();
+  };
+  std::ostringstream dot;
+  g.write_dot(dot, highlight);
+  return dot.str();
 }
 
 // ---------------------------------------------------------------- SVG
@@ -260,63 +256,53 @@ void plan_lanes(const DeviceModel& m, SvgPlan& plan) {
   }
 }
 
-/// Places every log entry and collects the HB edges the diagram shows.
+/// Places every log entry: stream-side entries (ops, record and wait marks)
+/// on their stream's lane, host actions on their thread's lane.
 void plan_entries(const DeviceModel& m, SvgPlan& plan) {
   using L = SvgLayout;
   const auto& log = m.log();
-  const auto& host_lane = plan.host_lane;
-  auto& place = plan.place;
-  auto& op_entry = plan.op_entry;
-  auto& event_edges = plan.event_edges;
-  auto& sync_edges = plan.sync_edges;
-  place.resize(log.size());
-  std::vector<std::optional<std::size_t>> stream_last(m.stream_count());
-  std::map<sim::EventIndex, std::size_t> capture;
+  plan.place.resize(log.size());
   for (std::size_t i = 0; i < log.size(); ++i) {
     const LogEntry& e = log[i];
-    place[i].col = i;
+    Place& p = plan.place[i];
+    p.col = i;
     switch (e.kind) {
       case LogEntry::Kind::Enqueue:
-        place[i].lane = e.stream.value;
-        place[i].half_h = L::kBoxH / 2;
-        op_entry[e.op] = i;
-        stream_last[e.stream.value] = i;
+        p.lane = e.stream.value;
+        p.half_h = L::kBoxH / 2;
+        plan.op_entry[e.op] = i;
         break;
       case LogEntry::Kind::Record:
-        place[i].lane = e.stream.value;
-        place[i].half_h = L::kDiamond;
-        capture[e.event] = i;
-        stream_last[e.stream.value] = i;
-        break;
       case LogEntry::Kind::Wait:
-        place[i].lane = e.stream.value;
-        place[i].half_h = L::kDiamond;
-        if (auto it = capture.find(e.event); it != capture.end()) event_edges.emplace_back(it->second, i);
-        stream_last[e.stream.value] = i;
+        p.lane = e.stream.value;
+        p.half_h = L::kDiamond;
         break;
-      case LogEntry::Kind::SyncStream:
-        place[i].lane = host_lane.at(e.host);
-        place[i].half_h = L::kBoxH / 2 - 6;
-        if (stream_last.at(e.stream.value)) sync_edges.emplace_back(*stream_last[e.stream.value], i);
-        break;
-      case LogEntry::Kind::SyncDevice:
-        place[i].lane = host_lane.at(e.host);
-        place[i].half_h = L::kBoxH / 2 - 6;
-        for (const auto& last : stream_last)
-          if (last) sync_edges.emplace_back(*last, i);
-        break;
-      case LogEntry::Kind::SyncEvent:
-      case LogEntry::Kind::QueryDone:
-        place[i].lane = host_lane.at(e.host);
-        place[i].half_h = L::kBoxH / 2 - 6;
-        if (auto it = capture.find(e.event); it != capture.end()) sync_edges.emplace_back(it->second, i);
-        break;
-      case LogEntry::Kind::QueryNotDone:
-        place[i].lane = host_lane.at(e.host);
-        place[i].half_h = L::kBoxH / 2 - 6;
-        break;
+      default:
+        p.lane = plan.host_lane.at(e.host);
+        p.half_h = L::kBoxH / 2 - 6;
     }
   }
+}
+
+/// The HB graph's event edges (R3) and host synchronization edges (R4) as
+/// (from entry, to entry), in the order of the entries they lead to (then of
+/// the streams they come from), so the drawing follows the program.
+void plan_hb_edges(const DeviceModel& m, SvgPlan& plan) {
+  const sim::HbGraph hb(m);
+  const auto& g = hb.graph();
+  using Edge = std::tuple<std::size_t, std::uint32_t, std::size_t>;  // to entry, from stream, from entry
+  std::vector<Edge> event_edges, sync_edges;
+  for (auto [e, end] = boost::edges(g); e != end; ++e) {
+    const auto& from = g[boost::source(*e, g)];
+    const auto& to = g[boost::target(*e, g)];
+    const std::string_view rule = g[*e].rule;
+    if (rule == "R3") event_edges.emplace_back(to.entry, from.stream.value, from.entry);
+    if (rule == "R4") sync_edges.emplace_back(to.entry, from.stream.value, from.entry);
+  }
+  std::sort(event_edges.begin(), event_edges.end());
+  std::sort(sync_edges.begin(), sync_edges.end());
+  for (const auto& [to, stream, from] : event_edges) plan.event_edges.emplace_back(from, to);
+  for (const auto& [to, stream, from] : sync_edges) plan.sync_edges.emplace_back(from, to);
 }
 
 /// The findings' ops (red outline), the leaks' tags and the findings' text.
@@ -555,6 +541,7 @@ std::string render_svg(const DeviceModel& m) {
   SvgPlan plan;
   plan_lanes(m, plan);
   plan_entries(m, plan);
+  plan_hb_edges(m, plan);
   plan_findings(m, plan);
   plan_size(m, plan);
   std::ostringstream os;
