@@ -1,5 +1,7 @@
 #include "tools/render.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -28,6 +30,12 @@ using sim::OpKind;
 using sim::OpRef;
 /// Keys in the order written, so that the trace reads like the format's documentation.
 using Json = nlohmann::ordered_json;
+
+/// Appends to `out` what fmt::format would return.
+template <class... Args>
+void put(std::string& out, fmt::format_string<Args...> format, Args&&... args) {
+  fmt::format_to(std::back_inserter(out), format, std::forward<Args>(args)...);
+}
 
 using sim::event_name;
 using sim::host_action;
@@ -118,33 +126,31 @@ std::vector<OpRef> all_ops(const DeviceModel& m) {
 // ---------------------------------------------------------------- text
 
 std::string render_text(const DeviceModel& m) {
-  std::ostringstream os;
-  os << "streams (" << m.stream_count() << "):\n";
+  std::string out;
+  put(out, "streams ({}):\n", m.stream_count());
   for (std::uint32_t n = 0; n < m.stream_count(); ++n) {
     const sim::StreamIndex s{n};
-    os << "  " << m.stream_name(s) << " (" << m.op_count(s) << (m.op_count(s) == 1 ? " op" : " ops") << "):\n";
+    put(out, "  {} ({} {}):\n", m.stream_name(s), m.op_count(s), m.op_count(s) == 1 ? "op" : "ops");
     for (std::uint32_t i = 0; i < m.op_count(s); ++i) {
       const OpRef r{s, i};
-      os << "    " << sim::describe(m, r);
       if (const auto c = m.completion_index(r))
-        os << "  [executed #" << *c << "]";
+        put(out, "    {}  [executed #{}]\n", sim::describe(m, r), *c);
       else
-        os << "  [not executed]";
-      os << "\n";
+        put(out, "    {}  [not executed]\n", sim::describe(m, r));
     }
   }
   std::vector<std::string> actions;
   for (std::size_t i = 0; i < m.log().size(); ++i) {
     const LogEntry& e = m.log()[i];
     if (e.kind == LogEntry::Kind::Enqueue) continue;
-    actions.push_back("  @" + std::to_string(i) + " host" + std::to_string(e.host.value) + ": " + host_action(m, e));
+    actions.push_back(fmt::format("  @{} host{}: {}", i, e.host.value, host_action(m, e)));
   }
-  os << "host actions (" << actions.size() << "):\n";
-  for (const auto& a : actions) os << a << "\n";
-  os << "findings (" << m.findings().size() << "):\n";
+  put(out, "host actions ({}):\n", actions.size());
+  for (const auto& a : actions) put(out, "{}\n", a);
+  put(out, "findings ({}):\n", m.findings().size());
   for (const Finding& f : m.findings())
-    for (const auto& line : split_lines(sim::format(m, f))) os << "  " << line << "\n";
-  return os.str();
+    for (const auto& line : split_lines(sim::format(m, f))) put(out, "  {}\n", line);
+  return out;
 }
 
 // ---------------------------------------------------------------- DOT
@@ -154,20 +160,22 @@ std::string render_dot(const DeviceModel& m) {
   // The findings: their ops filled red, then each missing edge dashed red.
   const auto highlight = [&](std::ostream& os) {
     std::set<sim::HbGraph::Vertex> red;
-    std::ostringstream edges;
-    if (!m.findings().empty()) edges << "  // findings: racing ops in red, the missing edge dashed red\n";
+    std::string edges;
+    if (!m.findings().empty()) edges += "  // findings: racing ops in red, the missing edge dashed red\n";
     for (const Finding& f : m.findings()) {
       red.insert(g.vertex(f.first));
       if (!f.second) continue;
       red.insert(g.vertex(*f.second));
-      const std::string label = f.definite ? "freed before use" : "missing";
-      edges << "  n" << g.vertex(f.first) << " -> n" << g.vertex(*f.second)
-            << " [style=dashed, color=red, fontcolor=red, penwidth=2, constraint=false, label=\"" << dot_escape(label)
-            << "\", tooltip=\"" << dot_escape(sim::format(m, f)) << "\"];\n";
+      put(edges,
+          "  n{} -> n{} [style=dashed, color=red, fontcolor=red, penwidth=2, constraint=false, label=\"{}\", "
+          "tooltip=\"{}\"];\n",
+          g.vertex(f.first), g.vertex(*f.second), f.definite ? "freed before use" : "missing",
+          dot_escape(sim::format(m, f)));
     }
+    std::string nodes;
     for (const auto v : red)
-      os << "  n" << v << " [color=red, fontcolor=red, penwidth=2, style=filled, fillcolor=\"#ffe5e5\"];\n";
-    os << edges.str();
+      put(nodes, "  n{} [color=red, fontcolor=red, penwidth=2, style=filled, fillcolor=\"#ffe5e5\"];\n", v);
+    os << nodes << edges;
   };
   std::ostringstream dot;
   g.write_dot(dot, highlight);
@@ -200,8 +208,8 @@ struct Place {
   int half_h = 0;
 };
 
-void svg_text(std::ostringstream& os, int x, int y, const std::string& text, const char* extra_attrs = "") {
-  os << "<text x=\"" << x << "\" y=\"" << y << "\"" << extra_attrs << ">" << xml_escape(text) << "</text>\n";
+void svg_text(std::string& out, int x, int y, const std::string& text, const char* extra_attrs = "") {
+  put(out, "<text x=\"{}\" y=\"{}\"{}>{}</text>\n", x, y, extra_attrs, xml_escape(text));
 }
 
 /// A straight arrow between two placed entries, leaving / entering through the
@@ -209,17 +217,14 @@ void svg_text(std::ostringstream& os, int x, int y, const std::string& text, con
 std::string arrow_path(const Place& a, const Place& b, int bulge) {
   using L = SvgLayout;
   const int x1 = L::cx(a.col), x2 = L::cx(b.col);
-  std::ostringstream d;
   if (a.lane == b.lane) {
     const int y1 = L::lane_mid(a.lane) - a.half_h, y2 = L::lane_mid(b.lane) - b.half_h;
-    d << "M " << x1 << " " << y1 << " Q " << (x1 + x2) / 2 << " " << std::min(y1, y2) - bulge << " " << x2 << " " << y2;
-  } else {
-    const bool down = b.lane > a.lane;
-    const int y1 = L::lane_mid(a.lane) + (down ? a.half_h : -a.half_h);
-    const int y2 = L::lane_mid(b.lane) + (down ? -b.half_h : b.half_h);
-    d << "M " << x1 << " " << y1 << " L " << x2 << " " << y2;
+    return fmt::format("M {} {} Q {} {} {} {}", x1, y1, (x1 + x2) / 2, std::min(y1, y2) - bulge, x2, y2);
   }
-  return d.str();
+  const bool down = b.lane > a.lane;
+  const int y1 = L::lane_mid(a.lane) + (down ? a.half_h : -a.half_h);
+  const int y2 = L::lane_mid(b.lane) + (down ? -b.half_h : b.half_h);
+  return fmt::format("M {} {} L {} {}", x1, y1, x2, y2);
 }
 
 }  // namespace
@@ -344,143 +349,139 @@ void plan_size(const DeviceModel& m, SvgPlan& plan) {
       plan.findings_y + (finding_lines.empty() ? line_h : static_cast<int>(finding_lines.size() + 1) * line_h) + 12;
 }
 
-void draw_header(std::ostringstream& os, const DeviceModel& m, const SvgPlan& plan) {
+void draw_header(std::string& out, const DeviceModel& m, const SvgPlan& plan) {
   const int width = plan.width, height = plan.height;
-  os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-     << "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" << width << "\" height=\"" << height
-     << "\" viewBox=\"0 0 " << width << " " << height << "\" font-family=\"DejaVu Sans, Arial, sans-serif\">\n";
-  os << "<defs>\n";
+  put(out,
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+      "font-family=\"DejaVu Sans, Arial, sans-serif\">\n",
+      width, height);
+  out += "<defs>\n";
   for (const auto& [id, color] : std::vector<std::pair<const char*, const char*>>{
            {"arrow-event", "#1f5fbf"}, {"arrow-sync", "#777777"}, {"arrow-missing", "#d62728"}})
-    os << "<marker id=\"" << id << "\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" "
-       << "markerHeight=\"7\" orient=\"auto\"><path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"" << color << "\"/></marker>\n";
-  os << "</defs>\n";
-  os << "<rect x=\"0\" y=\"0\" width=\"" << width << "\" height=\"" << height << "\" fill=\"#ffffff\"/>\n";
-  {
-    std::size_t ops = 0;
-    for (std::uint32_t s = 0; s < m.stream_count(); ++s) ops += m.op_count(sim::StreamIndex{s});
-    const std::size_t nf = m.findings().size();
-    svg_text(os, 12, 26,
-             "streamcheck run: " + std::to_string(m.stream_count()) + " stream" + (m.stream_count() == 1 ? "" : "s") +
-                 ", " + std::to_string(ops) + " op" + (ops == 1 ? "" : "s") + ", " + std::to_string(nf) + " finding" +
-                 (nf == 1 ? "" : "s"),
-             " font-size=\"16\" font-weight=\"bold\" fill=\"#222222\"");
-    svg_text(os, 12, 46, "columns: API calls in program order (left to right)", " font-size=\"12\" fill=\"#666666\"");
-  }
+    put(out,
+        "<marker id=\"{}\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" "
+        "orient=\"auto\"><path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"{}\"/></marker>\n",
+        id, color);
+  out += "</defs>\n";
+  put(out, "<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n", width, height);
+  std::size_t ops = 0;
+  for (std::uint32_t s = 0; s < m.stream_count(); ++s) ops += m.op_count(sim::StreamIndex{s});
+  const std::size_t nf = m.findings().size();
+  svg_text(out, 12, 26,
+           fmt::format("streamcheck run: {} stream{}, {} op{}, {} finding{}", m.stream_count(),
+                       m.stream_count() == 1 ? "" : "s", ops, ops == 1 ? "" : "s", nf, nf == 1 ? "" : "s"),
+           " font-size=\"16\" font-weight=\"bold\" fill=\"#222222\"");
+  svg_text(out, 12, 46, "columns: API calls in program order (left to right)", " font-size=\"12\" fill=\"#666666\"");
 }
 
-void draw_lanes(std::ostringstream& os, const DeviceModel& m, const SvgPlan& plan) {
+void draw_lanes(std::string& out, const DeviceModel& m, const SvgPlan& plan) {
   using L = SvgLayout;
-  const auto& lane_names = plan.lane_names;
-  const int width = plan.width, lanes_bottom = plan.lanes_bottom;
-  os << "<g id=\"lanes\">\n";
-  for (std::size_t l = 0; l < lane_names.size(); ++l) {
+  out += "<g id=\"lanes\">\n";
+  for (std::size_t l = 0; l < plan.lane_names.size(); ++l) {
     const bool host = l >= m.stream_count();
-    os << "<rect x=\"0\" y=\"" << L::lane_top(l) << "\" width=\"" << width << "\" height=\"" << L::kLaneH
-       << "\" fill=\"" << (host ? "#fff8e6" : (l % 2 == 0 ? "#f3f6fa" : "#ffffff")) << "\" stroke=\"#d0d7de\"/>\n";
-    svg_text(os, 12, L::lane_mid(l) + 5, shorten(lane_names[l], 14),
+    put(out, "<rect x=\"0\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"#d0d7de\"/>\n", L::lane_top(l),
+        plan.width, L::kLaneH, host ? "#fff8e6" : (l % 2 == 0 ? "#f3f6fa" : "#ffffff"));
+    svg_text(out, 12, L::lane_mid(l) + 5, shorten(plan.lane_names[l], 14),
              " class=\"lane-label\" font-size=\"15\" font-weight=\"bold\" fill=\"#222222\"");
   }
-  os << "<line x1=\"" << L::kLabelW - 6 << "\" y1=\"" << L::kTop << "\" x2=\"" << L::kLabelW - 6 << "\" y2=\""
-     << lanes_bottom << "\" stroke=\"#b0b7bf\"/>\n";
-  os << "</g>\n";
+  put(out, "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#b0b7bf\"/>\n", L::kLabelW - 6, L::kTop,
+      plan.lanes_bottom);
+  out += "</g>\n";
 }
 
 /// HB edges under the boxes: event edges (R3) and host synchronization (R4).
-void draw_hb_edges(std::ostringstream& os, const SvgPlan& plan) {
+void draw_hb_edges(std::string& out, const SvgPlan& plan) {
   const auto& place = plan.place;
-  const auto& event_edges = plan.event_edges;
-  const auto& sync_edges = plan.sync_edges;
-  os << "<g id=\"hb-edges\" fill=\"none\">\n";
-  for (const auto& [a, b] : event_edges)
-    os << "<path class=\"event-edge\" d=\"" << arrow_path(place[a], place[b], 30)
-       << "\" stroke=\"#1f5fbf\" stroke-width=\"2\" marker-end=\"url(#arrow-event)\"/>\n";
-  for (const auto& [a, b] : sync_edges)
-    os << "<path class=\"sync-edge\" d=\"" << arrow_path(place[a], place[b], 30)
-       << "\" stroke=\"#777777\" stroke-width=\"1.5\" stroke-dasharray=\"2,3\" marker-end=\"url(#arrow-sync)\"/>\n";
-  os << "</g>\n";
+  out += "<g id=\"hb-edges\" fill=\"none\">\n";
+  for (const auto& [a, b] : plan.event_edges)
+    put(out,
+        "<path class=\"event-edge\" d=\"{}\" stroke=\"#1f5fbf\" stroke-width=\"2\" "
+        "marker-end=\"url(#arrow-event)\"/>\n",
+        arrow_path(place[a], place[b], 30));
+  for (const auto& [a, b] : plan.sync_edges)
+    put(out,
+        "<path class=\"sync-edge\" d=\"{}\" stroke=\"#777777\" stroke-width=\"1.5\" stroke-dasharray=\"2,3\" "
+        "marker-end=\"url(#arrow-sync)\"/>\n",
+        arrow_path(place[a], place[b], 30));
+  out += "</g>\n";
 }
 
-void draw_entries(std::ostringstream& os, const DeviceModel& m, const SvgPlan& plan) {
+void draw_entries(std::string& out, const DeviceModel& m, const SvgPlan& plan) {
   using L = SvgLayout;
   const auto& log = m.log();
-  const auto& place = plan.place;
-  const auto& red = plan.red;
-  const auto& leak_tags = plan.leak_tags;
-  os << "<g id=\"ops\">\n";
+  out += "<g id=\"ops\">\n";
   for (std::size_t i = 0; i < log.size(); ++i) {
     const LogEntry& e = log[i];
-    const Place& p = place[i];
+    const Place& p = plan.place[i];
     const int x = L::cx(p.col), y = L::lane_mid(p.lane);
-    const bool is_red = red.count(i) != 0;
+    const bool is_red = plan.red.count(i) != 0;
     switch (e.kind) {
       case LogEntry::Kind::Enqueue: {
         const OpKind k = m.op_kind(e.op);
         const char* fill = k == OpKind::Kernel ? "#dbe9ff" : k == OpKind::Alloc ? "#ddf4dd" : "#f1e4fb";
-        os << "<g class=\"op" << (is_red ? " finding" : "") << "\">\n<title>" << xml_escape(sim::describe(m, e.op))
-           << "</title>\n";
-        os << "<rect x=\"" << x - L::kBoxW / 2 << "\" y=\"" << y - L::kBoxH / 2 << "\" width=\"" << L::kBoxW
-           << "\" height=\"" << L::kBoxH << "\" rx=\"4\" fill=\"" << fill << "\" stroke=\""
-           << (is_red ? "#d62728" : "#5a6b7d") << "\" stroke-width=\"" << (is_red ? 3 : 1) << "\"/>\n";
-        svg_text(os, x, y - 5, "#" + std::to_string(e.op.index) + " " + std::string(sim::to_string(k)),
+        put(out, "<g class=\"op{}\">\n<title>{}</title>\n", is_red ? " finding" : "",
+            xml_escape(sim::describe(m, e.op)));
+        put(out,
+            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"4\" fill=\"{}\" stroke=\"{}\" "
+            "stroke-width=\"{}\"/>\n",
+            x - L::kBoxW / 2, y - L::kBoxH / 2, L::kBoxW, L::kBoxH, fill, is_red ? "#d62728" : "#5a6b7d",
+            is_red ? 3 : 1);
+        svg_text(out, x, y - 5, fmt::format("#{} {}", e.op.index, sim::to_string(k)),
                  " text-anchor=\"middle\" font-size=\"11\" fill=\"#555555\"");
-        svg_text(os, x, y + 13, shorten(m.op_label(e.op), L::kBoxChars),
+        svg_text(out, x, y + 13, shorten(m.op_label(e.op), L::kBoxChars),
                  " text-anchor=\"middle\" font-size=\"13\" fill=\"#111111\"");
-        os << "</g>\n";
-        if (auto it = leak_tags.find(i); it != leak_tags.end()) {
-          std::string tag;
-          for (const auto& t : it->second) tag += (tag.empty() ? "" : ", ") + t;
-          svg_text(os, x, y - L::kBoxH / 2 - 5, tag,
+        out += "</g>\n";
+        if (auto it = plan.leak_tags.find(i); it != plan.leak_tags.end())
+          svg_text(out, x, y - L::kBoxH / 2 - 5, fmt::format("{}", fmt::join(it->second, ", ")),
                    " text-anchor=\"middle\" font-size=\"12\" font-weight=\"bold\" fill=\"#d62728\"");
-        }
         break;
       }
       case LogEntry::Kind::Record:
       case LogEntry::Kind::Wait: {
         const bool rec = e.kind == LogEntry::Kind::Record;
         const int d = L::kDiamond;
-        os << "<g class=\"" << (rec ? "record" : "wait") << "\">\n<title>" << xml_escape(host_action(m, e))
-           << "</title>\n";
-        os << "<polygon points=\"" << x << "," << y - d << " " << x + d << "," << y << " " << x << "," << y + d << " "
-           << x - d << "," << y << "\" fill=\"" << (rec ? "#1f5fbf" : "#ffffff")
-           << "\" stroke=\"#1f5fbf\" stroke-width=\"2\"/>\n";
-        svg_text(os, x + d + 4, y + 4, (rec ? "record " : "wait ") + event_name(e.event),
+        put(out, "<g class=\"{}\">\n<title>{}</title>\n", rec ? "record" : "wait", xml_escape(host_action(m, e)));
+        put(out, "<polygon points=\"{},{} {},{} {},{} {},{}\" fill=\"{}\" stroke=\"#1f5fbf\" stroke-width=\"2\"/>\n", x,
+            y - d, x + d, y, x, y + d, x - d, y, rec ? "#1f5fbf" : "#ffffff");
+        svg_text(out, x + d + 4, y + 4, (rec ? "record " : "wait ") + event_name(e.event),
                  " font-size=\"12\" fill=\"#1f5fbf\"");
-        os << "</g>\n";
+        out += "</g>\n";
         break;
       }
       default: {
         const int h = p.half_h;
-        os << "<g class=\"host-action\">\n<title>"
-           << xml_escape("host" + std::to_string(e.host.value) + ": " + host_action(m, e)) << "</title>\n";
-        os << "<rect x=\"" << x - L::kBoxW / 2 << "\" y=\"" << y - h << "\" width=\"" << L::kBoxW << "\" height=\""
-           << 2 * h << "\" rx=\"" << h << "\" fill=\"#ffe9b3\" stroke=\"#b58900\"/>\n";
-        svg_text(os, x, y + 5, shorten(host_action_short(m, e), L::kBoxChars),
+        put(out, "<g class=\"host-action\">\n<title>{}</title>\n",
+            xml_escape(fmt::format("host{}: {}", e.host.value, host_action(m, e))));
+        put(out, "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"{}\" fill=\"#ffe9b3\" stroke=\"#b58900\"/>\n",
+            x - L::kBoxW / 2, y - h, L::kBoxW, 2 * h, h);
+        svg_text(out, x, y + 5, shorten(host_action_short(m, e), L::kBoxChars),
                  " text-anchor=\"middle\" font-size=\"12\" fill=\"#111111\"");
-        os << "</g>\n";
+        out += "</g>\n";
       }
     }
   }
-  os << "</g>\n";
+  out += "</g>\n";
 }
 
 /// The findings' missing edges, over the boxes.
-void draw_missing_edges(std::ostringstream& os, const DeviceModel& m, const SvgPlan& plan) {
+void draw_missing_edges(std::string& out, const DeviceModel& m, const SvgPlan& plan) {
   using L = SvgLayout;
-  const auto& place = plan.place;
   const auto& op_entry = plan.op_entry;
-  os << "<g id=\"missing-edges\" fill=\"none\">\n";
+  out += "<g id=\"missing-edges\" fill=\"none\">\n";
   std::map<std::pair<std::size_t, std::size_t>, int> seen_pairs;  // stacks labels of one pair
   for (const Finding& f : m.findings()) {
     if (!f.second) continue;
     const auto ia = op_entry.find(f.first), ib = op_entry.find(*f.second);
     if (ia == op_entry.end() || ib == op_entry.end()) continue;
-    const Place& a = place[ia->second];
-    const Place& b = place[ib->second];
+    const Place& a = plan.place[ia->second];
+    const Place& b = plan.place[ib->second];
     const int nth = seen_pairs[{ia->second, ib->second}]++;
-    os << "<g class=\"missing-edge\">\n<title>" << xml_escape(sim::format(m, f)) << "</title>\n";
-    os << "<path d=\"" << arrow_path(a, b, 44 + 10 * nth)
-       << "\" stroke=\"#d62728\" stroke-width=\"2.5\" stroke-dasharray=\"7,5\" marker-end=\"url(#arrow-missing)\"/>\n";
+    put(out, "<g class=\"missing-edge\">\n<title>{}</title>\n", xml_escape(sim::format(m, f)));
+    put(out,
+        "<path d=\"{}\" stroke=\"#d62728\" stroke-width=\"2.5\" stroke-dasharray=\"7,5\" "
+        "marker-end=\"url(#arrow-missing)\"/>\n",
+        arrow_path(a, b, 44 + 10 * nth));
     // Label on a white plate beside the middle of the arrow (on the side the
     // arrow leaves free), or over the apex of an arc within one lane.
     const std::string label = finding_label(f) + (f.definite ? "" : ": missing edge");
@@ -495,44 +496,48 @@ void draw_missing_edges(std::ostringstream& os, const DeviceModel& m, const SvgP
       left = mid_x + 8;
       base = (b.lane > a.lane ? mid_y - 8 : mid_y + 18) + 18 * nth;
     }
-    os << "<rect x=\"" << left << "\" y=\"" << base - 13 << "\" width=\"" << w
-       << "\" height=\"18\" rx=\"3\" fill=\"#ffffff\" fill-opacity=\"0.9\" stroke=\"#d62728\" stroke-width=\"1\"/>\n";
-    svg_text(os, left + w / 2, base, label,
+    put(out,
+        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"18\" rx=\"3\" fill=\"#ffffff\" fill-opacity=\"0.9\" "
+        "stroke=\"#d62728\" stroke-width=\"1\"/>\n",
+        left, base - 13, w);
+    svg_text(out, left + w / 2, base, label,
              " text-anchor=\"middle\" font-size=\"12\" font-weight=\"bold\" fill=\"#d62728\" stroke=\"none\"");
-    os << "</g>\n";
+    out += "</g>\n";
   }
-  os << "</g>\n";
+  out += "</g>\n";
 }
 
-void draw_legend(std::ostringstream& os, const SvgPlan& plan) {
+void draw_legend(std::string& out, const SvgPlan& plan) {
   const int legend_y = plan.legend_y;
-  os << "<g id=\"legend\" font-size=\"12\" fill=\"#333333\">\n";
+  out += "<g id=\"legend\" font-size=\"12\" fill=\"#333333\">\n";
   int lx = 12;
   const auto legend = [&](const char* stroke, const char* dash, const char* marker, const std::string& text) {
-    os << "<line x1=\"" << lx << "\" y1=\"" << legend_y - 4 << "\" x2=\"" << lx + 34 << "\" y2=\"" << legend_y - 4
-       << "\" stroke=\"" << stroke << "\" stroke-width=\"2\"" << dash << " marker-end=\"url(#" << marker << ")\"/>\n";
-    svg_text(os, lx + 42, legend_y, text);
+    put(out,
+        "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2\"{} "
+        "marker-end=\"url(#{})\"/>\n",
+        lx, legend_y - 4, lx + 34, legend_y - 4, stroke, dash, marker);
+    svg_text(out, lx + 42, legend_y, text);
     lx += 42 + static_cast<int>(display_chars(text)) * 7 + 24;
   };
   legend("#1f5fbf", "", "arrow-event", "event edge (record \xE2\x86\x92 wait)");
   legend("#777777", " stroke-dasharray=\"2,3\"", "arrow-sync", "host synchronize");
   legend("#d62728", " stroke-dasharray=\"7,5\"", "arrow-missing", "missing edge of a finding");
-  os << "</g>\n";
+  out += "</g>\n";
 }
 
-void draw_findings(std::ostringstream& os, const SvgPlan& plan) {
+void draw_findings(std::string& out, const SvgPlan& plan) {
   const auto& finding_lines = plan.finding_lines;
-  const int findings_y = plan.findings_y, line_h = SvgPlan::line_h;
-  os << "<g id=\"findings\" font-family=\"DejaVu Sans Mono, monospace\" font-size=\"13\">\n";
+  const int findings_y = plan.findings_y;
+  out += "<g id=\"findings\" font-family=\"DejaVu Sans Mono, monospace\" font-size=\"13\">\n";
   if (finding_lines.empty()) {
-    svg_text(os, 12, findings_y, "no findings", " fill=\"#2a7a2a\"");
+    svg_text(out, 12, findings_y, "no findings", " fill=\"#2a7a2a\"");
   } else {
-    svg_text(os, 12, findings_y, "findings:", " font-weight=\"bold\" fill=\"#d62728\"");
+    svg_text(out, 12, findings_y, "findings:", " font-weight=\"bold\" fill=\"#d62728\"");
     for (std::size_t j = 0; j < finding_lines.size(); ++j)
-      os << "<text x=\"12\" y=\"" << findings_y + static_cast<int>(j + 1) * line_h
-         << "\" xml:space=\"preserve\" fill=\"#222222\">" << xml_escape(finding_lines[j]) << "</text>\n";
+      put(out, "<text x=\"12\" y=\"{}\" xml:space=\"preserve\" fill=\"#222222\">{}</text>\n",
+          findings_y + static_cast<int>(j + 1) * SvgPlan::line_h, xml_escape(finding_lines[j]));
   }
-  os << "</g>\n";
+  out += "</g>\n";
 }
 
 }  // namespace
@@ -544,16 +549,16 @@ std::string render_svg(const DeviceModel& m) {
   plan_hb_edges(m, plan);
   plan_findings(m, plan);
   plan_size(m, plan);
-  std::ostringstream os;
-  draw_header(os, m, plan);
-  draw_lanes(os, m, plan);
-  draw_hb_edges(os, plan);
-  draw_entries(os, m, plan);
-  draw_missing_edges(os, m, plan);
-  draw_legend(os, plan);
-  draw_findings(os, plan);
-  os << "</svg>\n";
-  return os.str();
+  std::string out;
+  draw_header(out, m, plan);
+  draw_lanes(out, m, plan);
+  draw_hb_edges(out, plan);
+  draw_entries(out, m, plan);
+  draw_missing_edges(out, m, plan);
+  draw_legend(out, plan);
+  draw_findings(out, plan);
+  out += "</svg>\n";
+  return out;
 }
 
 // ---------------------------------------------------------------- Perfetto
