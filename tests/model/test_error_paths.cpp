@@ -16,15 +16,16 @@
 #include "model/mutants.h"
 #include "model/non_tracking_resource.h"
 #include "model/resource.h"
+#include "props/resource_snapshot.h"
 #include "tests/model/sim_fixture.h"
 
 namespace streamcheck {
 namespace {
 
+using props::snapshot_of;
 using testing::has_injected_fault;
 using testing::on_device;
-using testing::snapshot;
-using testing::Snapshot;
+using Snapshot = props::ResourceSnapshot;
 using testing::stale_id;
 
 // A deterministic backend for the branches the simulator cannot reach: it
@@ -97,7 +98,7 @@ class ErrorPaths : public ::testing::Test {
     block = b.value();
     id = BlockId::of(block);
   }
-  Snapshot snap() const { return snapshot(r, env.backend, block.ptr); }
+  Snapshot snap() const { return snapshot_of(r, env.backend, block.ptr); }
   static void expect_kind(const Status& st, ErrorKind kind) {
     ASSERT_FALSE(st.ok());
     EXPECT_EQ(st.error().kind, kind) << st.error();
@@ -153,7 +154,7 @@ TEST_F(ErrorPaths, AllocateAllocAsyncFault) {
   EXPECT_EQ(snap(), before);
   auto retry = r.allocate(64, env.s1);
   ASSERT_TRUE(retry.ok());
-  EXPECT_EQ(r.live_bytes(), before.live + 64);
+  EXPECT_EQ(r.live_bytes(), before.live_bytes + 64);
 }
 
 TEST_F(ErrorPaths, AllocateCreateEventFaultUndoesAllocation) {
@@ -168,7 +169,7 @@ TEST_F(ErrorPaths, AllocateCreateEventFaultUndoesAllocation) {
   EXPECT_EQ(last_op_kind(env.s1), sim::OpKind::Free) << "the allocation must be released";
   auto retry = r.allocate(64, env.s1);
   ASSERT_TRUE(retry.ok());
-  EXPECT_EQ(r.live_block_count(), before.blocks + 1);
+  EXPECT_EQ(r.live_block_count(), before.live_blocks + 1);
 }
 
 TEST_F(ErrorPaths, AllocateRecordFaultUndoesAllocation) {
@@ -258,7 +259,7 @@ TEST_F(ErrorPaths, PrepareWaitFaultOnLastWrite) {
 TEST_F(ErrorPaths, PrepareWaitFaultOnOutstandingRead) {
   ASSERT_TRUE(r.finish_block_use(id, env.s1, Access::Read).ok());
   const Snapshot before = snap();
-  ASSERT_EQ(before.uses, std::optional<std::size_t>(2));
+  ASSERT_EQ(before.use_events.front(), std::optional<std::size_t>(2));
   env.backend.arm_fault(1);  // wait on last_write (s0), then on the read (s1)
   auto st = r.prepare_block_use(id, env.s2, Access::Write);
   expect_fault(st);
@@ -347,11 +348,11 @@ TEST_F(ErrorPaths, DeallocateUnresolvableAllocStreamLeavesEntry) {
   ASSERT_TRUE(b.ok());
   ASSERT_TRUE(r.finish_block_use(BlockId::of(b.value()), env.s1, Access::Read).ok());
   env.backend.remove_stream(env.s2);
-  const Snapshot before = snapshot(r, env.backend, b.value().ptr);
+  const Snapshot before = snapshot_of(r, env.backend, b.value().ptr);
   auto st = r.deallocate(b.value());
   expect_kind(st, ErrorKind::StreamMisuse);
-  EXPECT_EQ(snapshot(r, env.backend, b.value().ptr), before);
-  EXPECT_EQ(before.uses, std::optional<std::size_t>(2));
+  EXPECT_EQ(snapshot_of(r, env.backend, b.value().ptr), before);
+  EXPECT_EQ(before.use_events.front(), std::optional<std::size_t>(2));
   // The entry is untouched: it still tracks uses and is still live.
   EXPECT_TRUE(r.prepare_block_use(BlockId::of(b.value()), env.s1, Access::Read).ok());
 }
@@ -489,10 +490,10 @@ TEST(ErrorPathsMutants, M10LosesEntryWhenDeallocateWaitFails) {
   auto a = r.allocate(512, env.s0);
   ASSERT_TRUE(a.ok());
   ASSERT_TRUE(r.finish_block_use(BlockId::of(a.value()), env.s1, Access::Write).ok());
-  const Snapshot before = snapshot(r, env.backend, a.value().ptr);
+  const Snapshot before = snapshot_of(r, env.backend, a.value().ptr);
   env.backend.arm_fault(0);
   ASSERT_FALSE(r.deallocate(a.value()).ok());
-  EXPECT_NE(snapshot(r, env.backend, a.value().ptr), before) << "M10 must break error atomicity";
+  EXPECT_NE(snapshot_of(r, env.backend, a.value().ptr), before) << "M10 must break error atomicity";
   EXPECT_EQ(r.live_block_count(), 0u);
 }
 
