@@ -20,9 +20,11 @@
 //                      handed out again.
 #pragma once
 
+#include <atomic>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 
 #include "model/types.h"
@@ -52,5 +54,31 @@ concept Backend = requires(B& b, const B& cb, StreamId id, typename B::StreamRef
   { b.synchronize_stream(s) } -> std::same_as<Status>;
   { cb.device_ordinal() } -> std::same_as<std::uint32_t>;
 };
+
+/// The least a Backend provides, declared and never defined. The headers of
+/// templates over a backend (Resource, NonTrackingResource) assert their
+/// concept over it at their end, so a template that stops satisfying its
+/// concept fails where it is written, not in a distant instantiation.
+struct BackendArchetype {
+  struct StreamRef {};
+  struct Event {
+    Event(Event&&) noexcept;
+    Event& operator=(Event&&) noexcept;
+  };
+  using Mutex = std::mutex;
+  template <class T>
+  using Atomic = std::atomic<T>;
+
+  std::optional<StreamRef> resolve_stream(StreamId) const;
+  Result<Event> create_event();
+  Status record_event(Event&, StreamRef);
+  Status wait_event(StreamRef, const Event&);
+  Result<std::uint64_t> alloc_async(std::size_t, StreamRef);
+  Status free_async(std::uint64_t, StreamRef);
+  Status synchronize_stream(StreamRef);
+  std::uint32_t device_ordinal() const;
+};
+static_assert(Backend<BackendArchetype>,
+              "BackendArchetype must satisfy the streamcheck::Backend concept it stands for");
 
 }  // namespace streamcheck

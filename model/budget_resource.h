@@ -43,4 +43,7 @@ class BudgetResource {
   mutable Mutex mutex_;
 };
 
+static_assert(MemoryResource<BudgetResource<MemoryResourceArchetype>>,
+              "BudgetResource<Inner> must satisfy the streamcheck::MemoryResource concept (model/memory_resource.h)");
+
 }  // namespace streamcheck

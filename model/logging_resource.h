@@ -233,4 +233,7 @@ class LoggingResource {
   std::unordered_set<std::uint64_t> known_;
 };
 
+static_assert(MemoryResource<LoggingResource<MemoryResourceArchetype>>,
+              "LoggingResource<Inner> must satisfy the streamcheck::MemoryResource concept (model/memory_resource.h)");
+
 }  // namespace streamcheck

@@ -4,6 +4,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 
 #include "model/types.h"
 
@@ -22,5 +23,23 @@ concept MemoryResource = requires(R& r, const R& cr, std::size_t bytes, StreamId
   { cr.bytes_outstanding() } -> std::same_as<std::size_t>;
   { cr.device_ordinal() } -> std::same_as<std::uint32_t>;
 };
+
+/// The least a MemoryResource provides (plus the Mutex type the decorators
+/// lock with), declared and never defined: the decorators' headers assert
+/// their concept over it at their end.
+struct MemoryResourceArchetype {
+  using Mutex = std::mutex;
+  Result<DeviceBlock> allocate(std::size_t bytes, StreamId stream, AllocTag tag = {});
+  Status deallocate(const DeviceBlock& block);
+  Status prepare_block_use(BlockId id, StreamId stream, Access access);
+  Status finish_block_use(BlockId id, StreamId stream, Access access);
+  Status record_block_use(const DeviceBlock& block, StreamId stream);
+  Status reap_pending();
+  bool supports_block_use_tracking() const;
+  std::size_t bytes_outstanding() const;
+  std::uint32_t device_ordinal() const;
+};
+static_assert(MemoryResource<MemoryResourceArchetype>,
+              "MemoryResourceArchetype must satisfy the streamcheck::MemoryResource concept it stands for");
 
 }  // namespace streamcheck

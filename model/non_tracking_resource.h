@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "model/backend.h"
+#include "model/memory_resource.h"
 #include "model/types.h"
 
 namespace streamcheck {
@@ -90,5 +91,8 @@ class NonTrackingResource {
   std::unordered_map<std::uint64_t, Entry> live_;
   std::size_t live_bytes_ = 0;
 };
+
+static_assert(MemoryResource<NonTrackingResource<BackendArchetype>>,
+              "NonTrackingResource<B> must satisfy the streamcheck::MemoryResource concept (model/memory_resource.h)");
 
 }  // namespace streamcheck

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "model/backend.h"
+#include "model/memory_resource.h"
 #include "model/mutants.h"
 #include "model/types.h"
 
@@ -345,5 +346,10 @@ std::size_t Resource<B, P>::live_block_count() const {
   std::lock_guard lock(live_mutex_);
   return live_.size();
 }
+
+// Resource is a MemoryResource over any Backend (checked over the archetype,
+// so a broken member fails here rather than in a client's instantiation).
+static_assert(MemoryResource<Resource<BackendArchetype>>,
+              "Resource<B> must satisfy the streamcheck::MemoryResource concept (model/memory_resource.h)");
 
 }  // namespace streamcheck

@@ -1,7 +1,10 @@
 // Explicit instantiations of every template in model/ over the simulated
 // backend, for the correct protocol and every mutant, so that template code
-// nothing else instantiates still has to compile (under -Werror). The tests
-// below then run each instantiation once.
+// nothing else instantiates still has to compile (under -Werror), and the
+// MemoryResource concept asserted for every resource and decorator over a
+// real backend (each header asserts it over the archetypes too). RMM's
+// adaptor_tests.cpp does the same. The tests below then run each
+// instantiation once.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -10,6 +13,8 @@
 #include "backend_sim/sim_backend.h"
 #include "model/budget_resource.h"
 #include "model/launch_recorder.h"
+#include "model/logging_resource.h"
+#include "model/memory_resource.h"
 #include "model/mutants.h"
 #include "model/non_tracking_resource.h"
 #include "model/resource.h"
@@ -36,11 +41,31 @@ template class sc::Resource<SimB, Mut<sc::MutantId::M11>>;
 // Several mutants at once must compose too.
 template class sc::Resource<SimB, sc::MutantSet<sc::MutantId::M1, sc::MutantId::M4, sc::MutantId::M11>>;
 
-// --- The other resources and the decorator over each.
+// --- The other resources and the decorators over each.
 template class sc::NonTrackingResource<SimB>;
 template class sc::BudgetResource<sc::Resource<SimB>>;
 template class sc::BudgetResource<sc::NonTrackingResource<SimB>>;
 template class sc::BudgetResource<sc::BudgetResource<sc::Resource<SimB>>>;
+template class sc::LoggingResource<sc::Resource<SimB>>;
+template class sc::LoggingResource<sc::NonTrackingResource<SimB>>;
+template class sc::LoggingResource<sc::BudgetResource<sc::Resource<SimB>>>;
+
+// --- Every resource and decorator is a MemoryResource.
+static_assert(sc::MemoryResource<sc::Resource<SimB>>, "Resource<SimBackend> is not a MemoryResource");
+static_assert(sc::MemoryResource<sc::Resource<SimB, Mut<sc::MutantId::M1>>>,
+              "a mutant Resource<SimBackend, M1> is not a MemoryResource");
+static_assert(sc::MemoryResource<sc::NonTrackingResource<SimB>>,
+              "NonTrackingResource<SimBackend> is not a MemoryResource");
+static_assert(sc::MemoryResource<sc::BudgetResource<sc::Resource<SimB>>>,
+              "BudgetResource<Resource<SimBackend>> is not a MemoryResource");
+static_assert(sc::MemoryResource<sc::BudgetResource<sc::NonTrackingResource<SimB>>>,
+              "BudgetResource<NonTrackingResource<SimBackend>> is not a MemoryResource");
+static_assert(sc::MemoryResource<sc::LoggingResource<sc::Resource<SimB>>>,
+              "LoggingResource<Resource<SimBackend>> is not a MemoryResource");
+static_assert(sc::MemoryResource<sc::LoggingResource<sc::NonTrackingResource<SimB>>>,
+              "LoggingResource<NonTrackingResource<SimBackend>> is not a MemoryResource");
+static_assert(sc::MemoryResource<sc::LoggingResource<sc::BudgetResource<sc::Resource<SimB>>>>,
+              "LoggingResource<BudgetResource<Resource<SimBackend>>> is not a MemoryResource");
 
 // --- LaunchRecorder and its member templates over every resource kind.
 template class sc::LaunchRecorder<sc::CorrectProtocol>;
@@ -54,6 +79,7 @@ STREAMCHECK_INSTANTIATE_RECORDER(sc::CorrectProtocol, sc::Resource<SimB>)
 STREAMCHECK_INSTANTIATE_RECORDER(sc::CorrectProtocol, sc::NonTrackingResource<SimB>)
 STREAMCHECK_INSTANTIATE_RECORDER(sc::CorrectProtocol, sc::BudgetResource<sc::Resource<SimB>>)
 STREAMCHECK_INSTANTIATE_RECORDER(sc::CorrectProtocol, sc::BudgetResource<sc::NonTrackingResource<SimB>>)
+STREAMCHECK_INSTANTIATE_RECORDER(sc::CorrectProtocol, sc::LoggingResource<sc::Resource<SimB>>)
 STREAMCHECK_INSTANTIATE_RECORDER(Mut<sc::MutantId::M9>, sc::Resource<SimB>)
 using ResourceM9 = sc::Resource<SimB, Mut<sc::MutantId::M9>>;
 STREAMCHECK_INSTANTIATE_RECORDER(Mut<sc::MutantId::M9>, ResourceM9)

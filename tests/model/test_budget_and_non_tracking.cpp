@@ -9,7 +9,6 @@
 
 #include "model/budget_resource.h"
 #include "model/launch_recorder.h"
-#include "model/memory_resource.h"
 #include "model/non_tracking_resource.h"
 #include "model/resource.h"
 #include "tests/model/sim_fixture.h"
@@ -20,10 +19,6 @@ namespace {
 using Inner = Resource<sim::SimBackend>;
 using Budget = BudgetResource<Inner>;
 using Direct = NonTrackingResource<sim::SimBackend>;
-
-static_assert(MemoryResource<Budget>);
-static_assert(MemoryResource<Direct>);
-static_assert(MemoryResource<BudgetResource<Direct>>);
 
 class BudgetTest : public ::testing::Test {
  protected:
