@@ -1,18 +1,17 @@
-// The core on real CUDA streams (label `gpu`): seed 000's and 001's
-// GPU-gated tests, the stamp kernels, event/stream pooling, and the
-// protocol property instantiated for the CUDA backend. Without a GPU every
-// test reports Skipped.
+// The CUDA backend on real streams (label `gpu`): completion fences, the
+// stamp kernels, event/stream pooling, injected faults, and the protocol
+// property instantiated for the CUDA backend. Seed 000's and 001's cases run
+// here through the conformance suites (test_resource_conformance.cpp).
+// Without a GPU every test reports Skipped.
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 
 #include <memory>
 
 #include "backend_cuda/cuda_backend.h"
-#include "model/launch_recorder.h"
-#include "model/non_tracking_resource.h"
-#include "model/resource.h"
 #include "props/harness.h"
 #include "props/protocol_property.h"
+#include "tests/backend_cuda/gpu_device.h"
 
 namespace streamcheck::cuda {
 namespace {
@@ -20,190 +19,20 @@ namespace {
 class Gpu : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto b = CudaBackend::create(options());
-    if (!b) GTEST_SKIP() << "no usable GPU: " << b.error().to_string();
-    backend = std::move(b).value();
+    if (auto why = device.unavailable()) GTEST_SKIP() << *why;
+    backend = &device.backend();
     s0 = backend->add_stream("s0");
     s1 = backend->add_stream("s1");
     s2 = backend->add_stream("s2");
   }
-  virtual CudaBackendOptions options() const { return {}; }
   StreamRef ref(StreamId s) const { return *backend->resolve_stream(s); }
 
-  std::unique_ptr<CudaBackend> backend;
+  GpuDevice device;
+  CudaBackend* backend = nullptr;
   StreamId s0{}, s1{}, s2{};
 };
 
-// --- seed 000 (the resource on the GPU)
-
-TEST_F(Gpu, Seed000AllocateDeallocateRoundTrip) {
-  Resource<CudaBackend> r(*backend);
-  auto b = r.allocate(2048, s0);
-  ASSERT_TRUE(b.ok()) << b.error();
-  EXPECT_EQ(b.value().bytes, 2048u);
-  EXPECT_EQ(b.value().alloc_stream, s0);
-  EXPECT_NE(b.value().ptr, 0u);
-  EXPECT_EQ(r.bytes_outstanding(), 2048u);
-  EXPECT_EQ(r.live_bytes(), 2048u);
-  ASSERT_TRUE(r.deallocate(b.value()).ok());
-  EXPECT_EQ(r.live_bytes(), 0u);
-  EXPECT_EQ(r.pending_free_bytes(), 2048u);
-  EXPECT_EQ(r.bytes_outstanding(), 2048u);
-  ASSERT_TRUE(r.reap_pending().ok());
-  EXPECT_EQ(r.bytes_outstanding(), 0u);
-}
-
-TEST_F(Gpu, Seed000AllocateOnANonDefaultStream) {
-  Resource<CudaBackend> r(*backend);
-  auto b = r.allocate(1024, s2);
-  ASSERT_TRUE(b.ok());
-  EXPECT_EQ(b.value().alloc_stream, s2);
-  ASSERT_TRUE(r.deallocate(b.value()).ok());
-  EXPECT_EQ(r.bytes_outstanding(), 1024u);
-  ASSERT_TRUE(r.reap_pending().ok());
-  EXPECT_EQ(r.bytes_outstanding(), 0u);
-}
-
-TEST_F(Gpu, Seed000UnknownStreamRejected) {
-  Resource<CudaBackend> r(*backend);
-  auto b = r.allocate(64, StreamId{99});
-  ASSERT_FALSE(b.ok());
-  EXPECT_EQ(b.error().kind, ErrorKind::StreamMisuse);
-}
-
-TEST_F(Gpu, Seed000DeallocateUnknownBlockIsUseAfterFree) {
-  Resource<CudaBackend> r(*backend);
-  DeviceBlock bogus{0xfeedface, 0, s0, 16, 1, {}, Generation::next(), BlockState::Live};
-  auto st = r.deallocate(bogus);
-  ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.error().kind, ErrorKind::UseAfterFree);
-}
-
-TEST_F(Gpu, Seed000ReapRestoresUnsyncedStreamsWhenASyncFails) {
-  Resource<CudaBackend> r(*backend);
-  auto a = r.allocate(1024, s1);
-  auto b = r.allocate(2048, s2);
-  ASSERT_TRUE(a.ok() && b.ok());
-  ASSERT_TRUE(r.deallocate(a.value()).ok());
-  ASSERT_TRUE(r.deallocate(b.value()).ok());
-  backend->arm_fault(0);  // the first synchronize fails
-  auto st = r.reap_pending();
-  ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.error().message.find(CudaBackend::kInjectedFault), std::string::npos);
-  EXPECT_EQ(r.pending_free_bytes(), 3072u);
-  EXPECT_EQ(r.pending_per_stream_total(), 3072u);
-  ASSERT_TRUE(r.reap_pending().ok());
-  EXPECT_EQ(r.pending_free_bytes(), 0u);
-  EXPECT_EQ(r.pending_per_stream_total(), 0u);
-}
-
-// --- seed 001 (the recorder on the GPU)
-
-TEST_F(Gpu, Seed001EmptyCommitIsOkInBothModes) {
-  Resource<CudaBackend> r(*backend);
-  LaunchRecorder<> p(s1, RecorderMode::Permissive);
-  LaunchRecorder<> s(s1, RecorderMode::Strict);
-  EXPECT_TRUE(p.commit(r).ok());
-  EXPECT_TRUE(s.commit(r).ok());
-}
-
-TEST_F(Gpu, Seed001StrictRejectsUntrackedAtPreflight) {
-  Resource<CudaBackend> r(*backend);
-  LaunchRecorder<> rec(s1, RecorderMode::Strict);
-  rec.read(nullptr);
-  auto st = rec.preflight(r);
-  ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.error().message.find("untracked buffer rejected"), std::string::npos);
-}
-
-TEST_F(Gpu, Seed001PreflightRejectsNonTrackingResource) {
-  NonTrackingResource<CudaBackend> direct(*backend);
-  auto b = direct.allocate(64, s0);
-  ASSERT_TRUE(b.ok());
-  LaunchRecorder<> rec(s1, RecorderMode::Strict);
-  rec.read(&b.value());
-  auto st = rec.preflight(direct);
-  ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.error().message.find("does not support cross-stream use tracking"), std::string::npos);
-  ASSERT_TRUE(direct.deallocate(b.value()).ok());
-}
-
-TEST_F(Gpu, Seed001PreflightLaunchCommitThenReadOnAnotherStreamSeesTheWrite) {
-  Resource<CudaBackend> r(*backend);
-  auto b = r.allocate(1 << 20, s0);
-  ASSERT_TRUE(b.ok());
-  {
-    LaunchRecorder<> rec(s1, RecorderMode::Strict);
-    rec.write(&b.value());
-    ASSERT_TRUE(rec.preflight(r).ok());
-    backend->launch(ref(s1), {KernelAccess{b.value().ptr, b.value().bytes, Access::Write, {}}}, "producer");
-    ASSERT_TRUE(rec.commit(r).ok());
-  }
-  {
-    LaunchRecorder<> rec(s2, RecorderMode::Strict);
-    rec.read(&b.value());
-    ASSERT_TRUE(rec.preflight(r).ok());
-    backend->launch(ref(s2), {KernelAccess{b.value().ptr, b.value().bytes, Access::Read, {}}}, "consumer");
-    ASSERT_TRUE(rec.commit(r).ok());
-  }
-  ASSERT_TRUE(r.deallocate(b.value()).ok());
-  ASSERT_TRUE(r.reap_pending().ok());
-  backend->drain();
-  EXPECT_EQ(backend->mismatches_total(), 0u);
-}
-
-TEST_F(Gpu, Seed001CommitWithoutPreflightIsRejected) {
-  Resource<CudaBackend> r(*backend);
-  auto b = r.allocate(64, s0);
-  ASSERT_TRUE(b.ok());
-  LaunchRecorder<> rec(s1, RecorderMode::Strict);
-  rec.read(&b.value());
-  auto st = rec.commit(r);
-  ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.error().message.find("without a successful preflight"), std::string::npos);
-  ASSERT_TRUE(r.deallocate(b.value()).ok());
-}
-
-TEST_F(Gpu, Seed001RecordAfterPreflightIsRejected) {
-  Resource<CudaBackend> r(*backend);
-  auto a = r.allocate(64, s0);
-  auto b = r.allocate(64, s0);
-  ASSERT_TRUE(a.ok() && b.ok());
-  LaunchRecorder<> rec(s1, RecorderMode::Strict);
-  rec.read(&a.value());
-  ASSERT_TRUE(rec.preflight(r).ok());
-  rec.read(&b.value());
-  auto st = rec.commit(r);
-  ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.error().message.find("recorded after preflight"), std::string::npos);
-  rec.abandon();
-  ASSERT_TRUE(r.deallocate(a.value()).ok());
-  ASSERT_TRUE(r.deallocate(b.value()).ok());
-}
-
-TEST_F(Gpu, Seed001PermissiveSkipsUntrackedSilently) {
-  Resource<CudaBackend> r(*backend);
-  LaunchRecorder<> rec(s1, RecorderMode::Permissive);
-  rec.read(nullptr);
-  EXPECT_EQ(rec.recorded_count(), 0u);
-  EXPECT_TRUE(rec.preflight(r).ok());
-  EXPECT_TRUE(rec.commit(r).ok());
-}
-
-TEST_F(Gpu, Seed001ReadThenWriteOfOneBlockDedupsToReadWrite) {
-  Resource<CudaBackend> r(*backend);
-  auto b = r.allocate(64, s0);
-  ASSERT_TRUE(b.ok());
-  LaunchRecorder<> rec(s1, RecorderMode::Strict);
-  rec.read(&b.value());
-  rec.write(&b.value());
-  ASSERT_EQ(rec.deduped_uses().size(), 1u);
-  EXPECT_EQ(rec.deduped_uses().front().access, Access::ReadWrite);
-  ASSERT_TRUE(rec.preflight(r).ok());
-  ASSERT_TRUE(rec.commit(r).ok());
-  EXPECT_EQ(r.pending_use_event_count(b.value().ptr), 1u);  // the write replaced the alloc-ready event
-  ASSERT_TRUE(r.deallocate(b.value()).ok());
-}
+// --- completion fences
 
 TEST_F(Gpu, CompletionFenceReportsReadinessAndWaits) {
   ASSERT_TRUE(backend->enqueue_delay(ref(s1), 20'000'000).ok());  // 20 ms of work

@@ -148,8 +148,6 @@ class NonTrackingTest : public ::testing::Test {
   Direct direct{env.backend};
 };
 
-TEST_F(NonTrackingTest, DoesNotSupportTracking) { EXPECT_FALSE(direct.supports_block_use_tracking()); }
-
 TEST_F(NonTrackingTest, TrackingCallsAreStreamMisuse) {
   auto a = direct.allocate(64, env.s0);
   ASSERT_TRUE(a.ok());
@@ -178,16 +176,6 @@ TEST_F(NonTrackingTest, AllocateDeallocateAccounting) {
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.error().kind, ErrorKind::UseAfterFree);
   EXPECT_EQ(direct.bytes_outstanding(), 32u);
-}
-
-TEST_F(NonTrackingTest, RejectsZeroBytesAndUnknownStream) {
-  auto z = direct.allocate(0, env.s0);
-  ASSERT_FALSE(z.ok());
-  EXPECT_EQ(z.error().kind, ErrorKind::Driver);
-  auto u = direct.allocate(8, StreamId{31});
-  ASSERT_FALSE(u.ok());
-  EXPECT_EQ(u.error().kind, ErrorKind::StreamMisuse);
-  EXPECT_EQ(direct.bytes_outstanding(), 0u);
 }
 
 // ---------------------------------------------------------------- P7
