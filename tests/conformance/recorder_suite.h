@@ -12,7 +12,6 @@
 #include <cstddef>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include "model/launch_recorder.h"
 #include "model/types.h"
@@ -111,7 +110,7 @@ TYPED_TEST_P(RecorderSuite, PreflightLaunchCommitThenReadOnAnotherStreamSeesTheW
   }
   ASSERT_TRUE(r.deallocate(b).ok());
   ASSERT_TRUE(r.reap_pending().ok());
-  EXPECT_EQ(this->problems_after_drain(), std::vector<std::string>{});
+  this->expect_no_problems_after_drain();
 }
 
 TYPED_TEST_P(RecorderSuite, CommitWithoutPreflightRefused) {

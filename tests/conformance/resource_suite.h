@@ -12,7 +12,6 @@
 #include <optional>
 #include <string>
 #include <type_traits>
-#include <vector>
 
 #include "model/types.h"
 #include "tests/conformance/fixture.h"
@@ -206,7 +205,7 @@ TYPED_TEST_P(ResourceSuite, RepeatedReadsOnOneStreamKeepOneEventPerStream) {
   EXPECT_EQ(t.pending_use_event_count(a.value().ptr), std::optional<std::size_t>(3));
   ASSERT_TRUE(r.deallocate(a.value()).ok());
   ASSERT_TRUE(r.reap_pending().ok());
-  EXPECT_EQ(this->problems_after_drain(), std::vector<std::string>{});
+  this->expect_no_problems_after_drain();
 }
 
 REGISTER_TYPED_TEST_SUITE_P(ResourceSuite, AllocateDeallocateReapRoundTrip, AllocateOnNonDefaultStream,
