@@ -94,16 +94,6 @@ std::string CudaBackend::device_description() const {
   return std::string(name) + ", driver API " + std::to_string(driver().version());
 }
 
-std::optional<ResourceError> CudaBackend::enter(const char* call) {
-  if (!armed_) return std::nullopt;
-  if (*armed_ > 0) {
-    --*armed_;
-    return std::nullopt;
-  }
-  armed_.reset();
-  return ResourceError::driver(std::string(kInjectedFault) + " at " + call);
-}
-
 StreamId CudaBackend::add_stream(std::string) {
   auto lease = streams_cache_->acquire();
   if (!lease) throw std::runtime_error("CudaBackend::add_stream: " + lease.error().to_string());
@@ -127,7 +117,7 @@ std::uint32_t CudaBackend::stream_index(StreamRef s) const {
 }
 
 Result<CudaBackend::Event> CudaBackend::create_event() {
-  if (auto f = enter("create_event")) return *f;
+  if (auto f = faults_.fault_at("create_event")) return *f;
   auto lease = events_->acquire();
   if (!lease) return lease.error();
   live_events_.fetch_add(1);
@@ -135,17 +125,17 @@ Result<CudaBackend::Event> CudaBackend::create_event() {
 }
 
 Status CudaBackend::record_event(Event& e, StreamRef s) {
-  if (auto f = enter("record_event")) return *f;
+  if (auto f = faults_.fault_at("record_event")) return *f;
   return cuda::record_event(e.ref().get(), s.get());
 }
 
 Status CudaBackend::wait_event(StreamRef s, const Event& e) {
-  if (auto f = enter("wait_event")) return *f;
+  if (auto f = faults_.fault_at("wait_event")) return *f;
   return cuda::wait_event(s.get(), e.ref().get());
 }
 
 Result<std::uint64_t> CudaBackend::alloc_async(std::size_t bytes, StreamRef s) {
-  if (auto f = enter("alloc_async")) return *f;
+  if (auto f = faults_.fault_at("alloc_async")) return *f;
   CUdeviceptr ptr = 0;
   if (auto st = driver().check(driver().api().mem_alloc_from_pool_async(&ptr, bytes, pool_, s.get()),
                                "cuMemAllocFromPoolAsync");
@@ -161,7 +151,7 @@ Result<std::uint64_t> CudaBackend::alloc_async(std::size_t bytes, StreamRef s) {
 }
 
 Status CudaBackend::free_async(std::uint64_t ptr, StreamRef s) {
-  if (auto f = enter("free_async")) return *f;
+  if (auto f = faults_.fault_at("free_async")) return *f;
   auto it = live_allocations_.find(ptr);
   if (it == live_allocations_.end())
     return ResourceError::driver("free_async: " + std::to_string(ptr) + " is not a live allocation of this backend");
@@ -176,7 +166,7 @@ Status CudaBackend::free_async(std::uint64_t ptr, StreamRef s) {
 }
 
 Status CudaBackend::synchronize_stream(StreamRef s) {
-  if (auto f = enter("synchronize_stream")) return *f;
+  if (auto f = faults_.fault_at("synchronize_stream")) return *f;
   return cuda::synchronize_stream(s.get());
 }
 

@@ -33,6 +33,7 @@
 #include "backend_cuda/launch_resources.h"
 #include "backend_sim/interval_map.h"
 #include "model/backend.h"
+#include "model/fault_injecting.h"
 #include "model/kernel_access.h"
 #include "model/pool_policy.h"
 
@@ -106,14 +107,13 @@ class CudaBackend {
 
   // --- validation (the props harness's ValidationBackend)
   void launch(StreamRef s, const std::vector<KernelAccess>& accesses, std::string label);
-  void arm_fault(std::uint32_t nth) { armed_ = nth; }
-  void disarm_fault() { armed_.reset(); }
+  void arm_fault(std::uint32_t nth) { faults_.arm_fault(nth); }
+  void disarm_fault() { faults_.disarm_fault(); }
   std::size_t live_event_count() const { return live_events_.load(); }
   /// P2 mismatches found since the last call (known only after drain()).
   std::vector<std::string> new_problems();
   /// Waits for all work and reads the mismatch counter.
   void drain();
-  static constexpr const char* kInjectedFault = "injected fault";
 
   // --- forcing and observation
   /// Delays the memory access of these ops (stream index, op index on that
@@ -139,7 +139,6 @@ class CudaBackend {
  private:
   explicit CudaBackend(CudaBackendOptions options) : options_(options) {}
   Status init();
-  std::optional<ResourceError> enter(const char* call);
   std::uint32_t stream_index(StreamRef s) const;
   /// Numbers the next op on `s`; returns the spin its first kernel gets.
   std::uint64_t next_op(StreamRef s);
@@ -169,7 +168,7 @@ class CudaBackend {
   sim::IntervalMap<std::uint64_t> last_stamp_;               // host view: last write enqueued per word
   std::uint64_t next_stamp_ = 1;
   std::atomic<std::size_t> live_events_{0};
-  std::optional<std::uint32_t> armed_;
+  FaultInjecting faults_;
   std::set<std::pair<std::uint32_t, std::uint32_t>> delayed_;
   std::uint64_t delay_ns_ = 0;
   std::uint64_t mismatches_ = 0;

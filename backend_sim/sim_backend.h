@@ -14,6 +14,7 @@
 #include "backend_sim/device_model.h"
 #include "backend_sim/explain.h"
 #include "model/backend.h"
+#include "model/fault_injecting.h"
 
 namespace streamcheck::sim {
 
@@ -59,7 +60,10 @@ class SimBackend {
     EventIndex id_;
   };
 
-  explicit SimBackend(DeviceModel& model, SimBackendOptions options = {}) : model_(model), options_(options) {}
+  explicit SimBackend(DeviceModel& model, SimBackendOptions options = {})
+      : model_(model),
+        options_(options),
+        faults_(options.max_explored_faults, [this] { return model_.chooser().choose(ChoiceKind::Fault, 2) == 1; }) {}
   SimBackend(const SimBackend&) = delete;
   SimBackend& operator=(const SimBackend&) = delete;
 
@@ -118,11 +122,11 @@ class SimBackend {
   /// Names the next pool op (alloc or free) in reports, e.g. "alloc b3".
   void set_op_label(std::string label) { next_label_ = std::move(label); }
   /// Makes the `nth` backend call from now (0 = the next one) fail.
-  void arm_fault(std::uint32_t nth) { armed_ = nth; }
-  void disarm_fault() { armed_.reset(); }
-  bool fault_armed() const { return armed_.has_value(); }
-  std::uint32_t faults_fired() const { return faults_fired_; }
-  std::uint64_t calls() const { return calls_; }
+  void arm_fault(std::uint32_t nth) { faults_.arm_fault(nth); }
+  void disarm_fault() { faults_.disarm_fault(); }
+  bool fault_armed() const { return faults_.fault_armed(); }
+  std::uint32_t faults_fired() const { return faults_.faults_fired(); }
+  std::uint64_t calls() const { return faults_.calls(); }
   std::size_t live_event_count() const { return model_.live_event_count(); }
   /// Findings and value mismatches that appeared since the last call, as
   /// readable lines prefixed with the property they break (P1, P2).
@@ -142,28 +146,12 @@ class SimBackend {
   DeviceModel& model() { return model_; }
   const DeviceModel& model() const { return model_; }
 
-  /// The message every injected fault carries; tests match on it.
-  static constexpr const char* kInjectedFault = "injected fault";
-
  private:
+  /// Every Backend call begins with a device-progress choice point, then a
+  /// fault point (the order in which schedule strings record them).
   std::optional<ResourceError> enter(const char* call) {
     model_.device_steps();
-    ++calls_;
-    bool fire = false;
-    if (armed_) {
-      if (*armed_ == 0) {
-        fire = true;
-        armed_.reset();
-      } else {
-        --*armed_;
-      }
-    } else if (explored_faults_ < options_.max_explored_faults) {
-      fire = model_.chooser().choose(ChoiceKind::Fault, 2) == 1;
-      if (fire) ++explored_faults_;
-    }
-    if (!fire) return std::nullopt;
-    ++faults_fired_;
-    return ResourceError::driver(std::string(kInjectedFault) + " at " + call);
+    return faults_.fault_at(call);
   }
 
   std::string take_label(const char* fallback) {
@@ -177,10 +165,7 @@ class SimBackend {
   std::string next_label_;
   std::map<StreamId, StreamRef> streams_;
   std::uint32_t next_stream_id_ = 0;
-  std::optional<std::uint32_t> armed_;
-  std::uint32_t faults_fired_ = 0;
-  std::uint32_t explored_faults_ = 0;
-  std::uint64_t calls_ = 0;
+  FaultInjecting faults_;
   std::size_t findings_seen_ = 0;
   std::size_t mismatches_seen_ = 0;
 };

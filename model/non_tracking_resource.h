@@ -31,10 +31,10 @@ class NonTrackingResource {
     auto s = backend_.resolve_stream(stream);
     if (!s) return unknown("allocate", stream);
     auto ptr = backend_.alloc_async(bytes, *s);
-    if (!ptr) return ResourceError::driver("NonTrackingResource::allocate: " + ptr.error().message);
+    if (!ptr) return ResourceError::driver_caused_by("NonTrackingResource::allocate", ptr.error());
     if (auto synced = backend_.synchronize_stream(*s); !synced) {
       (void)backend_.free_async(ptr.value(), *s);
-      return ResourceError::driver("NonTrackingResource::allocate: synchronize: " + synced.error().message);
+      return ResourceError::driver_caused_by("NonTrackingResource::allocate: synchronize", synced.error());
     }
     const Generation generation = Generation::next();
     std::lock_guard lock(mutex_);
@@ -51,12 +51,12 @@ class NonTrackingResource {
     if (it == live_.end() || it->second.generation != block.generation)
       return ResourceError::use_after_free(block.generation);
     if (auto freed = backend_.free_async(block.ptr, *s); !freed)
-      return ResourceError::driver("NonTrackingResource::deallocate: " + freed.error().message);
+      return ResourceError::driver_caused_by("NonTrackingResource::deallocate", freed.error());
     live_bytes_ -= it->second.bytes;
     live_.erase(it);
     if (auto synced = backend_.synchronize_stream(*s); !synced)
-      return ResourceError::driver("NonTrackingResource::deallocate: free queued, synchronize failed: " +
-                                   synced.error().message);
+      return ResourceError::driver_caused_by("NonTrackingResource::deallocate: free queued, synchronize failed",
+                                             synced.error());
     return {};
   }
 

@@ -122,7 +122,7 @@ Result<DeviceBlock> Resource<B, P>::allocate(std::size_t bytes, StreamId stream,
   auto s = resolve("allocate", stream);
   if (!s) return s.error();
   auto ptr = backend_.alloc_async(bytes, s.value());
-  if (!ptr) return ResourceError::driver(where("allocate") + ": alloc_async: " + ptr.error().message);
+  if (!ptr) return ResourceError::driver_caused_by(where("allocate") + ": alloc_async", ptr.error());
 
   // Undo the allocation on any later failure, so that a failed allocate
   // changes nothing the caller can observe.
@@ -139,10 +139,10 @@ Result<DeviceBlock> Resource<B, P>::allocate(std::size_t bytes, StreamId stream,
     // range) is ordered.
     auto ev = backend_.create_event();
     if (!ev)
-      return undo(ResourceError::driver(where("allocate") + ": create allocation-ready event: " + ev.error().message));
+      return undo(ResourceError::driver_caused_by(where("allocate") + ": create allocation-ready event", ev.error()));
     auto rec = backend_.record_event(ev.value(), s.value());
     if (!rec)
-      return undo(ResourceError::driver(where("allocate") + ": record allocation-ready event: " + rec.error().message));
+      return undo(ResourceError::driver_caused_by(where("allocate") + ": record allocation-ready event", rec.error()));
     ready.emplace(StreamEvent{stream, std::move(ev).value()});
   }
 
@@ -164,13 +164,13 @@ Status Resource<B, P>::wait_for_uses(const char* fn, const LiveEntry& entry, typ
                                      StreamId target_id, StreamId alloc_stream, bool wait_last_write, bool wait_reads) {
   if (wait_last_write && entry.last_write && needs_wait(entry.last_write->stream, target_id, alloc_stream)) {
     auto w = backend_.wait_event(target, entry.last_write->event);
-    if (!w) return ResourceError::driver(where(fn) + ": wait on last_write: " + w.error().message);
+    if (!w) return ResourceError::driver_caused_by(where(fn) + ": wait on last_write", w.error());
   }
   if (wait_reads) {
     for (const auto& read : entry.reads) {
       if (!needs_wait(read.stream, target_id, alloc_stream)) continue;
       auto w = backend_.wait_event(target, read.event);
-      if (!w) return ResourceError::driver(where(fn) + ": wait on outstanding read: " + w.error().message);
+      if (!w) return ResourceError::driver_caused_by(where(fn) + ": wait on outstanding read", w.error());
     }
   }
   return {};
@@ -206,9 +206,9 @@ Status Resource<B, P>::finish_block_use(BlockId id, StreamId use_stream, Access 
   }
   // Record outside the lock: the driver call may block.
   auto ev = backend_.create_event();
-  if (!ev) return ResourceError::driver(where("finish_block_use") + ": create event: " + ev.error().message);
+  if (!ev) return ResourceError::driver_caused_by(where("finish_block_use") + ": create event", ev.error());
   auto rec = backend_.record_event(ev.value(), s.value());
-  if (!rec) return ResourceError::driver(where("finish_block_use") + ": record event: " + rec.error().message);
+  if (!rec) return ResourceError::driver_caused_by(where("finish_block_use") + ": record event", rec.error());
 
   std::lock_guard lock(live_mutex_);
   auto it = live_.find(id.ptr);
@@ -230,7 +230,7 @@ Status Resource<B, P>::finish_block_use(BlockId id, StreamId use_stream, Access 
       entry.reads.push_back(StreamEvent{use_stream, std::move(ev).value()});
     } else {
       auto again = backend_.record_event(entry.reads.front().event, s.value());
-      if (!again) return ResourceError::driver(where("finish_block_use") + ": re-record: " + again.error().message);
+      if (!again) return ResourceError::driver_caused_by(where("finish_block_use") + ": re-record", again.error());
       entry.reads.front().stream = use_stream;
     }
   } else {
@@ -269,7 +269,7 @@ Status Resource<B, P>::deallocate(const DeviceBlock& block) {
                                 !P::has(MutantId::M4));
     if (!waited) return waited;
     auto freed = backend_.free_async(block.ptr, s.value());
-    if (!freed) return ResourceError::driver(where("deallocate") + ": free_async: " + freed.error().message);
+    if (!freed) return ResourceError::driver_caused_by(where("deallocate") + ": free_async", freed.error());
     if (!retired) {
       retired.emplace(std::move(it->second));
       live_.erase(it);
@@ -306,8 +306,8 @@ Status Resource<B, P>::reap_pending() {
       synced += it->second;
       continue;
     }
-    failure = ResourceError::driver(where("reap_pending") + ": synchronize StreamId(" +
-                                    std::to_string(it->first.value) + "): " + st.error().message);
+    failure = ResourceError::driver_caused_by(
+        where("reap_pending") + ": synchronize StreamId(" + std::to_string(it->first.value) + ")", st.error());
     // Put back the failing entry and every entry not yet tried (M8 forgets).
     if constexpr (!P::has(MutantId::M8)) unsynced.assign(it, drained.end());
     break;

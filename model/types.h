@@ -116,15 +116,32 @@ constexpr std::string_view to_string(ErrorKind k) {
 
 /// An error value returned by a protocol call. Which fields are meaningful
 /// depends on `kind`: message for Driver/StreamMisuse, requested/remaining
-/// for OutOfBudget, generation for UseAfterFree/OutOfBounds.
+/// for OutOfBudget, generation for UseAfterFree/OutOfBounds. `injected`
+/// marks a Driver error that a test injected (model/fault_injecting.h), also
+/// after the core wrapped it in its own context; tests and harnesses tell an
+/// injected fault from a real failure by this flag, never by the message.
 struct ResourceError {
   ErrorKind kind = ErrorKind::Driver;
   std::string message;
   std::size_t requested = 0;
   std::size_t remaining = 0;
   Generation generation{};
+  bool injected = false;
 
   static ResourceError driver(std::string msg) { return {ErrorKind::Driver, std::move(msg), 0, 0, {}}; }
+  /// The Driver error of a failed backend call `call`, injected by a test.
+  static ResourceError injected_fault(std::string_view call) {
+    ResourceError e = driver("injected fault at " + std::string(call));
+    e.injected = true;
+    return e;
+  }
+  /// A Driver error "context: cause" for a backend call that failed with
+  /// `cause`; an injected cause stays marked injected.
+  static ResourceError driver_caused_by(std::string context, const ResourceError& cause) {
+    ResourceError e = driver(std::move(context) + ": " + cause.message);
+    e.injected = cause.injected;
+    return e;
+  }
   static ResourceError stream_misuse(std::string msg) { return {ErrorKind::StreamMisuse, std::move(msg), 0, 0, {}}; }
   static ResourceError use_after_free(Generation g) { return {ErrorKind::UseAfterFree, {}, 0, 0, g}; }
   static ResourceError out_of_bounds(Generation g) { return {ErrorKind::OutOfBounds, {}, 0, 0, g}; }

@@ -133,9 +133,7 @@ class Harness {
     if (problems_.empty()) return std::nullopt;
     return problems_.front();
   }
-  static bool injected(const ResourceError& e) {
-    return e.kind == ErrorKind::Driver && e.message.find(B::kInjectedFault) != std::string::npos;
-  }
+  static bool injected(const ResourceError& e) { return e.injected; }
   typename B::StreamRef ref(StreamId id) const { return *b_.resolve_stream(id); }
   std::optional<std::size_t> newest(std::size_t count, std::uint32_t rel) const {
     if (count == 0) return std::nullopt;

@@ -598,9 +598,7 @@ struct TraceInterpreter {
     }
   }
 
-  static bool injected(const ResourceError& e) {
-    return e.kind == ErrorKind::Driver && e.message.find(sim::SimBackend::kInjectedFault) != std::string::npos;
-  }
+  static bool injected(const ResourceError& e) { return e.injected; }
   /// `--faults on` explores one transient driver failure per run. The trace
   /// program, like the built-in client, retries the resource call it hit:
   /// the fault has cleared, so the retry runs the call for real (P4 says the

@@ -11,7 +11,7 @@ namespace streamcheck::sim::test {
 namespace {
 
 bool injected(const ResourceError& e, const std::string& call) {
-  return e.kind == ErrorKind::Driver && e.message == std::string(SimBackend::kInjectedFault) + " at " + call;
+  return e.injected && e.kind == ErrorKind::Driver && e.message == ResourceError::injected_fault(call).message;
 }
 
 TEST(SimBackendFaults, ArmedFaultFiresAtExactlyTheNthCallAndOnce) {

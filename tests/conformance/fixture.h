@@ -62,10 +62,7 @@ concept CountsCalls = requires(const B& b) {
 };
 
 /// Whether `e` is the fault the backend was armed to inject.
-template <class B>
-bool is_injected_fault(const ResourceError& e) {
-  return e.kind == ErrorKind::Driver && e.message.find(B::kInjectedFault) != std::string::npos;
-}
+inline bool is_injected_fault(const ResourceError& e) { return e.injected; }
 
 // --- resource stacks: each owns its resources, built on one backend. top()
 // is the resource under test; tracked() (tracking stacks only) the Resource

@@ -37,7 +37,7 @@ class ResourceSuite : public ConformanceTest<S> {
     auto st = this->r().reap_pending();
     ASSERT_FALSE(st.ok());
     EXPECT_EQ(st.error().kind, ErrorKind::Driver);
-    EXPECT_TRUE(is_injected_fault<typename ConformanceTest<S>::BackendType>(st.error())) << st.error();
+    EXPECT_TRUE(is_injected_fault(st.error())) << st.error();
   }
   /// A reap that succeeds leaves nothing pending and nothing outstanding (P3).
   void expect_reap_drains_everything() {

@@ -42,8 +42,6 @@ inline BlockId on_device(const DeviceBlock& b, std::uint32_t ordinal) {
   return id;
 }
 
-inline bool has_injected_fault(const ResourceError& e) {
-  return e.message.find(sim::SimBackend::kInjectedFault) != std::string::npos;
-}
+inline bool has_injected_fault(const ResourceError& e) { return e.injected; }
 
 }  // namespace streamcheck::testing

@@ -10,6 +10,7 @@
 namespace streamcheck::header_check {
 const char* header_backend();
 const char* header_budget_resource();
+const char* header_fault_injecting();
 const char* header_kernel_access();
 const char* header_launch_recorder();
 const char* header_logging_resource();
@@ -25,9 +26,10 @@ namespace {
 
 std::set<std::string> checked_headers() {
   using namespace streamcheck::header_check;
-  return {header_backend(),          header_budget_resource(), header_kernel_access(), header_launch_recorder(),
-          header_logging_resource(), header_memory_resource(), header_mutants(),       header_non_tracking_resource(),
-          header_pool_policy(),      header_resource(),        header_types()};
+  return {header_backend(),         header_budget_resource(), header_fault_injecting(),
+          header_kernel_access(),   header_launch_recorder(), header_logging_resource(),
+          header_memory_resource(), header_mutants(),         header_non_tracking_resource(),
+          header_pool_policy(),     header_resource(),        header_types()};
 }
 
 TEST(ModelHeaders, EveryHeaderHasAStandaloneTranslationUnit) {
