@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # One entry point for a fresh Debian machine with nothing but this repo:
 #   bash tools/run.sh explore [streamcheck explore options]   # the main job
-#   bash tools/run.sh test                                     # the whole test suite
+#   bash tools/run.sh test                                     # the whole test suite (CI)
 # Both install what is missing (Debian packages), configure and build with
-# the CMake preset "default" (build/default), then run.
+# the CMake preset "default" (build/default), then run. `test` then builds
+# the preset "asan" (build/asan) and runs the CPU suite again under
+# AddressSanitizer + UBSan (test preset "asan": no gpu, no bench labels).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(g++ cmake make libgtest-dev librapidcheck-dev libboost-graph-dev libbenchmark-dev libpng-dev librsvg2-bin clang-format python3-jsonschema)
+packages=(g++ cmake make libgtest-dev librapidcheck-dev libboost-graph-dev libbenchmark-dev libpng-dev librsvg2-bin
+          clang-format python3-jsonschema libcli11-dev nlohmann-json3-dev libfmt-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -30,7 +33,10 @@ case "$verb" in
     ;;
   test)
     cmake --build --preset default
-    exec ctest --preset default "$@"
+    ctest --preset default "$@"
+    cmake --preset asan >/dev/null
+    cmake --build --preset asan
+    exec ctest --preset asan "$@"
     ;;
   *)
     echo "usage: bash tools/run.sh explore [options] | test [ctest options]" >&2
