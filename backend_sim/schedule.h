@@ -118,7 +118,8 @@ class ByteChooser final : public Chooser {
 };
 
 /// Stateless depth-first enumeration of every schedule of a deterministic
-/// program: run it with a fresh DfsChooser per schedule until done().
+/// program: run it once per schedule with the chooser next_run() returns,
+/// then finished(), until done().
 class DfsEnumerator {
  public:
   class RunChooser final : public Chooser {

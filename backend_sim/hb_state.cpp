@@ -1,0 +1,184 @@
+#include "backend_sim/hb_state.h"
+
+#include <fmt/core.h>
+
+#include <stdexcept>
+
+namespace streamcheck::sim {
+
+HbState::HbState() { create_host_thread(); }
+
+StreamIndex HbState::create_stream(std::string name) {
+  const StreamIndex id{static_cast<std::uint32_t>(streams_.size())};
+  Stream st;
+  st.name = name.empty() ? fmt::format("s{}", id.value) : std::move(name);
+  st.agent = next_agent_++;
+  streams_.push_back(std::move(st));
+  return id;
+}
+
+void HbState::check_stream(StreamIndex s) const {
+  if (s.value >= streams_.size())
+    throw std::out_of_range(fmt::format("DeviceModel: unknown stream {} ({} created)", s.value, streams_.size()));
+}
+
+HbState::Stream& HbState::stream(StreamIndex s) {
+  check_stream(s);
+  return streams_[s.value];
+}
+
+const HbState::Stream& HbState::stream(StreamIndex s) const {
+  check_stream(s);
+  return streams_[s.value];
+}
+
+const std::string& HbState::stream_name(StreamIndex s) const { return stream(s).name; }
+const VectorClock& HbState::stream_clock(StreamIndex s) const { return stream(s).vc; }
+std::uint32_t HbState::op_count(StreamIndex s) const { return static_cast<std::uint32_t>(stream(s).ops.size()); }
+
+EventIndex HbState::create_event() {
+  events_.push_back(Event{});
+  ++live_events_;
+  return EventIndex{static_cast<std::uint32_t>(events_.size() - 1)};
+}
+
+void HbState::check_event(EventIndex e) const {
+  if (e.value >= events_.size()) throw std::out_of_range(fmt::format("DeviceModel: unknown event {}", e.value));
+}
+
+HbState::Event& HbState::live_event(EventIndex e, const char* call) {
+  check_event(e);
+  if (!events_[e.value].live)
+    throw std::logic_error(fmt::format("DeviceModel: {} on destroyed event {}", call, e.value));
+  return events_[e.value];
+}
+
+void HbState::destroy_event(EventIndex e) {
+  check_event(e);
+  if (!events_[e.value].live) throw std::logic_error(fmt::format("DeviceModel: event {} destroyed twice", e.value));
+  events_[e.value].live = false;
+  --live_events_;
+}
+
+const std::optional<VectorClock>& HbState::capture(EventIndex e) const {
+  check_event(e);
+  return events_[e.value].capture;
+}
+
+HostThread HbState::create_host_thread() {
+  VectorClock start = hosts_.empty() ? VectorClock{} : host_clock();  // R6: creation orders the child
+  hosts_.push_back(std::move(start));
+  host_agents_.push_back(next_agent_++);
+  return HostThread{static_cast<std::uint32_t>(hosts_.size() - 1)};
+}
+
+void HbState::set_host_thread(HostThread h) {
+  if (h.value >= hosts_.size()) throw std::out_of_range(fmt::format("DeviceModel: unknown host thread {}", h.value));
+  current_host_ = h;
+}
+
+void HbState::host_tick() { hosts_.at(current_host_.value).tick(host_agents_.at(current_host_.value)); }
+
+void HbState::log_host(LogEntry::Kind kind, StreamIndex stream, EventIndex event) {
+  log_.push_back(LogEntry{kind, current_host_, stream, event, {}, {}});
+}
+
+OpRef HbState::enqueue(StreamIndex s, OpKind kind, std::string label, std::optional<OpRef> pool_dep) {
+  Stream& st = stream(s);
+  host_tick();
+  st.vc.join(host_clock());  // R5: the host's past is ordered before this op
+  st.vc.tick(st.agent);      // R1: the own component counts this stream's ops
+  const OpRef ref{s, static_cast<std::uint32_t>(st.ops.size())};
+  st.ops.push_back(Op{kind, std::move(label), st.vc, pool_dep, std::nullopt});
+  log_.push_back(LogEntry{LogEntry::Kind::Enqueue, current_host_, s, {}, ref, pool_dep});
+  return ref;
+}
+
+void HbState::record(EventIndex event, StreamIndex s) {
+  Event& ev = live_event(event, "record");
+  Stream& st = stream(s);
+  host_tick();
+  st.vc.join(host_clock());  // R5
+  ev.capture = st.vc;        // R2: the capture is replaced, never merged
+  log_host(LogEntry::Kind::Record, s, event);
+}
+
+void HbState::wait(StreamIndex s, EventIndex event) {
+  const Event& ev = live_event(event, "wait");
+  Stream& st = stream(s);
+  host_tick();
+  st.vc.join(host_clock());  // R5
+  // R3: later work on the stream is ordered after the capture as of now; a
+  // never-recorded event orders nothing.
+  if (ev.capture) st.vc.join(*ev.capture);
+  log_host(LogEntry::Kind::Wait, s, event);
+}
+
+void HbState::sync_stream(StreamIndex s) {
+  const VectorClock& target = stream(s).vc;
+  host_tick();
+  host_joins(target);  // R4
+  log_host(LogEntry::Kind::SyncStream, s, {});
+}
+
+void HbState::sync_event(EventIndex event) {
+  check_event(event);
+  host_tick();
+  if (const auto& cap = events_[event.value].capture) host_joins(*cap);  // R4
+  log_host(LogEntry::Kind::SyncEvent, {}, event);
+}
+
+void HbState::sync_device() {
+  host_tick();
+  for (const Stream& st : streams_) host_joins(st.vc);  // R4
+  log_host(LogEntry::Kind::SyncDevice, {}, {});
+}
+
+bool HbState::query_event(EventIndex event) {
+  check_event(event);
+  host_tick();
+  bool done = true;
+  if (const auto& cap = events_[event.value].capture) {
+    done = executed_all(*cap);
+    if (done) host_joins(*cap);  // R4: only a "done" answer orders the host
+  }
+  log_host(done ? LogEntry::Kind::QueryDone : LogEntry::Kind::QueryNotDone, {}, event);
+  return done;
+}
+
+void HbState::mark_executed(StreamIndex s, std::uint64_t completion) {
+  Stream& st = stream(s);
+  st.ops.at(st.executed).completion = completion;
+  ++st.executed;
+}
+
+bool HbState::covers(const VectorClock& vc, OpRef a) const {
+  (void)op(a);  // validates a
+  return vc.covers(stream(a.stream).agent, a.index + 1);
+}
+
+bool HbState::happens_before(OpRef a, OpRef b) const { return a != b && covers(op(b).vc, a); }
+
+bool HbState::host_after(OpRef a) const { return covers(host_clock(), a); }
+
+bool HbState::completed(OpRef a) const {
+  (void)op(a);  // validates a
+  return stream(a.stream).executed > a.index;
+}
+
+bool HbState::executed_all(const VectorClock& vc) const {
+  for (const Stream& st : streams_)
+    if (st.executed < vc.get(st.agent)) return false;
+  return true;
+}
+
+bool HbState::ready(OpRef r) const {
+  const Stream& own = stream(r.stream);
+  if (r.index != own.executed) return false;
+  const Op& o = own.ops.at(r.index);
+  for (std::uint32_t u = 0; u < streams_.size(); ++u)
+    if (u != r.stream.value && streams_[u].executed < o.vc.get(streams_[u].agent)) return false;
+  return !o.pool_dep || completed(*o.pool_dep);
+}
+
+}  // namespace streamcheck::sim

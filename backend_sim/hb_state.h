@@ -1,0 +1,153 @@
+// The happens-before state of a simulated run: streams, events, host threads,
+// their vector clocks, how far each stream has executed, and the API log.
+// It says what is ordered before what; which op executes next is the
+// scheduler's choice (DeviceModel), what the ops touch is the race checker's
+// (RaceChecker), and where allocations go is the pool's (Pool).
+//
+// HB rules, each implemented at the function named beside it:
+//   R1 stream order  - ops on one stream execute in enqueue order (enqueue).
+//   R2 record        - record(e, s) captures the work enqueued on s so far;
+//                      recording again replaces the capture (record).
+//   R3 wait          - wait(s, e) orders later work on s after e's capture
+//                      as of the wait; a never-recorded event does nothing
+//                      (wait).
+//   R4 host sync     - stream/event/device synchronize, and a query that
+//                      answers "done", order the host thread after the
+//                      covered work; "not done" orders nothing (sync_stream,
+//                      sync_event, sync_device, query_event).
+//   R5 enqueue       - a host action is ordered before device work the
+//                      same host thread enqueues after it (enqueue, record,
+//                      wait).
+//   R6 host threads  - a host thread's actions are ordered in program order,
+//                      and creating a thread orders the child after its
+//                      creator's past (host_tick, create_host_thread).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend_sim/ids.h"
+#include "backend_sim/vector_clock.h"
+
+namespace streamcheck::sim {
+
+enum class OpKind : std::uint8_t { Alloc, Free, Kernel };
+
+/// One API call, in program order, for the HB-graph oracle and renderers.
+struct LogEntry {
+  enum class Kind : std::uint8_t { Enqueue, Record, Wait, SyncStream, SyncEvent, SyncDevice, QueryDone, QueryNotDone };
+  Kind kind;
+  HostThread host;
+  StreamIndex stream;
+  EventIndex event;
+  OpRef op{};
+  /// For an Enqueue of a pool allocation with an internal dependency: the
+  /// free the pool made it wait for (not a user-visible HB edge).
+  std::optional<OpRef> pool_wait;
+};
+
+class HbState {
+ public:
+  /// What HB knows of one op.
+  struct Op {
+    OpKind kind;
+    std::string label;
+    VectorClock vc;                           // the op's clock: what it is ordered after
+    std::optional<OpRef> pool_dep;            // execution dependency inserted by the pool (not HB)
+    std::optional<std::uint64_t> completion;  // index in the execution order, once executed
+  };
+
+  HbState();
+
+  // --- streams, events, host threads
+  StreamIndex create_stream(std::string name);
+  std::uint32_t stream_count() const { return static_cast<std::uint32_t>(streams_.size()); }
+  const std::string& stream_name(StreamIndex s) const;
+  /// The clock of the next op on the stream: the joins of its waits and host actions.
+  const VectorClock& stream_clock(StreamIndex s) const;
+  std::uint32_t op_count(StreamIndex s) const;
+  EventIndex create_event();
+  void destroy_event(EventIndex e);
+  std::size_t live_event_count() const { return live_events_; }
+  /// The capture of the event's last record; nullopt while never recorded.
+  const std::optional<VectorClock>& capture(EventIndex e) const;
+  HostThread create_host_thread();
+  void set_host_thread(HostThread h);
+  HostThread host_thread() const { return current_host_; }
+  const VectorClock& host_clock() const { return hosts_.at(current_host_.value); }
+
+  // --- the rules; each host call is logged
+  OpRef enqueue(StreamIndex stream, OpKind kind, std::string label, std::optional<OpRef> pool_dep);  // R1, R5
+  void record(EventIndex event, StreamIndex stream);                                                 // R2
+  void wait(StreamIndex stream, EventIndex event);                                                   // R3
+  /// R4: the host is ordered after everything enqueued on the stream (the
+  /// caller executes that work first).
+  void sync_stream(StreamIndex stream);
+  /// R4: the host is ordered after the event's capture; nothing for a
+  /// never-recorded event.
+  void sync_event(EventIndex event);
+  /// R4: the host is ordered after every stream.
+  void sync_device();
+  /// R4: "done" when the capture has executed, and only then the host is
+  /// ordered after it.
+  bool query_event(EventIndex event);
+
+  // --- execution progress (the scheduler decides the order)
+  /// How many ops of the stream have executed: ops [0, n) have.
+  std::uint32_t executed_count(StreamIndex s) const { return streams_.at(s.value).executed; }
+  /// Marks the stream's next op executed, as number `completion` of the run.
+  void mark_executed(StreamIndex s, std::uint64_t completion);
+
+  // --- queries
+  const Op& op(OpRef r) const { return streams_.at(r.stream.value).ops.at(r.index); }
+  bool happens_before(OpRef a, OpRef b) const;
+  /// True when the current host thread is ordered after op `a`.
+  bool host_after(OpRef a) const;
+  /// True when clock `vc` is ordered after op `a`.
+  bool covers(const VectorClock& vc, OpRef a) const;
+  bool completed(OpRef a) const;
+  /// True when every op the clock covers has executed.
+  bool executed_all(const VectorClock& vc) const;
+  /// How many ops of stream `s` the clock is ordered after.
+  std::uint32_t covered_count(const VectorClock& vc, StreamIndex s) const { return vc.get(stream(s).agent); }
+  /// True when op `r` may execute: it is its stream's next op, and all it is
+  /// ordered after, and the pool's dependency, have executed.
+  bool ready(OpRef r) const;
+  const std::vector<LogEntry>& log() const { return log_; }
+
+ private:
+  struct Stream {
+    std::string name;
+    AgentId agent;
+    VectorClock vc;  // clock of the next op: joins of waits and host actions
+    std::vector<Op> ops;
+    std::uint32_t executed = 0;  // ops[0..executed) have executed
+  };
+  struct Event {
+    bool live = true;
+    std::optional<VectorClock> capture;
+  };
+
+  void check_stream(StreamIndex s) const;
+  Stream& stream(StreamIndex s);
+  const Stream& stream(StreamIndex s) const;
+  Event& live_event(EventIndex e, const char* call);
+  void check_event(EventIndex e) const;
+  /// R6: every host API call is the next event of the current host thread.
+  void host_tick();
+  void host_joins(const VectorClock& vc) { hosts_.at(current_host_.value).join(vc); }
+  void log_host(LogEntry::Kind kind, StreamIndex stream, EventIndex event);
+
+  std::vector<Stream> streams_;
+  std::vector<Event> events_;
+  std::size_t live_events_ = 0;
+  std::vector<VectorClock> hosts_;
+  std::vector<AgentId> host_agents_;
+  HostThread current_host_;
+  AgentId next_agent_ = 0;  // streams and host threads share one numbering
+  std::vector<LogEntry> log_;
+};
+
+}  // namespace streamcheck::sim

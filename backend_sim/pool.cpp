@@ -1,0 +1,136 @@
+#include "backend_sim/pool.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace streamcheck::sim {
+
+namespace {
+constexpr std::uint64_t kPoolBase = std::uint64_t{1} << 20;  // addresses never start at 0
+constexpr std::uint64_t kGranule = 256;
+}  // namespace
+
+std::string_view to_string(ReuseKind k) {
+  switch (k) {
+    case ReuseKind::Fresh:
+      return "fresh";
+    case ReuseKind::SameStream:
+      return "same-stream";
+    case ReuseKind::HostSynced:
+      return "host-synced";
+    case ReuseKind::EventDependency:
+      return "event-dependency";
+    case ReuseKind::Opportunistic:
+      return "opportunistic";
+    case ReuseKind::InternalDependency:
+      return "internal-dependency";
+  }
+  return "?";
+}
+
+Pool::Pool(PoolPolicy policy) : policy_(policy), bump_(kPoolBase) {}
+
+std::optional<AllocationIndex> Pool::place(StreamIndex stream, std::uint64_t bytes, const HbState& hb,
+                                           Chooser& chooser) {
+  if (bytes == 0) throw std::invalid_argument("DeviceModel::alloc: zero bytes");
+  const std::uint64_t rounded = std::max(kGranule, (bytes + kGranule - 1) / kGranule * kGranule);
+  VectorClock at = hb.stream_clock(stream);
+  at.join(hb.host_clock());
+
+  struct Candidate {
+    std::size_t index;
+    ReuseKind kind;
+  };
+  std::vector<Candidate> candidates;
+  for (std::size_t i = 0; i < free_ranges_.size(); ++i) {
+    const FreeRange& fr = free_ranges_[i];
+    if (fr.range.size() < rounded) continue;
+    const OpRef f = fr.free_op;
+    // R7: which reuses the pool may make, in order of preference.
+    if (f.stream == stream)
+      candidates.push_back({i, ReuseKind::SameStream});
+    else if (hb.host_after(f))
+      candidates.push_back({i, ReuseKind::HostSynced});
+    else if (policy_.follow_event_dependencies && hb.covers(at, f))
+      candidates.push_back({i, ReuseKind::EventDependency});
+    else if (policy_.opportunistic && hb.completed(f))
+      candidates.push_back({i, ReuseKind::Opportunistic});
+    else if (policy_.internal_dependencies)
+      candidates.push_back({i, ReuseKind::InternalDependency});
+  }
+  std::optional<std::size_t> released_fit;
+  for (std::size_t i = 0; i < released_.size() && !released_fit; ++i)
+    if (released_[i].size() >= rounded) released_fit = i;
+  const bool fresh = released_fit || bump_ - kPoolBase + rounded <= policy_.capacity;
+  const std::uint32_t options = static_cast<std::uint32_t>(candidates.size()) + (fresh ? 1 : 0);
+  if (options == 0) return std::nullopt;  // out of memory
+  const std::uint32_t pick = chooser.choose(ChoiceKind::PoolRange, options);
+
+  Allocation a{};
+  a.bytes = bytes;
+  a.stream = stream;
+  if (fresh && pick == 0) {
+    a.reuse = ReuseKind::Fresh;
+    if (released_fit) {
+      ByteRange& r = released_[*released_fit];
+      a.range = ByteRange{r.lo, r.lo + rounded};
+      r.lo += rounded;
+      if (r.lo == r.hi) released_.erase(released_.begin() + static_cast<std::ptrdiff_t>(*released_fit));
+    } else {
+      a.range = ByteRange{bump_, bump_ + rounded};
+      bump_ += rounded;
+    }
+  } else {
+    const Candidate c = candidates[pick - (fresh ? 1 : 0)];
+    FreeRange& fr = free_ranges_[c.index];
+    a.range = ByteRange{fr.range.lo, fr.range.lo + rounded};
+    a.fence = fr.free_op;
+    a.reuse = c.kind;
+    fr.range.lo += rounded;
+    if (fr.range.lo == fr.range.hi) free_ranges_.erase(free_ranges_.begin() + static_cast<std::ptrdiff_t>(c.index));
+  }
+  allocations_.push_back(a);
+  return AllocationIndex{static_cast<std::uint32_t>(allocations_.size() - 1)};
+}
+
+std::optional<AllocationIndex> Pool::live_at(std::uint64_t ptr) const {
+  for (std::size_t i = allocations_.size(); i-- > 0;)
+    if (allocations_[i].range.lo == ptr && !allocations_[i].free_op)
+      return AllocationIndex{static_cast<std::uint32_t>(i)};
+  return std::nullopt;
+}
+
+AllocationIndex Pool::containing(std::uint64_t ptr) const {
+  for (std::size_t i = allocations_.size(); i-- > 0;) {
+    const auto& a = allocations_[i];
+    if (a.range.lo <= ptr && ptr < a.range.hi) return AllocationIndex{static_cast<std::uint32_t>(i)};
+  }
+  throw std::invalid_argument(fmt::format("DeviceModel: address {:#x} is not inside any allocation", ptr));
+}
+
+void Pool::freed(AllocationIndex a, OpRef free_op) {
+  Allocation& alloc = allocations_.at(a.value);
+  alloc.free_op = free_op;
+  free_ranges_.push_back(FreeRange{alloc.range, free_op});
+}
+
+void Pool::release_idle_ranges(const HbState& hb) {
+  const auto idle = [&](const FreeRange& fr) { return hb.completed(fr.free_op) && hb.host_after(fr.free_op); };
+  std::uint64_t idle_bytes = 0;
+  for (const auto& fr : free_ranges_)
+    if (idle(fr)) idle_bytes += fr.range.size();
+  for (std::size_t i = 0; i < free_ranges_.size() && idle_bytes > policy_.release_threshold;) {
+    const FreeRange& fr = free_ranges_[i];
+    if (idle(fr)) {
+      idle_bytes -= fr.range.size();
+      released_.push_back(fr.range);
+      free_ranges_.erase(free_ranges_.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
+  }
+}
+
+}  // namespace streamcheck::sim

@@ -1,0 +1,90 @@
+// The simulated stream-ordered pool (R7): where an allocation goes. It keeps
+// the allocations, the freed ranges waiting for reuse, the ranges released
+// back past the release threshold, and the bump pointer for fresh memory.
+//
+//   R7 pool - alloc and free are ops on their stream writing the whole
+//             range; reuse of a freed range is a choice point, allowed per
+//             PoolPolicy (see ReuseKind and Pool::place). The pool
+//             guarantees that a reused range is handed out only after the
+//             previous occupant's free: the free is the new allocation's
+//             fence (RaceChecker uses it), and an internal dependency is an
+//             execution edge that user code must not rely on.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "backend_sim/byte_range.h"
+#include "backend_sim/hb_state.h"
+#include "backend_sim/ids.h"
+#include "backend_sim/schedule.h"
+#include "model/pool_policy.h"
+
+namespace streamcheck::sim {
+
+/// The pool's reuse switches are shared with the GPU backend (model/pool_policy.h).
+using PoolPolicy = streamcheck::PoolPolicy;
+
+/// How an allocation got its range.
+enum class ReuseKind : std::uint8_t {
+  Fresh,               // never handed out, or released back
+  SameStream,          // freed on the allocating stream (always allowed)
+  HostSynced,          // the free is HB-before the host (always allowed)
+  EventDependency,     // the free is HB-before the allocation via events
+  Opportunistic,       // the free already executed; adds no HB edge
+  InternalDependency,  // the pool inserts a free -> alloc wait
+};
+std::string_view to_string(ReuseKind k);
+
+struct Allocation {
+  ByteRange range;      // rounded range owned by this allocation
+  std::uint64_t bytes;  // requested bytes
+  StreamIndex stream;
+  OpRef alloc_op;
+  std::optional<OpRef> free_op;
+  std::optional<OpRef> fence;  // free of the previous occupant (pool order)
+  ReuseKind reuse;
+  /// The free the pool made this allocation wait for (InternalDependency).
+  std::optional<OpRef> pool_dep() const { return reuse == ReuseKind::InternalDependency ? fence : std::nullopt; }
+};
+
+class Pool {
+ public:
+  explicit Pool(PoolPolicy policy);
+
+  /// Chooses where `bytes` on `stream` go (a choice point among fresh memory
+  /// and the allowed reuses) and takes the range; nullopt when out of memory.
+  /// Its alloc_op is set by set_alloc_op() once the alloc is enqueued.
+  std::optional<AllocationIndex> place(StreamIndex stream, std::uint64_t bytes, const HbState& hb, Chooser& chooser);
+  void set_alloc_op(AllocationIndex a, OpRef op) { allocations_.at(a.value).alloc_op = op; }
+  /// The live allocation that starts at ptr; nullopt when there is none.
+  std::optional<AllocationIndex> live_at(std::uint64_t ptr) const;
+  /// The newest allocation whose range holds ptr; throws when none does.
+  AllocationIndex containing(std::uint64_t ptr) const;
+  /// Records the free op; its range becomes a reuse candidate.
+  void freed(AllocationIndex a, OpRef free_op);
+  /// Releases freed ranges that are idle (executed and host-synced) once
+  /// more than the release threshold of them is held.
+  void release_idle_ranges(const HbState& hb);
+
+  std::uint32_t count() const { return static_cast<std::uint32_t>(allocations_.size()); }
+  const Allocation& allocation(AllocationIndex a) const { return allocations_.at(a.value); }
+  const std::vector<Allocation>& allocations() const { return allocations_; }
+  const PoolPolicy& policy() const { return policy_; }
+
+ private:
+  struct FreeRange {
+    ByteRange range;
+    OpRef free_op;
+  };
+
+  PoolPolicy policy_;
+  std::vector<Allocation> allocations_;
+  std::vector<FreeRange> free_ranges_;
+  std::vector<ByteRange> released_;
+  std::uint64_t bump_;
+};
+
+}  // namespace streamcheck::sim

@@ -1,0 +1,103 @@
+// The race checker: every byte's last write and the reads since, checked at
+// enqueue time against happens-before (P1), and the value oracle that checks,
+// as ops execute in the chosen order, that every read sees the last write
+// ordered before it (P2). Findings are data, never exceptions.
+//
+// An access races with an earlier one to the same bytes when at least one
+// writes and neither is ordered before the other: by HB (HbState), or, for
+// bytes a reused allocation took over, by the pool's guarantee that the range
+// is handed out only after the previous occupant's free (R7's fence).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "backend_sim/byte_range.h"
+#include "backend_sim/hb_state.h"
+#include "backend_sim/ids.h"
+#include "backend_sim/interval_map.h"
+#include "backend_sim/pool.h"
+#include "model/types.h"
+
+namespace streamcheck::sim {
+
+enum class FindingKind : std::uint8_t { DataRace, UseBeforeReady, UseAfterFree, ReuseRace, Leak };
+std::string_view to_string(FindingKind k);
+
+/// What the checker found in the program: data, never an exception.
+struct Finding {
+  FindingKind kind;
+  OpRef first;                  // the earlier-enqueued op (or the allocation for a leak)
+  std::optional<OpRef> second;  // the later-enqueued op
+  ByteRange bytes;
+  bool definite = false;  // use after free: the free is HB-before the use
+};
+
+/// A read that observed a value other than the last write HB-before it (P2).
+struct ValueMismatch {
+  OpRef read;
+  ByteRange bytes;
+  std::uint64_t expected;  // stamp of the op whose write the read must see
+  std::uint64_t observed;
+};
+
+/// One access of an op: its bytes, how, and which allocation it means.
+struct OpAccess {
+  ByteRange range;
+  Access access;
+  AllocationIndex allocation;
+};
+
+class RaceChecker {
+ public:
+  RaceChecker(const HbState& hb, const Pool& pool) : hb_(hb), pool_(pool) {}
+
+  /// Checks the accesses of op `q`, just enqueued (P1), and notes for each
+  /// read the write it must see when it executes (P2).
+  void enqueued(OpRef q, const std::vector<OpAccess>& accesses);
+  /// The value oracle (P2) as op `r` executes: its reads must see the
+  /// stamps noted at enqueue; its writes leave its own stamp.
+  void executed(OpRef r);
+  /// An allocation never freed: a leak (a warning).
+  void leaked(const Allocation& a);
+
+  const std::vector<Finding>& findings() const { return findings_; }
+  const std::vector<ValueMismatch>& value_mismatches() const { return mismatches_; }
+
+ private:
+  struct Checked {
+    OpAccess access;
+    std::vector<std::pair<ByteRange, std::uint64_t>> expected;  // P2: stamps a read must see
+  };
+  struct OpRecord {
+    std::uint64_t stamp;  // the value this op's writes leave in memory
+    std::vector<Checked> accesses;
+  };
+  struct ShadowAccess {
+    OpRef op;
+    AllocationIndex allocation;
+  };
+  struct Shadow {
+    std::optional<ShadowAccess> last_write;
+    std::vector<ShadowAccess> reads;  // at most one per stream, plus reads a write raced with
+  };
+
+  OpRecord& record(OpRef r) { return ops_.at(r.stream.value).at(r.index); }
+  void check(OpRef q, Checked& acc);
+  bool ordered(const ShadowAccess& p, OpRef q, AllocationIndex q_allocation) const;
+  FindingKind classify(const ShadowAccess& p, OpRef q, AllocationIndex q_allocation) const;
+  void report(FindingKind kind, OpRef first, std::optional<OpRef> second, ByteRange bytes, bool definite);
+
+  const HbState& hb_;
+  const Pool& pool_;
+  std::vector<std::vector<OpRecord>> ops_;  // [stream][index]
+  IntervalMap<Shadow> shadow_;
+  IntervalMap<std::uint64_t> memory_;  // P2: the stamp each byte holds
+  std::uint64_t next_stamp_ = 1;
+  std::vector<Finding> findings_;
+  std::vector<ValueMismatch> mismatches_;
+};
+
+}  // namespace streamcheck::sim
