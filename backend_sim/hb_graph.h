@@ -6,7 +6,8 @@
 //
 // Nodes: one per device op (Enqueue), one per stream-side record or wait
 // mark, and one per host action (every log entry). Edges, each named by the
-// rule that creates it:
+// rule that creates it (visit_hb walks them; HbGraph and the SVG renderer
+// both draw from it):
 //   R1  the previous stream-side node -> the next op or wait mark on that
 //       stream (stream order);
 //   R2  the previous stream-side node -> a record mark: the mark is the
@@ -27,21 +28,105 @@
 // when it is created before any API call).
 #pragma once
 
-#include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/breadth_first_search.hpp>
+#include <boost/graph/visitors.hpp>
+#include <boost/property_map/property_map.hpp>
+#include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend_sim/device_model.h"
 #include "backend_sim/explain.h"
 
 namespace streamcheck::sim {
+
+enum class HbRule : std::uint8_t { R1, R2, R3, R4, R5, R6 };
+
+constexpr std::string_view to_string(HbRule r) {
+  constexpr std::string_view names[] = {"R1", "R2", "R3", "R4", "R5", "R6"};
+  return names[static_cast<std::size_t>(r)];
+}
+
+/// One node of the HB graph: the host action of log entry `entry`, or the
+/// stream-side node (op, record or wait mark) that entry enqueued.
+struct HbNode {
+  enum class Side : std::uint8_t { Host, Stream };
+  std::size_t entry;
+  Side side;
+};
+
+/// Walks the HB graph of a log: on_node(HbNode) for each node and
+/// on_edge(HbRule, HbNode from, HbNode to) for each edge, in program order,
+/// every node before the edges that reach it.
+template <class OnNode, class OnEdge>
+void visit_hb(const std::vector<LogEntry>& log, std::uint32_t stream_count, OnNode&& on_node, OnEdge&& on_edge) {
+  using Side = HbNode::Side;
+  std::vector<std::optional<std::size_t>> stream_last(stream_count);  // per stream: its last stream-side entry
+  std::map<HostThread, std::size_t> host_last;                        // per host thread: its last entry
+  std::map<EventIndex, std::size_t> capture;                          // per event: its current record mark
+  for (std::size_t i = 0; i < log.size(); ++i) {
+    const LogEntry& entry = log[i];
+    const HbNode host{i, Side::Host};
+    on_node(host);
+    if (auto it = host_last.find(entry.host); it != host_last.end())
+      on_edge(HbRule::R6, HbNode{it->second, Side::Host}, host);
+    host_last[entry.host] = i;
+
+    // Stream-side nodes: chained per stream, each after the host action.
+    const auto stream_node = [&](HbRule chain) {
+      const HbNode mark{i, Side::Stream};
+      on_node(mark);
+      if (const auto& last = stream_last.at(entry.stream.value)) on_edge(chain, HbNode{*last, Side::Stream}, mark);
+      on_edge(HbRule::R5, host, mark);
+      stream_last[entry.stream.value] = i;
+      return mark;
+    };
+    const auto sync_after = [&](std::size_t covered) { on_edge(HbRule::R4, HbNode{covered, Side::Stream}, host); };
+    switch (entry.kind) {
+      case LogEntry::Kind::Enqueue:
+        stream_node(HbRule::R1);  // entry.pool_wait is deliberately not an edge
+        break;
+      case LogEntry::Kind::Record:
+        stream_node(HbRule::R2);
+        capture[entry.event] = i;
+        break;
+      case LogEntry::Kind::Wait: {
+        const HbNode mark = stream_node(HbRule::R1);
+        if (auto it = capture.find(entry.event); it != capture.end())
+          on_edge(HbRule::R3, HbNode{it->second, Side::Stream}, mark);
+        break;
+      }
+      case LogEntry::Kind::SyncStream:
+        if (const auto& last = stream_last.at(entry.stream.value)) sync_after(*last);
+        break;
+      case LogEntry::Kind::SyncDevice:
+        for (const auto& last : stream_last)
+          if (last) sync_after(*last);
+        break;
+      case LogEntry::Kind::SyncEvent:
+      case LogEntry::Kind::QueryDone:
+        if (auto it = capture.find(entry.event); it != capture.end()) sync_after(it->second);
+        break;
+      case LogEntry::Kind::QueryNotDone:
+        break;  // orders nothing
+    }
+  }
+}
+
+/// visit_hb for a caller that wants the edges only.
+template <class OnEdge>
+void visit_hb_edges(const std::vector<LogEntry>& log, std::uint32_t stream_count, OnEdge&& on_edge) {
+  visit_hb(
+      log, stream_count, [](HbNode) {}, on_edge);
+}
 
 class HbGraph {
  public:
@@ -55,66 +140,58 @@ class HbGraph {
     std::size_t entry = 0;  // the log entry that made the node (a renderer's column)
   };
   struct Edge {
-    const char* rule = "";
+    HbRule rule;
   };
   using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, Node, Edge>;
   using Vertex = Graph::vertex_descriptor;
 
+  /// What write_dot adds on top of the graph: ops to fill red and extra
+  /// dashed red edges (a finding's missing edge), with a comment before them.
+  struct Highlight {
+    struct DashedEdge {
+      Vertex from;
+      Vertex to;
+      std::string label;
+      std::string tooltip;
+    };
+    std::set<Vertex> red;
+    std::vector<DashedEdge> dashed;
+    std::optional<std::string> comment;
+  };
+
   /// Builds the graph from the model's log (the API calls in program order).
   explicit HbGraph(const DeviceModel& model) {
-    std::vector<std::optional<Vertex>> stream_last(model.stream_count());
-    std::map<HostThread, Vertex> host_last;  // per host thread
-    std::map<EventIndex, Vertex> capture;    // per event: its current record mark
-
-    for (std::size_t i = 0; i < model.log().size(); ++i) {
-      const LogEntry& entry = model.log()[i];
-      entry_ = i;
-      const std::string who = "host" + std::to_string(entry.host.value) + ": ";
-      const std::string action = host_action(model, entry);
-      const Vertex h = add(Node{NodeKind::Host, entry.host, {}, {}, who + action});
-      if (auto it = host_last.find(entry.host); it != host_last.end()) link(it->second, h, "R6");
-      host_last[entry.host] = h;
-
-      // Stream-side nodes: chained per stream, each after the host action.
-      const auto stream_node = [&](Node n, const char* rule) {
-        const Vertex v = add(std::move(n));
-        if (auto& last = stream_last.at(entry.stream.value)) link(*last, v, rule);
-        link(h, v, "R5");
-        stream_last[entry.stream.value] = v;
-        return v;
-      };
-      switch (entry.kind) {
-        case LogEntry::Kind::Enqueue: {
-          const Vertex v =
-              stream_node(Node{NodeKind::Op, entry.host, entry.stream, entry.op, describe(model, entry.op)}, "R1");
-          ops_[entry.op] = v;  // entry.pool_wait is deliberately not an edge
-          break;
-        }
-        case LogEntry::Kind::Record:
-          capture[entry.event] = stream_node(
-              Node{NodeKind::Record, entry.host, entry.stream, {}, "record " + event_name(entry.event)}, "R2");
-          break;
-        case LogEntry::Kind::Wait: {
-          const Vertex v =
-              stream_node(Node{NodeKind::Wait, entry.host, entry.stream, {}, "wait " + event_name(entry.event)}, "R1");
-          if (auto it = capture.find(entry.event); it != capture.end()) link(it->second, v, "R3");
-          break;
-        }
-        case LogEntry::Kind::SyncStream:
-          if (const auto& last = stream_last.at(entry.stream.value)) link(*last, h, "R4");
-          break;
-        case LogEntry::Kind::SyncDevice:
-          for (const auto& last : stream_last)
-            if (last) link(*last, h, "R4");
-          break;
-        case LogEntry::Kind::SyncEvent:
-        case LogEntry::Kind::QueryDone:
-          if (auto it = capture.find(entry.event); it != capture.end()) link(it->second, h, "R4");
-          break;
-        case LogEntry::Kind::QueryNotDone:
-          break;  // orders nothing
+    const auto& log = model.log();
+    std::vector<Vertex> host_vertex(log.size()), stream_vertex(log.size());
+    const auto vertex_of = [&](HbNode n) {
+      return n.side == HbNode::Side::Host ? host_vertex[n.entry] : stream_vertex[n.entry];
+    };
+    const auto on_node = [&](HbNode n) {
+      const LogEntry& entry = log[n.entry];
+      if (n.side == HbNode::Side::Host) {
+        host_vertex[n.entry] = add(Node{NodeKind::Host,
+                                        entry.host,
+                                        {},
+                                        {},
+                                        "host" + std::to_string(entry.host.value) + ": " + host_action(model, entry),
+                                        n.entry});
+        return;
       }
-    }
+      Node node{NodeKind::Op, entry.host, entry.stream, {}, {}, n.entry};
+      if (entry.kind == LogEntry::Kind::Enqueue) {
+        node.op = entry.op;
+        node.label = describe(model, entry.op);
+      } else {
+        const bool record = entry.kind == LogEntry::Kind::Record;
+        node.kind = record ? NodeKind::Record : NodeKind::Wait;
+        node.label = (record ? "record " : "wait ") + event_name(entry.event);
+      }
+      stream_vertex[n.entry] = add(std::move(node));
+      if (entry.kind == LogEntry::Kind::Enqueue) ops_[entry.op] = stream_vertex[n.entry];
+    };
+    visit_hb(log, model.stream_count(), on_node, [&](HbRule rule, HbNode from, HbNode to) {
+      boost::add_edge(vertex_of(from), vertex_of(to), Edge{rule}, g_);
+    });
   }
 
   /// True when a non-empty path leads from op a to op b (a happens before b).
@@ -127,34 +204,24 @@ class HbGraph {
     const Vertex from = vertex(a);
     const Vertex to = vertex(b);
     if (from == to) return {};
-    const auto n = boost::num_vertices(g_);
-    std::vector<std::optional<Graph::edge_descriptor>> via(n);
-    std::vector<bool> seen(n, false);
-    std::vector<Vertex> frontier{from};
-    seen[from] = true;
-    for (std::size_t i = 0; i < frontier.size() && !seen[to]; ++i) {
-      for (auto [e, end] = boost::out_edges(frontier[i], g_); e != end; ++e) {
-        const Vertex t = boost::target(*e, g_);
-        if (seen[t]) continue;
-        seen[t] = true;
-        via[t] = *e;
-        frontier.push_back(t);
-      }
-    }
-    if (!seen[to]) return {};
+    // Breadth-first search from `from`, recording the tree edge that first
+    // reached each vertex: following them back from `to` is a shortest path.
+    std::vector<std::optional<Graph::edge_descriptor>> via(boost::num_vertices(g_));
+    boost::breadth_first_search(g_, from,
+                                boost::visitor(boost::make_bfs_visitor(boost::record_edge_predecessors(
+                                    boost::make_iterator_property_map(via.begin(), boost::get(boost::vertex_index, g_)),
+                                    boost::on_tree_edge()))));
+    if (!via[to]) return {};
     std::vector<std::string> out;
     for (Vertex v = to; v != from; v = boost::source(*via[v], g_))
-      out.push_back(std::string(g_[*via[v]].rule) + ": " + g_[v].label);
+      out.push_back(std::string(to_string(g_[*via[v]].rule)) + ": " + g_[v].label);
     out.push_back(g_[from].label);
-    std::reverse(out.begin(), out.end());
-    return out;
+    return {out.rbegin(), out.rend()};
   }
 
   /// Graphviz DOT: one cluster per stream and per host thread; op nodes are
-  /// labelled with sim::describe, edges with their rule. `highlight` writes
-  /// more statements into the graph, after its nodes and edges (a renderer
-  /// marks the ops and the missing edge of a finding there).
-  void write_dot(std::ostream& os, const std::function<void(std::ostream&)>& highlight = {}) const {
+  /// labelled with sim::describe, edges with their rule; then `highlight`.
+  void write_dot(std::ostream& os, const Highlight& highlight = {}) const {
     os << "digraph hb {\n  rankdir=TB;\n  node [shape=box, fontsize=10];\n";
     std::map<std::string, std::vector<Vertex>> clusters;
     for (Vertex v = 0; v < boost::num_vertices(g_); ++v) {
@@ -175,9 +242,15 @@ class HbGraph {
       os << "  }\n";
     }
     for (auto [e, end] = boost::edges(g_); e != end; ++e)
-      os << "  n" << boost::source(*e, g_) << " -> n" << boost::target(*e, g_) << " [label=\"" << g_[*e].rule
+      os << "  n" << boost::source(*e, g_) << " -> n" << boost::target(*e, g_) << " [label=\"" << to_string(g_[*e].rule)
          << "\"];\n";
-    if (highlight) highlight(os);
+    for (const Vertex v : highlight.red)
+      os << "  n" << v << " [color=red, fontcolor=red, penwidth=2, style=filled, fillcolor=\"#ffe5e5\"];\n";
+    if (highlight.comment) os << "  // " << *highlight.comment << "\n";
+    for (const auto& d : highlight.dashed)
+      os << "  n" << d.from << " -> n" << d.to
+         << " [style=dashed, color=red, fontcolor=red, penwidth=2, constraint=false, label=\"" << escape(d.label)
+         << "\", tooltip=\"" << escape(d.tooltip) << "\"];\n";
     os << "}\n";
   }
 
@@ -189,25 +262,25 @@ class HbGraph {
       throw std::out_of_range("HbGraph: no op s" + std::to_string(op.stream.value) + "#" + std::to_string(op.index));
     return it->second;
   }
-
- private:
-  Vertex add(Node n) {
-    n.entry = entry_;
-    return boost::add_vertex(std::move(n), g_);
-  }
-  void link(Vertex from, Vertex to, const char* rule) { boost::add_edge(from, to, Edge{rule}, g_); }
-  static std::string escape(const std::string& s) {
+  /// DOT's escaping of a quoted string; a line break becomes \n.
+  static std::string escape(std::string_view s) {
     std::string out;
     for (const char c : s) {
+      if (c == '\n') {
+        out += "\\n";
+        continue;
+      }
       if (c == '"' || c == '\\') out.push_back('\\');
       out.push_back(c);
     }
     return out;
   }
 
+ private:
+  Vertex add(Node n) { return boost::add_vertex(std::move(n), g_); }
+
   Graph g_;
   std::map<OpRef, Vertex> ops_;
-  std::size_t entry_ = 0;  // the log entry being added
 };
 
 }  // namespace streamcheck::sim

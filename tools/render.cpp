@@ -100,19 +100,6 @@ std::string xml_escape(std::string_view s) {
   return out;
 }
 
-std::string dot_escape(std::string_view s) {
-  std::string out;
-  for (const char c : s) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out.push_back(c);
-  }
-  return out;
-}
-
 /// Every op of the model, stream by stream, in enqueue order.
 std::vector<OpRef> all_ops(const DeviceModel& m) {
   std::vector<OpRef> out;
@@ -158,25 +145,15 @@ std::string render_text(const DeviceModel& m) {
 std::string render_dot(const DeviceModel& m) {
   const sim::HbGraph g(m);
   // The findings: their ops filled red, then each missing edge dashed red.
-  const auto highlight = [&](std::ostream& os) {
-    std::set<sim::HbGraph::Vertex> red;
-    std::string edges;
-    if (!m.findings().empty()) edges += "  // findings: racing ops in red, the missing edge dashed red\n";
-    for (const Finding& f : m.findings()) {
-      red.insert(g.vertex(f.first));
-      if (!f.second) continue;
-      red.insert(g.vertex(*f.second));
-      put(edges,
-          "  n{} -> n{} [style=dashed, color=red, fontcolor=red, penwidth=2, constraint=false, label=\"{}\", "
-          "tooltip=\"{}\"];\n",
-          g.vertex(f.first), g.vertex(*f.second), f.definite ? "freed before use" : "missing",
-          dot_escape(sim::format(m, f)));
-    }
-    std::string nodes;
-    for (const auto v : red)
-      put(nodes, "  n{} [color=red, fontcolor=red, penwidth=2, style=filled, fillcolor=\"#ffe5e5\"];\n", v);
-    os << nodes << edges;
-  };
+  sim::HbGraph::Highlight highlight;
+  if (!m.findings().empty()) highlight.comment = "findings: racing ops in red, the missing edge dashed red";
+  for (const Finding& f : m.findings()) {
+    highlight.red.insert(g.vertex(f.first));
+    if (!f.second) continue;
+    highlight.red.insert(g.vertex(*f.second));
+    highlight.dashed.push_back(
+        {g.vertex(f.first), g.vertex(*f.second), f.definite ? "freed before use" : "missing", sim::format(m, f)});
+  }
   std::ostringstream dot;
   g.write_dot(dot, highlight);
   return dot.str();
@@ -290,24 +267,12 @@ void plan_entries(const DeviceModel& m, SvgPlan& plan) {
 }
 
 /// The HB graph's event edges (R3) and host synchronization edges (R4) as
-/// (from entry, to entry), in the order of the entries they lead to (then of
-/// the streams they come from), so the drawing follows the program.
+/// (from entry, to entry), in program order (sim::visit_hb_edges).
 void plan_hb_edges(const DeviceModel& m, SvgPlan& plan) {
-  const sim::HbGraph hb(m);
-  const auto& g = hb.graph();
-  using Edge = std::tuple<std::size_t, std::uint32_t, std::size_t>;  // to entry, from stream, from entry
-  std::vector<Edge> event_edges, sync_edges;
-  for (auto [e, end] = boost::edges(g); e != end; ++e) {
-    const auto& from = g[boost::source(*e, g)];
-    const auto& to = g[boost::target(*e, g)];
-    const std::string_view rule = g[*e].rule;
-    if (rule == "R3") event_edges.emplace_back(to.entry, from.stream.value, from.entry);
-    if (rule == "R4") sync_edges.emplace_back(to.entry, from.stream.value, from.entry);
-  }
-  std::sort(event_edges.begin(), event_edges.end());
-  std::sort(sync_edges.begin(), sync_edges.end());
-  for (const auto& [to, stream, from] : event_edges) plan.event_edges.emplace_back(from, to);
-  for (const auto& [to, stream, from] : sync_edges) plan.sync_edges.emplace_back(from, to);
+  sim::visit_hb_edges(m.log(), m.stream_count(), [&](sim::HbRule rule, sim::HbNode from, sim::HbNode to) {
+    if (rule == sim::HbRule::R3) plan.event_edges.emplace_back(from.entry, to.entry);
+    if (rule == sim::HbRule::R4) plan.sync_edges.emplace_back(from.entry, to.entry);
+  });
 }
 
 /// The findings' ops (red outline), the leaks' tags and the findings' text.
