@@ -9,7 +9,7 @@
 namespace streamcheck::sim {
 
 OpRef DeviceModel::launch(StreamIndex stream, const std::vector<KernelAccess>& accesses, std::string label) {
-  (void)hb_.stream_name(stream);  // validates the stream before anything is enqueued
+  hb_.check_stream(stream);
   std::vector<OpAccess> touched;
   for (const auto& a : accesses) {
     if (a.bytes == 0) throw std::invalid_argument(fmt::format("DeviceModel::launch: zero-byte access in '{}'", label));
@@ -24,7 +24,7 @@ OpRef DeviceModel::launch(StreamIndex stream, const std::vector<KernelAccess>& a
 }
 
 std::optional<AllocResult> DeviceModel::alloc(StreamIndex stream, std::uint64_t bytes, std::string label) {
-  (void)hb_.stream_name(stream);                              // validates the stream
+  hb_.check_stream(stream);
   const auto id = pool_.place(stream, bytes, hb_, chooser_);  // R7
   if (!id) return std::nullopt;
   const Allocation& a = pool_.allocation(*id);
@@ -35,7 +35,7 @@ std::optional<AllocResult> DeviceModel::alloc(StreamIndex stream, std::uint64_t 
 }
 
 bool DeviceModel::free(StreamIndex stream, std::uint64_t ptr, std::string label) {
-  (void)hb_.stream_name(stream);  // validates the stream
+  hb_.check_stream(stream);
   const auto id = pool_.live_at(ptr);
   if (!id) return false;
   const OpRef ref = hb_.enqueue(stream, OpKind::Free, std::move(label), std::nullopt);

@@ -63,6 +63,8 @@ class HbState {
 
   // --- streams, events, host threads
   StreamIndex create_stream(std::string name);
+  /// Throws std::out_of_range for a stream that was never created.
+  void check_stream(StreamIndex s) const;
   std::uint32_t stream_count() const { return static_cast<std::uint32_t>(streams_.size()); }
   const std::string& stream_name(StreamIndex s) const;
   /// The clock of the next op on the stream: the joins of its waits and host actions.
@@ -130,7 +132,6 @@ class HbState {
     std::optional<VectorClock> capture;
   };
 
-  void check_stream(StreamIndex s) const;
   Stream& stream(StreamIndex s);
   const Stream& stream(StreamIndex s) const;
   Event& live_event(EventIndex e, const char* call);

@@ -7,6 +7,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 
 #include "sim_test_util.h"
@@ -90,6 +91,31 @@ TEST(HbGraph, HostSyncThenEnqueueIsAnR4R5Path) {
   EXPECT_EQ(HbGraph(f.m).path(a, b),
             (std::vector<std::string>{"s1#0 kernel \"a\"", "R4: host0: synchronize s1",
                                       "R6: host0: enqueue s2#0 kernel \"b\"", "R5: s2#0 kernel \"b\""}));
+}
+
+TEST(HbGraph, VisitHbEdgesWalksExactlyTheGraphsEdgesInProgramOrder) {
+  Fixture f;
+  const auto e = f.m.create_event();
+  f.k(1);
+  f.m.record(e, StreamIndex{1});
+  f.m.wait(StreamIndex{2}, e);
+  f.k(2);
+  f.m.sync_event(e);
+  f.m.sync_device();
+  std::map<HbRule, std::size_t> visited, drawn;
+  std::vector<std::size_t> r4_targets;
+  visit_hb_edges(f.m.log(), f.m.stream_count(), [&](HbRule rule, HbNode, HbNode to) {
+    ++visited[rule];
+    if (rule == HbRule::R4) r4_targets.push_back(to.entry);
+  });
+  const HbGraph g(f.m);
+  for (auto [edge, end] = boost::edges(g.graph()); edge != end; ++edge) ++drawn[g.graph()[*edge].rule];
+  EXPECT_EQ(visited, drawn);
+  EXPECT_EQ(visited[HbRule::R3], 1u);
+  // R4: the alloc's device sync (stream 0), then the event sync, then the
+  // last device sync from streams 0, 1, 2: in program order.
+  EXPECT_TRUE(std::is_sorted(r4_targets.begin(), r4_targets.end()));
+  EXPECT_EQ(visited[HbRule::R4], 5u);
 }
 
 TEST(HbGraph, QueryNotDoneOrdersNothingAndDoneOrders) {
