@@ -51,6 +51,8 @@ struct CudaBackendOptions {
 class CudaBackend {
  public:
   using StreamRef = cuda::StreamRef;
+  /// Trace replay issues every call from this one host thread, in file order.
+  using HostThread = std::uint32_t;
   using Mutex = std::mutex;
   template <class T>
   using Atomic = std::atomic<T>;
@@ -125,6 +127,19 @@ class CudaBackend {
   Status synchronize_event(const Event& e) { return cuda::synchronize_event(e.ref().get()); }
   Result<bool> query_event(const Event& e) { return cuda::query_event(e.ref().get()); }
   Status synchronize_device() { return driver().check(driver().api().ctx_synchronize(), "cuCtxSynchronize"); }
+  // --- the rest of ReplayBackend: one host thread, no origin tags or labels
+  // (reports come from the simulator; ops are numbered as it numbers them).
+  HostThread add_host_thread() { return 0; }
+  HostThread main_host_thread() const { return 0; }
+  void set_host_thread(HostThread) {}
+  void set_op_origin(int) {}
+  void set_op_label(const std::string&) {}
+  std::optional<std::uint32_t> allocation_of(std::uint64_t) const { return std::nullopt; }
+  /// Faults fire here only when armed, which trace replay never does.
+  template <class Call>
+  auto without_faults(Call&& call) {
+    return call();
+  }
   std::uint64_t mismatches_total() const { return mismatches_; }
   const Context& context() const { return *context_; }
   std::size_t cached_events() const { return events_->cached(); }
@@ -177,5 +192,7 @@ class CudaBackend {
 };
 
 static_assert(Backend<CudaBackend>, "CudaBackend must satisfy the streamcheck::Backend concept (model/backend.h)");
+static_assert(ReplayBackend<CudaBackend>,
+              "CudaBackend must satisfy the streamcheck::ReplayBackend concept (model/backend.h)");
 
 }  // namespace streamcheck::cuda

@@ -27,6 +27,7 @@ struct SimBackendOptions {
 class SimBackend {
  public:
   using StreamRef = StreamIndex;
+  using HostThread = sim::HostThread;
   using Mutex = std::mutex;
   template <class T>
   using Atomic = std::atomic<T>;
@@ -99,12 +100,15 @@ class SimBackend {
     if (auto f = enter("alloc_async")) return *f;
     auto a = model_.alloc(s, bytes, take_label("alloc"));
     if (!a) return ResourceError::driver("alloc_async: out of memory (" + std::to_string(bytes) + " bytes)");
+    allocations_[a->ptr] = a->allocation.value;
+    tag(OpRef{s, model_.op_count(s) - 1});
     return a->ptr;
   }
   Status free_async(std::uint64_t ptr, StreamRef s) {
     if (auto f = enter("free_async")) return *f;
     if (!model_.free(s, ptr, take_label("free")))
       return ResourceError::driver("free_async: invalid device pointer " + std::to_string(ptr));
+    tag(OpRef{s, model_.op_count(s) - 1});
     return {};
   }
   Status synchronize_stream(StreamRef s) {
@@ -117,7 +121,53 @@ class SimBackend {
   // --- client work and test controls (not used by the core)
   OpRef launch(StreamRef s, const std::vector<KernelAccess>& accesses, std::string label) {
     model_.device_steps();
-    return model_.launch(s, accesses, std::move(label));
+    const OpRef op = model_.launch(s, accesses, std::move(label));
+    tag(op);
+    return op;
+  }
+
+  // --- the rest of ReplayBackend (trace programs): each call is a
+  // device-progress choice point, none is a fault point.
+  HostThread add_host_thread() { return model_.create_host_thread(); }
+  HostThread main_host_thread() const { return HostThread{0}; }
+  void set_host_thread(HostThread h) { model_.set_host_thread(h); }
+  Status synchronize_event(const Event& e) {
+    model_.device_steps();
+    model_.sync_event(e.id());
+    return {};
+  }
+  Status synchronize_device() {
+    model_.device_steps();
+    model_.sync_device();
+    return {};
+  }
+  Result<bool> query_event(const Event& e) {
+    model_.device_steps();
+    return model_.query_event(e.id());
+  }
+  /// Tags every op enqueued from now on with `line` (op_origin reads it back).
+  void set_op_origin(int line) { origin_line_ = line; }
+  /// The line set by set_op_origin when `op` was enqueued.
+  std::optional<int> op_origin(OpRef op) const {
+    auto it = op_origins_.find(op);
+    if (it == op_origins_.end()) return std::nullopt;
+    return it->second;
+  }
+  const std::map<OpRef, int>& op_origins() const { return op_origins_; }
+  /// The model's allocation index of the newest allocation made at `ptr`.
+  std::optional<std::uint32_t> allocation_of(std::uint64_t ptr) const {
+    auto it = allocations_.find(ptr);
+    if (it == allocations_.end()) return std::nullopt;
+    return it->second;
+  }
+  /// Runs `call` with no fault point firing (a trace's own calls; --faults
+  /// explores faults at the resource's calls only).
+  template <class Call>
+  auto without_faults(Call&& call) {
+    ++faults_paused_;
+    auto r = call();
+    --faults_paused_;
+    return r;
   }
   /// Names the next pool op (alloc or free) in reports, e.g. "alloc b3".
   void set_op_label(std::string label) { next_label_ = std::move(label); }
@@ -151,7 +201,12 @@ class SimBackend {
   /// fault point (the order in which schedule strings record them).
   std::optional<ResourceError> enter(const char* call) {
     model_.device_steps();
+    if (faults_paused_ > 0) return std::nullopt;
     return faults_.fault_at(call);
+  }
+
+  void tag(OpRef op) {
+    if (origin_line_) op_origins_[op] = *origin_line_;
   }
 
   std::string take_label(const char* fallback) {
@@ -166,10 +221,16 @@ class SimBackend {
   std::map<StreamId, StreamRef> streams_;
   std::uint32_t next_stream_id_ = 0;
   FaultInjecting faults_;
+  std::optional<int> origin_line_;
+  std::map<OpRef, int> op_origins_;
+  std::map<std::uint64_t, std::uint32_t> allocations_;  // ptr -> newest allocation made there
+  std::uint32_t faults_paused_ = 0;
   std::size_t findings_seen_ = 0;
   std::size_t mismatches_seen_ = 0;
 };
 
 static_assert(Backend<SimBackend>, "SimBackend must satisfy the streamcheck::Backend concept (model/backend.h)");
+static_assert(ReplayBackend<SimBackend>,
+              "SimBackend must satisfy the streamcheck::ReplayBackend concept (model/backend.h)");
 
 }  // namespace streamcheck::sim

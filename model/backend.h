@@ -26,7 +26,10 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <vector>
 
+#include "model/kernel_access.h"
 #include "model/types.h"
 
 namespace streamcheck {
@@ -80,5 +83,42 @@ struct BackendArchetype {
 };
 static_assert(Backend<BackendArchetype>,
               "BackendArchetype must satisfy the streamcheck::Backend concept it stands for");
+
+/// What replaying a trace program (tools/trace_interpreter.h) needs beyond
+/// the core's calls: the program's own streams, host threads, kernels and
+/// host synchronisation, and two hooks for reports. Every call returns what
+/// it could not do as a value (Status, Result), never by throwing.
+///   R4 host sync   - synchronize_event / synchronize_device return after the
+///                    covered work completed; query_event answers whether it
+///                    has (only a "done" answer orders the host).
+///   R6 host threads - set_host_thread(h) makes h the thread that issues
+///                    the calls that follow; add_host_thread() starts one.
+/// Hooks: set_op_origin(line) tags every device op enqueued from now on with
+/// the trace line that enqueued it; set_op_label(label) names the next pool op;
+/// allocation_of(ptr) is the backend's own index of the live allocation at
+/// ptr (nullopt where the backend has none); without_faults(f) runs f with
+/// no fault point firing (the program's own calls are not where --faults
+/// injects: that is the resource's calls).
+template <class B>
+concept ReplayBackend = Backend<B> &&
+    requires(B& b, std::string name, typename B::StreamRef s, const std::vector<KernelAccess>& accesses,
+             const typename B::Event& cevent, typename B::HostThread h, int line, std::uint64_t ptr) {
+  typename B::HostThread;
+  { b.add_stream(name) } -> std::same_as<StreamId>;
+  { b.add_host_thread() } -> std::same_as<typename B::HostThread>;
+  { b.main_host_thread() } -> std::same_as<typename B::HostThread>;
+  b.set_host_thread(h);
+  b.launch(s, accesses, name);
+  { b.synchronize_event(cevent) } -> std::same_as<Status>;
+  { b.synchronize_device() } -> std::same_as<Status>;
+  { b.query_event(cevent) } -> std::same_as<Result<bool>>;
+  b.set_op_origin(line);
+  b.set_op_label(name);
+  { b.allocation_of(ptr) } -> std::same_as<std::optional<std::uint32_t>>;
+  {
+    b.without_faults([] { return Status{}; })
+    } -> std::same_as<Status>;
+  b.drain();
+};
 
 }  // namespace streamcheck

@@ -18,6 +18,8 @@
 // "# <statement> failed: <error>", and declares no stream. A call the trace
 // language cannot name (a block this log never saw allocated, a launch with
 // no block uses) is written as a comment too, so the log always parses.
+// Every keyword written, and the reserved words a kernel name is kept
+// from, come from the parser's own table (model/trace_keywords.h).
 //
 // Thread safety: each call is forwarded and logged under one mutex, so the
 // order of the lines is the order in which the calls took effect and lines
@@ -40,6 +42,7 @@
 
 #include "model/memory_resource.h"
 #include "model/mutants.h"
+#include "model/trace_keywords.h"
 #include "model/types.h"
 
 namespace streamcheck {
@@ -53,13 +56,13 @@ class LoggingResource {
   /// Inner was built with, so the read-back trace runs the same variant.
   LoggingResource(Inner& inner, std::ostream& out, std::optional<MutantId> mutant = std::nullopt)
       : inner_(inner), out_(out) {
-    std::string line = "resource";
+    std::string line = kw(K::Resource);
     if constexpr (requires(const Inner& r) {
                     { r.limit() } -> std::convertible_to<std::size_t>;
                   }) {
-      line += " budget " + std::to_string(inner_.limit());
+      line += " " + std::string(trace_language::word::kBudget) + " " + std::to_string(inner_.limit());
     }
-    if (mutant) line += " mutant " + std::string(info(*mutant).name);
+    if (mutant) line += " " + std::string(trace_language::word::kMutant) + " " + std::string(info(*mutant).name);
     std::lock_guard lock(mutex_);
     emit(line + "\n");
   }
@@ -73,10 +76,10 @@ class LoggingResource {
     if (r) {
       known_.insert(r.value().generation.value);
       declare(text, stream);
-      text += "allocate " + block_name(r.value().generation) + " " + std::to_string(bytes) + " on " +
-              stream_name(stream) + "\n";
+      text +=
+          kw(K::Allocate) + " " + block_name(r.value().generation) + " " + std::to_string(bytes) + on(stream) + "\n";
     } else {
-      text += "# allocate " + std::to_string(bytes) + " on " + stream_name(stream) +
+      text += "# " + kw(K::Allocate) + " " + std::to_string(bytes) + on(stream) +
               " failed: " + one_line(r.error().to_string()) + "\n";
     }
     emit(text);
@@ -86,25 +89,23 @@ class LoggingResource {
   Status deallocate(const DeviceBlock& block) {
     std::lock_guard lock(mutex_);
     Status s = inner_.deallocate(block);
-    log_statement("deallocate " + block_name(block.generation), block.generation, std::nullopt, s);
+    log_statement(kw(K::Deallocate) + " " + block_name(block.generation), block.generation, std::nullopt, s);
     return s;
   }
 
   Status prepare_block_use(BlockId id, StreamId stream, Access access) {
     std::lock_guard lock(mutex_);
     Status s = inner_.prepare_block_use(id, stream, access);
-    log_statement(
-        "prepare " + block_name(id.generation) + " on " + stream_name(stream) + " " + std::string(to_string(access)),
-        id.generation, stream, s);
+    log_statement(kw(K::Prepare) + " " + block_name(id.generation) + on(stream) + " " + std::string(to_string(access)),
+                  id.generation, stream, s);
     return s;
   }
 
   Status finish_block_use(BlockId id, StreamId stream, Access access) {
     std::lock_guard lock(mutex_);
     Status s = inner_.finish_block_use(id, stream, access);
-    log_statement(
-        "finish " + block_name(id.generation) + " on " + stream_name(stream) + " " + std::string(to_string(access)),
-        id.generation, stream, s);
+    log_statement(kw(K::Finish) + " " + block_name(id.generation) + on(stream) + " " + std::string(to_string(access)),
+                  id.generation, stream, s);
     return s;
   }
 
@@ -112,15 +113,16 @@ class LoggingResource {
   Status record_block_use(const DeviceBlock& block, StreamId stream) {
     std::lock_guard lock(mutex_);
     Status s = inner_.record_block_use(block, stream);
-    log_statement("finish " + block_name(block.generation) + " on " + stream_name(stream) + " read", block.generation,
-                  stream, s);
+    log_statement(kw(K::Finish) + " " + block_name(block.generation) + on(stream) + " " +
+                      std::string(trace_language::word::kRead),
+                  block.generation, stream, s);
     return s;
   }
 
   Status reap_pending() {
     std::lock_guard lock(mutex_);
     Status s = inner_.reap_pending();
-    emit(s ? std::string("reap\n") : "# reap failed: " + one_line(s.error().to_string()) + "\n");
+    emit(s ? kw(K::Reap) + "\n" : "# " + kw(K::Reap) + " failed: " + one_line(s.error().to_string()) + "\n");
     return s;
   }
 
@@ -133,7 +135,7 @@ class LoggingResource {
                    const std::vector<std::pair<const DeviceBlock*, Access>>& uses) {
     std::lock_guard lock(mutex_);
     const std::string name = trace_name(kernel);
-    std::string stmt = "launch " + name + " on " + stream_name(stream);
+    std::string stmt = kw(K::Launch) + " " + name + on(stream);
     std::string unnameable;
     for (Access kind : {Access::Read, Access::Write, Access::ReadWrite}) {
       std::string refs;
@@ -148,7 +150,11 @@ class LoggingResource {
         refs += (refs.empty() ? "" : ",") + block_name(block->generation);
       }
       if (refs.empty()) continue;
-      stmt += kind == Access::Read ? " reads " : kind == Access::Write ? " writes " : " readwrites ";
+      stmt += " " +
+              std::string(kind == Access::Read    ? trace_language::word::kReads
+                          : kind == Access::Write ? trace_language::word::kWrites
+                                                  : trace_language::word::kReadWrites) +
+              " ";
       stmt += refs;
     }
     if (uses.empty()) unnameable = "no block uses";
@@ -168,12 +174,16 @@ class LoggingResource {
   std::uint32_t device_ordinal() const { return inner_.device_ordinal(); }
 
  private:
+  using K = trace_language::StatementKeyword;
+  static std::string kw(K k) { return std::string(trace_language::keyword(k)); }
   static std::string stream_name(StreamId s) { return "s" + std::to_string(s.value); }
+  /// " on s<id>".
+  static std::string on(StreamId s) { return " " + std::string(trace_language::word::kOn) + " " + stream_name(s); }
   static std::string block_name(Generation g) { return "b" + std::to_string(g.value); }
 
   /// Appends `stream s<id>` the first time a statement uses `s`.
   void declare(std::string& text, StreamId s) {
-    if (declared_.insert(s.value).second) text += "stream " + stream_name(s) + "\n";
+    if (declared_.insert(s.value).second) text += kw(K::Stream) + " " + stream_name(s) + "\n";
   }
 
   /// A statement naming block `g` (and stream `s`, if any): written as is
@@ -201,18 +211,6 @@ class LoggingResource {
   }
   static std::string quoted(const std::string& s) { return "\"" + one_line(s) + "\""; }
 
-  static bool is_keyword(std::string_view s) {
-    // The keywords of docs/TRACES.md's grammar: no NAME may be one of them.
-    static constexpr std::string_view kKeywords[] = {
-        "stream",     "event",  "thread", "policy", "buffer",   "free",     "launch",     "copy",
-        "record",     "wait",   "sync",   "query",  "resource", "allocate", "deallocate", "prepare",
-        "finish",     "reap",   "run",    "on",     "from",     "to",       "reads",      "writes",
-        "readwrites", "device", "budget", "mutant", "read",     "write",    "read_write"};
-    for (auto k : kKeywords)
-      if (k == s) return true;
-    return false;
-  }
-
   /// `[A-Za-z_][A-Za-z0-9_.-]*`, not a keyword.
   static std::string trace_name(const std::string& s) {
     auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
@@ -220,7 +218,7 @@ class LoggingResource {
     std::string out;
     for (char c : s) out += rest(c) ? c : '_';
     if (out.empty() || !alpha(out.front())) out.insert(out.begin(), '_');
-    if (is_keyword(out)) out += '_';
+    if (trace_language::is_keyword(out)) out += '_';
     return out;
   }
 

@@ -12,41 +12,33 @@ namespace streamcheck::tools {
 
 PoolPolicy apply_policy_overrides(PoolPolicy p, const std::vector<std::pair<std::string, std::string>>& overrides) {
   for (const auto& [name, value] : overrides) {
-    if (name == "release_threshold") {
+    const auto problem = set_pool_switch(p, name, value, [&](std::string_view) -> std::uint64_t {
       std::size_t used = 0;
+      std::uint64_t v = 0;
       try {
-        p.release_threshold = std::stoull(value, &used, 0);
+        v = std::stoull(value, &used, 0);
       } catch (const std::exception&) {
         used = 0;
       }
       if (used != value.size() || value.empty())
         throw std::invalid_argument("--policy release_threshold needs a number, got '" + value + "'");
-      continue;
-    }
-    if (value != "on" && value != "off")
+      return v;
+    });
+    if (problem == PoolSwitchProblem::ValueNotOnOff)
       throw std::invalid_argument("--policy " + name + " needs on or off, got '" + value + "'");
-    const bool on = value == "on";
-    if (name == "follow_event_dependencies")
-      p.follow_event_dependencies = on;
-    else if (name == "opportunistic")
-      p.opportunistic = on;
-    else if (name == "internal_dependencies")
-      p.internal_dependencies = on;
-    else
-      throw std::invalid_argument("unknown pool switch '" + name +
-                                  "' (follow_event_dependencies, opportunistic, internal_dependencies, "
-                                  "release_threshold)");
+    if (problem == PoolSwitchProblem::UnknownSwitch)
+      throw std::invalid_argument("unknown pool switch '" + name + "' (" + std::string(kPoolSwitchNames) + ")");
   }
   return p;
 }
 
 namespace {
 
-ReportOp report_op(const TraceRun& run, sim::OpRef op) {
+ReportOp report_op(const Execution& run, sim::OpRef op) {
   return ReportOp{op, run.model().stream_name(op.stream), run.origin(op), sim::describe(run.model(), op)};
 }
 
-ReportFinding report_finding(const TraceRun& run, const sim::Finding& f, const std::string& schedule) {
+ReportFinding report_finding(const Execution& run, const sim::Finding& f, const std::string& schedule) {
   ReportFinding out{.kind = f.kind,
                     .definite = f.definite,
                     .severity = f.kind == sim::FindingKind::Leak ? Severity::Warning : Severity::Error,
@@ -76,7 +68,7 @@ class Collector {
   }
   const TraceRunOptions& run_options() const { return run_options_; }
 
-  void add(const TraceRun& run, const std::string& schedule) {
+  void add(const Execution& run, const std::string& schedule) {
     ++report_.coverage.explored;
     for (const auto& f : run.model().findings()) {
       const Key k{f.kind, f.first, f.second, f.definite};
@@ -105,7 +97,7 @@ class Collector {
 Report check_trace(const Trace& trace, const TraceCheckOptions& o) {
   Collector c(trace, o, Coverage::How::OneSchedule);
   sim::RandomChooser chooser(o.seed);
-  TraceRun run(trace, chooser, c.run_options());
+  const Execution run = run_on_simulator(trace, chooser, c.run_options());
   c.add(run, chooser.schedule());
   return std::move(c.report());
 }
@@ -113,7 +105,7 @@ Report check_trace(const Trace& trace, const TraceCheckOptions& o) {
 Report replay_trace(const Trace& trace, const std::string& schedule, const TraceCheckOptions& o) {
   Collector c(trace, o, Coverage::How::Replay);
   sim::ReplayChooser chooser(schedule);
-  TraceRun run(trace, chooser, c.run_options());
+  const Execution run = run_on_simulator(trace, chooser, c.run_options());
   c.add(run, chooser.schedule());
   return std::move(c.report());
 }
@@ -123,7 +115,7 @@ Report explore_trace(const Trace& trace, const TraceCheckOptions& o, const Progr
   Collector c(trace, o, dfs ? Coverage::How::Dfs : Coverage::How::Random);
   const sim::Strategy strategy = dfs ? sim::Strategy{sim::Dfs{}} : sim::Strategy{sim::Random{o.seed}};
   const auto explored = sim::explore(strategy, sim::Bounds{o.max_schedules}, [&](sim::Chooser& chooser) {
-    TraceRun run(trace, chooser, c.run_options());
+    const Execution run = run_on_simulator(trace, chooser, c.run_options());
     c.add(run, chooser.schedule());
     const std::uint64_t n = c.report().coverage.explored;
     if (progress && n % 100 == 0) progress(n, c.report().findings.size());
@@ -142,7 +134,7 @@ HeldRun run_one(const Trace& trace, const TraceCheckOptions& o, const std::optio
     held.chooser = std::make_unique<sim::ReplayChooser>(*schedule);
   else
     held.chooser = std::make_unique<sim::RandomChooser>(o.seed);
-  held.run = std::make_unique<TraceRun>(trace, *held.chooser, c.run_options());
+  held.run = std::make_unique<Execution>(run_on_simulator(trace, *held.chooser, c.run_options()));
   held.schedule = held.chooser->schedule();
   c.add(*held.run, held.schedule);
   held.report = std::move(c.report());

@@ -44,7 +44,7 @@ Report replay_trace(const Trace& trace, const std::string& schedule, const Trace
 /// rendering; the chooser lives as long as the run that refers to it.
 struct HeldRun {
   std::unique_ptr<sim::Chooser> chooser;
-  std::unique_ptr<TraceRun> run;
+  std::unique_ptr<Execution> run;
   std::string schedule;
   /// The run's findings and notes (coverage: one schedule, or replay).
   Report report;

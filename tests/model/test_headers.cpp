@@ -19,6 +19,7 @@ const char* header_mutants();
 const char* header_non_tracking_resource();
 const char* header_pool_policy();
 const char* header_resource();
+const char* header_trace_keywords();
 const char* header_types();
 }  // namespace streamcheck::header_check
 
@@ -26,10 +27,19 @@ namespace {
 
 std::set<std::string> checked_headers() {
   using namespace streamcheck::header_check;
-  return {header_backend(),         header_budget_resource(), header_fault_injecting(),
-          header_kernel_access(),   header_launch_recorder(), header_logging_resource(),
-          header_memory_resource(), header_mutants(),         header_non_tracking_resource(),
-          header_pool_policy(),     header_resource(),        header_types()};
+  return {header_backend(),
+          header_budget_resource(),
+          header_fault_injecting(),
+          header_kernel_access(),
+          header_launch_recorder(),
+          header_logging_resource(),
+          header_memory_resource(),
+          header_mutants(),
+          header_non_tracking_resource(),
+          header_pool_policy(),
+          header_resource(),
+          header_trace_keywords(),
+          header_types()};
 }
 
 TEST(ModelHeaders, EveryHeaderHasAStandaloneTranslationUnit) {

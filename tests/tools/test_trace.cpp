@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "model/trace_keywords.h"
 #include "tests/tools/malformed_traces.h"
 #include "tools/explain.h"
 #include "tools/trace.h"
@@ -39,9 +40,14 @@ TEST(TraceParse, CommentsBlankLinesNumbersAndRanges) {
       "launch K on s1 reads A[0:1024], B writes A[1K:2K]\n",
       "ok.trace");
   ASSERT_EQ(t.statements.size(), 4u);
-  EXPECT_EQ(t.statements[1].bytes, 4096u);
-  EXPECT_EQ(t.statements[2].bytes, 256u);
-  const Statement& k = t.statements[3];
+  EXPECT_EQ(std::get<ast::BufferDecl>(t.statements[1]).bytes, 4096u);
+  EXPECT_EQ(std::get<ast::BufferDecl>(t.statements[2]).bytes, 256u);
+  EXPECT_FALSE(std::get<ast::BufferDecl>(t.statements[2]).stream.has_value());
+  const auto& k = std::get<ast::Launch>(t.statements[3]);
+  EXPECT_EQ(k.kernel, "K");
+  EXPECT_EQ(k.stream, "s1");
+  EXPECT_EQ(k.text, "launch K on s1 reads A[0:1024], B writes A[1K:2K]");
+  EXPECT_EQ(k.thread, "main");
   ASSERT_EQ(k.accesses.size(), 2u);
   EXPECT_EQ(k.accesses[0].refs.size(), 2u);
   EXPECT_EQ(k.accesses[1].refs[0].lo, 1024u);
@@ -62,7 +68,7 @@ Report explore_text(const std::string& text, Strategy strategy = Strategy::Dfs) 
   return explore_trace(parse_trace(text, "t.trace"), o);
 }
 
-TEST(TraceRun, MissingWaitIsADataRaceNamingBothLines) {
+TEST(TraceInterpreter, MissingWaitIsADataRaceNamingBothLines) {
   const auto r = explore_text(
       "stream s1\nstream s2\nbuffer A 4096 on s1\nlaunch K1 on s1 writes A\nlaunch K2 on s2 reads A\nfree A on s1\n");
   EXPECT_TRUE(r.coverage.exhaustive);
@@ -85,7 +91,7 @@ TEST(TraceRun, MissingWaitIsADataRaceNamingBothLines) {
   EXPECT_EQ(r.verdict(), Verdict::Findings);
 }
 
-TEST(TraceRun, FirstOpIsNamedByTheTracesStreamNameNotItsIndex) {
+TEST(TraceInterpreter, FirstOpIsNamedByTheTracesStreamNameNotItsIndex) {
   // The simulator's stream indexes start with a hidden legacy stream; the
   // report (and the GPU replay's "held back" line) must use the trace's names.
   const auto r = explore_text(
@@ -98,7 +104,7 @@ TEST(TraceRun, FirstOpIsNamedByTheTracesStreamNameNotItsIndex) {
   for (const auto& op : ops) EXPECT_TRUE(op.starts_with("h2d#") || op.starts_with("compute#")) << op;
 }
 
-TEST(TraceRun, EventWaitMakesItClean) {
+TEST(TraceInterpreter, EventWaitMakesItClean) {
   const auto r = explore_text(
       "stream s1\nstream s2\nevent e\nbuffer A 4096 on s1\nlaunch K1 on s1 writes A\nrecord e on s1\nwait e on s2\n"
       "launch K2 on s2 reads A\nrecord e on s2\nwait e on s1\nfree A on s1\n");
@@ -107,14 +113,14 @@ TEST(TraceRun, EventWaitMakesItClean) {
   EXPECT_EQ(r.verdict(), Verdict::Clean);
 }
 
-TEST(TraceRun, ResourceProgramThroughTheCoreAndItsMutant) {
+TEST(TraceInterpreter, ResourceProgramThroughTheCoreAndItsMutant) {
   const std::string body =
       "stream s0\nstream s1\nallocate X 1024 on s0\nrun K1 on s1 writes X\nrun K2 on s0 reads X\ndeallocate X\nreap\n";
   EXPECT_TRUE(explore_text("resource\n" + body).findings.empty());
   EXPECT_TRUE(kinds(explore_text("resource mutant M2\n" + body)).contains(sim::FindingKind::DataRace));
 }
 
-TEST(TraceRun, RefusedResourceCallIsANote) {
+TEST(TraceInterpreter, RefusedResourceCallIsANote) {
   const auto r = explore_text("stream s0\nresource budget 100\nallocate X 1024 on s0\n");
   ASSERT_EQ(r.notes.size(), 1u);
   EXPECT_EQ(r.notes[0].line, 3);
@@ -123,7 +129,7 @@ TEST(TraceRun, RefusedResourceCallIsANote) {
   EXPECT_EQ(r.verdict(), Verdict::Findings);
 }
 
-TEST(TraceRun, UsesOfABufferThatGotNoMemoryAreSkippedWithANote) {
+TEST(TraceInterpreter, UsesOfABufferThatGotNoMemoryAreSkippedWithANote) {
   // The allocate is refused over budget: the launch, run, prepare and
   // deallocate that name X are skipped (a real program would not run them),
   // each with a note; nothing throws and nothing is enqueued on X.
@@ -140,7 +146,7 @@ TEST(TraceRun, UsesOfABufferThatGotNoMemoryAreSkippedWithANote) {
   EXPECT_TRUE(r.findings.empty()) << report_text(r);  // Y, which did get memory, is used safely
 }
 
-TEST(TraceRun, LeakIsAWarningOnly) {
+TEST(TraceInterpreter, LeakIsAWarningOnly) {
   const auto r = explore_text("stream s1\nbuffer A 64 on s1\n");
   ASSERT_EQ(kinds(r), std::set<sim::FindingKind>{sim::FindingKind::Leak});
   EXPECT_EQ(r.findings[0].severity, Severity::Warning);
@@ -148,7 +154,7 @@ TEST(TraceRun, LeakIsAWarningOnly) {
   EXPECT_NE(report_text(r).find("verdict: clean (1 warning)"), std::string::npos) << report_text(r);
 }
 
-TEST(TraceRun, ReplayReproducesTheReportedSchedule) {
+TEST(TraceInterpreter, ReplayReproducesTheReportedSchedule) {
   const Trace t = parse_trace(
       "stream s1\nstream s2\nevent e\nbuffer A 4096 on s1\nlaunch K1 on s1 writes A\nrecord e on s1\nquery e\n"
       "launch K2 on s2 reads A\nfree A on s1\n",
@@ -213,6 +219,69 @@ TEST(TraceReport, GpuReplayIsItsOwnSectionOfTheReport) {
   EXPECT_EQ(r.verdict(), Verdict::Findings) << "corrupted reads on the GPU are findings";
   r.gpu->mismatching_words = 0;
   EXPECT_EQ(r.verdict(), Verdict::Clean);
+}
+
+TEST(TraceParse, EveryKeywordOfTheOneTableIsReserved) {
+  // The parser and LoggingResource read the same table (model/trace_keywords.h).
+  for (const auto& w : trace_language::kStatementWords) {
+    EXPECT_THROW((void)parse_trace("stream " + std::string(w.word) + "\n", "k.trace"), TraceError) << w.word;
+    EXPECT_EQ(trace_language::statement_keyword(w.word), w.keyword);
+    EXPECT_EQ(trace_language::keyword(w.keyword), w.word);
+  }
+  for (auto w : trace_language::kInnerWords)
+    EXPECT_THROW((void)parse_trace("stream " + std::string(w) + "\n", "k.trace"), TraceError) << w;
+}
+
+TEST(TraceParse, OneStructPerStatementKind) {
+  const Trace t = parse_trace(
+      "thread h1\nstream s1\nevent e\nresource budget 4096\nallocate X 64 on s1\n@h1 prepare X on s1 write\n"
+      "record e on s1\nwait e on s1\ncopy C on s1 from X[0:32] to X[32:64]\nsync device\n",
+      "kinds.trace");
+  ASSERT_EQ(t.statements.size(), 10u);
+  EXPECT_EQ(std::get<ast::ThreadDecl>(t.statements[0]).name, "h1");
+  EXPECT_EQ(std::get<ast::Allocate>(t.statements[4]).bytes, 64u);
+  const auto& prepare = std::get<ast::Prepare>(t.statements[5]);
+  EXPECT_EQ(prepare.thread, "h1");
+  EXPECT_EQ(prepare.access, Access::Write);
+  EXPECT_EQ(std::get<ast::Wait>(t.statements[7]).event, "e");
+  const auto& copy = std::get<ast::Copy>(t.statements[8]);
+  EXPECT_EQ(copy.from.lo, 0u);
+  EXPECT_EQ(copy.to.lo, 32u);
+  EXPECT_EQ(*copy.to.hi, 64u);
+  EXPECT_EQ(source(t.statements[9]).line, 10);
+  EXPECT_EQ(*t.budget, 4096u);
+}
+
+TEST(Execution, NotesAreTypedAndBuffersAndOriginsAreNamed) {
+  const Trace t = parse_trace(
+      "stream s1\nresource\nbuffer A 64 on s1\nallocate X 64 on s1\nlaunch K on s1 writes A, X\ndeallocate A\n"
+      "free A on s1\nfree A on s1\ndeallocate X\n",
+      "e.trace");
+  sim::RandomChooser chooser(1);
+  const Execution run = run_on_simulator(t, chooser, TraceRunOptions{t.policy, false});
+  std::vector<NoteKind> kinds;
+  for (const auto& n : run.notes()) kinds.push_back(n.kind);
+  EXPECT_EQ(kinds, (std::vector<NoteKind>{NoteKind::NotAResourceBlock, NoteKind::NotLive}));
+  EXPECT_EQ(run.notes()[0].line, 6);
+  EXPECT_EQ(run.notes()[1].line, 8);
+  ASSERT_TRUE(run.buffers().contains("A"));
+  ASSERT_TRUE(run.buffers().contains("X"));
+  EXPECT_EQ(run.buffers().at("X").bytes, 64u);
+  const TraceBuffer& a = run.buffers().at("A");
+  ASSERT_TRUE(a.allocation.has_value());
+  EXPECT_EQ(run.model().allocation_range(sim::AllocationIndex{*a.allocation}).lo, a.ptr);
+  // s1 is the model's stream 1 (0 is the hidden legacy stream): its ops are
+  // the buffer's allocation (line 3), the resource's (line 4), the launch (5).
+  const auto op_line = [&](std::uint32_t index) { return run.origin(sim::OpRef{sim::StreamIndex{1}, index})->line; };
+  EXPECT_EQ(op_line(0), 3);
+  EXPECT_EQ(op_line(1), 4);
+  EXPECT_EQ(op_line(2), 5);
+  EXPECT_EQ(run.origin(sim::OpRef{sim::StreamIndex{1}, 2})->text, "launch K on s1 writes A, X");
+  const auto bytes = run.buffer_bytes(sim::ByteRange{a.ptr, a.ptr + 32});
+  ASSERT_TRUE(bytes.has_value());
+  EXPECT_EQ(bytes->buffer, "A");
+  EXPECT_EQ(bytes->lo, 0u);
+  EXPECT_EQ(bytes->hi, 32u);
 }
 
 TEST(TracePolicy, OverridesAreValidated) {

@@ -1,0 +1,100 @@
+// The keywords of the trace language (docs/TRACES.md), in one table: the
+// parser (tools/trace.cpp) dispatches statements through it and rejects its
+// words as names, and LoggingResource, which writes the language, takes its
+// statement words and its reserved words from it. Standard library only, so
+// that model/ can include it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace streamcheck::trace_language {
+
+/// The statement a line starts with (after an optional `@THREAD`).
+enum class StatementKeyword : std::uint8_t {
+  Stream,
+  Event,
+  Thread,
+  Policy,
+  Buffer,
+  Free,
+  Launch,
+  Copy,
+  Record,
+  Wait,
+  Sync,
+  Query,
+  Resource,
+  Allocate,
+  Deallocate,
+  Prepare,
+  Finish,
+  Reap,
+  Run,
+};
+
+struct StatementWord {
+  std::string_view word;
+  StatementKeyword keyword;
+};
+
+/// Every statement keyword, in alphabetical order (the parser's "did you
+/// mean" hint names the last close one in this order).
+inline constexpr std::array<StatementWord, 19> kStatementWords = {{
+    {"allocate", StatementKeyword::Allocate}, {"buffer", StatementKeyword::Buffer},
+    {"copy", StatementKeyword::Copy},         {"deallocate", StatementKeyword::Deallocate},
+    {"event", StatementKeyword::Event},       {"finish", StatementKeyword::Finish},
+    {"free", StatementKeyword::Free},         {"launch", StatementKeyword::Launch},
+    {"policy", StatementKeyword::Policy},     {"prepare", StatementKeyword::Prepare},
+    {"query", StatementKeyword::Query},       {"reap", StatementKeyword::Reap},
+    {"record", StatementKeyword::Record},     {"resource", StatementKeyword::Resource},
+    {"run", StatementKeyword::Run},           {"stream", StatementKeyword::Stream},
+    {"sync", StatementKeyword::Sync},         {"thread", StatementKeyword::Thread},
+    {"wait", StatementKeyword::Wait},
+}};
+
+/// The words inside statements: also reserved, so no NAME may be one.
+namespace word {
+inline constexpr std::string_view kOn = "on";
+inline constexpr std::string_view kFrom = "from";
+inline constexpr std::string_view kTo = "to";
+inline constexpr std::string_view kReads = "reads";
+inline constexpr std::string_view kWrites = "writes";
+inline constexpr std::string_view kReadWrites = "readwrites";
+inline constexpr std::string_view kDevice = "device";
+inline constexpr std::string_view kBudget = "budget";
+inline constexpr std::string_view kMutant = "mutant";
+inline constexpr std::string_view kRead = "read";
+inline constexpr std::string_view kWrite = "write";
+inline constexpr std::string_view kReadWrite = "read_write";
+}  // namespace word
+
+inline constexpr std::array<std::string_view, 12> kInnerWords = {
+    word::kOn,     word::kFrom,   word::kTo,     word::kReads, word::kWrites, word::kReadWrites,
+    word::kDevice, word::kBudget, word::kMutant, word::kRead,  word::kWrite,  word::kReadWrite};
+
+/// The word that starts a statement of kind `k`.
+constexpr std::string_view keyword(StatementKeyword k) {
+  for (const auto& w : kStatementWords)
+    if (w.keyword == k) return w.word;
+  return {};
+}
+
+/// The statement `word` starts, if it is a statement keyword.
+constexpr std::optional<StatementKeyword> statement_keyword(std::string_view word) {
+  for (const auto& w : kStatementWords)
+    if (w.word == word) return w.keyword;
+  return std::nullopt;
+}
+
+/// True for every reserved word: statement keywords and inner words.
+constexpr bool is_keyword(std::string_view s) {
+  if (statement_keyword(s)) return true;
+  for (auto w : kInnerWords)
+    if (w == s) return true;
+  return false;
+}
+
+}  // namespace streamcheck::trace_language
