@@ -6,11 +6,13 @@
 #include <set>
 #include <string>
 
+#include "backend_sim/sim_backend.h"
 #include "model/trace_keywords.h"
 #include "tests/tools/malformed_traces.h"
 #include "tools/explain.h"
 #include "tools/trace.h"
 #include "tools/trace_check.h"
+#include "tools/trace_interpreter.h"
 
 namespace streamcheck::tools {
 namespace {
@@ -282,6 +284,33 @@ TEST(Execution, NotesAreTypedAndBuffersAndOriginsAreNamed) {
   EXPECT_EQ(bytes->buffer, "A");
   EXPECT_EQ(bytes->lo, 0u);
   EXPECT_EQ(bytes->hi, 32u);
+}
+
+// A backend that cannot create events: what it cannot do must come back as
+// typed notes, never as a silent skip or an exception.
+class NoEventsBackend : public sim::SimBackend {
+ public:
+  using sim::SimBackend::SimBackend;
+  Result<Event> create_event() { return ResourceError::driver("no events on this device"); }
+};
+static_assert(ReplayBackend<NoEventsBackend>);
+
+TEST(TraceInterpreter, WhatTheBackendCannotDoIsATypedNote) {
+  const Trace t = parse_trace(
+      "stream s1\nstream s2\nevent e\nbuffer A 64 on s1\nrecord e on s1\nwait e on s2\nsync event e\n"
+      "free A on s1\n",
+      "n.trace");
+  sim::RandomChooser chooser(1);
+  sim::DeviceModel model(chooser, t.policy);
+  NoEventsBackend backend(model);
+  const Execution run = TraceInterpreter<NoEventsBackend>(t, backend).run();
+  std::vector<std::pair<int, NoteKind>> notes;
+  for (const auto& n : run.notes()) notes.emplace_back(n.line, n.kind);
+  EXPECT_EQ(notes,
+            (std::vector<std::pair<int, NoteKind>>{
+                {3, NoteKind::BackendFailed}, {5, NoteKind::Skipped}, {6, NoteKind::Skipped}, {7, NoteKind::Skipped}}));
+  EXPECT_EQ(run.notes()[1].message, "skipped: e was not created (line 3)");
+  EXPECT_FALSE(run.has_model());  // the caller owns this model
 }
 
 TEST(TracePolicy, OverridesAreValidated) {
