@@ -253,13 +253,14 @@ void CudaBackend::drain() {
   mismatches_ = count;
 }
 
-std::vector<std::string> CudaBackend::new_problems() {
-  std::vector<std::string> out;
-  for (auto& e : errors_) out.push_back("GPU validation failed to run: " + e);
+std::vector<props::Violation> CudaBackend::new_problems() {
+  std::vector<props::Violation> out;
+  for (auto& e : errors_) out.push_back({props::Property::BackendFailure, e});
   errors_.clear();
   if (mismatches_ > mismatches_reported_) {
-    out.push_back("P2 data oracle: " + std::to_string(mismatches_ - mismatches_reported_) +
-                  " words on the GPU held another stamp than the last write ordered before their read");
+    out.push_back({props::Property::P2DataOracle,
+                   std::to_string(mismatches_ - mismatches_reported_) +
+                       " words on the GPU held another stamp than the last write ordered before their read"});
     mismatches_reported_ = mismatches_;
   }
   return out;

@@ -36,6 +36,7 @@
 #include "model/fault_injecting.h"
 #include "model/kernel_access.h"
 #include "model/pool_policy.h"
+#include "props/violation.h"
 
 namespace streamcheck::cuda {
 
@@ -113,7 +114,7 @@ class CudaBackend {
   void disarm_fault() { faults_.disarm_fault(); }
   std::size_t live_event_count() const { return live_events_.load(); }
   /// P2 mismatches found since the last call (known only after drain()).
-  std::vector<std::string> new_problems();
+  std::vector<props::Violation> new_problems();
   /// Waits for all work and reads the mismatch counter.
   void drain();
 

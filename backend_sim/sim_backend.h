@@ -15,6 +15,7 @@
 #include "backend_sim/explain.h"
 #include "model/backend.h"
 #include "model/fault_injecting.h"
+#include "props/violation.h"
 
 namespace streamcheck::sim {
 
@@ -178,16 +179,16 @@ class SimBackend {
   std::uint32_t faults_fired() const { return faults_.faults_fired(); }
   std::uint64_t calls() const { return faults_.calls(); }
   std::size_t live_event_count() const { return model_.live_event_count(); }
-  /// Findings and value mismatches that appeared since the last call, as
-  /// readable lines prefixed with the property they break (P1, P2).
-  std::vector<std::string> new_problems() {
-    std::vector<std::string> out;
+  /// Findings (P1) and value mismatches (P2) that appeared since the last
+  /// call, as typed violations.
+  std::vector<props::Violation> new_problems() {
+    std::vector<props::Violation> out;
     const auto& findings = model_.findings();
     for (; findings_seen_ < findings.size(); ++findings_seen_)
-      out.push_back("P1 race freedom: " + format(model_, findings[findings_seen_]));
+      out.push_back({props::Property::P1RaceFreedom, format(model_, findings[findings_seen_])});
     const auto& mismatches = model_.value_mismatches();
     for (; mismatches_seen_ < mismatches.size(); ++mismatches_seen_) {
-      out.push_back("P2 data oracle: " + describe(model_, mismatches[mismatches_seen_]));
+      out.push_back({props::Property::P2DataOracle, describe(model_, mismatches[mismatches_seen_])});
     }
     return out;
   }

@@ -6,6 +6,8 @@
 // same size, and reports whether B got A's address.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <array>
 #include <cstdint>
 #include <stdexcept>
@@ -52,7 +54,7 @@ template <Backend B, class Gate>
 bool run_pool_scenario(B& b, StreamId s0, StreamId s1, PoolScenario scenario, Gate&& gate,
                        std::size_t bytes = 1 << 16) {
   auto must = [](auto r, const char* what) {
-    if (!r.ok()) throw std::runtime_error(std::string("pool scenario: ") + what + ": " + r.error().to_string());
+    if (!r.ok()) throw std::runtime_error(fmt::format("pool scenario: {}: {}", what, r.error().to_string()));
     return r;
   };
   const auto r0 = *b.resolve_stream(s0);

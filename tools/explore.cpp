@@ -1,5 +1,8 @@
 #include "tools/explore.h"
 
+#include <fmt/format.h>
+#include <rapidcheck.h>
+
 #include <fstream>
 #include <ostream>
 #include <sstream>
@@ -7,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "backend_sim/explorer.h"
 #include "backend_sim/sim_backend.h"
+#include "props/client_gen.h"
 #include "props/harness.h"
 #include "tools/render.h"
 
@@ -15,26 +20,27 @@ namespace streamcheck::tools {
 
 namespace {
 
+using Bytes = std::vector<std::uint8_t>;
+
 struct RunResult {
-  std::optional<std::string> violation;
+  std::optional<props::Violation> violation;
   std::optional<std::size_t> at_op;  // nullopt: found during teardown
   std::string schedule;
   std::vector<std::string> narrative;
-  std::optional<std::pair<sim::OpRef, sim::OpRef>> race;
+  std::optional<RacingPair> race;
 };
 
 template <class Protocol>
-RunResult run_once(const props::ClientProgram& program, std::uint64_t schedule_seed, const sim::PoolPolicy& policy,
+RunResult run_once(const props::ClientProgram& program, sim::Chooser& chooser, std::uint32_t policy_index,
                    std::string* svg = nullptr) {
-  sim::RandomChooser chooser(schedule_seed);
-  sim::DeviceModel model(chooser, policy);
+  sim::DeviceModel model(chooser, sim::PoolPolicy::from_bits(policy_index));
   sim::SimBackend backend(model);
   RunResult result;
   {
     props::Harness<sim::SimBackend, Protocol> harness(backend);
     for (std::size_t i = 0; i < program.size() && !result.violation; ++i) {
       if (auto v = harness.apply(program[i])) {
-        result.violation = v;
+        result.violation = std::move(v);
         result.at_op = i;
       }
     }
@@ -43,7 +49,7 @@ RunResult run_once(const props::ClientProgram& program, std::uint64_t schedule_s
   }
   for (const auto& f : model.findings()) {
     if (f.second) {
-      result.race = std::make_pair(f.first, *f.second);
+      result.race = RacingPair{f.first, *f.second, f.kind};
       break;
     }
   }
@@ -52,121 +58,152 @@ RunResult run_once(const props::ClientProgram& program, std::uint64_t schedule_s
   return result;
 }
 
-struct Failure {
-  props::ClientProgram program;
-  std::uint64_t schedule_seed;
-  std::uint32_t policy_index;
-  RunResult result;
-};
-
-/// Tries the program under the failing schedule seed and a few derived
-/// ones; a reduced program keeps failing if any of them still fails.
 template <class Protocol>
-std::optional<Failure> fails(const props::ClientProgram& program, const Failure& like) {
-  for (std::uint64_t k = 0; k < 8; ++k) {
-    const std::uint64_t seed = like.schedule_seed + k * 0x9e3779b97f4a7c15ULL;
-    auto r = run_once<Protocol>(program, seed, sim::PoolPolicy::from_bits(like.policy_index));
-    if (r.violation) return Failure{program, seed, like.policy_index, r};
-  }
-  return std::nullopt;
+RunResult replay(const ExploreCase& c, std::string* svg = nullptr) {
+  sim::ByteChooser chooser(c.schedule);
+  return run_once<Protocol>(c.program, chooser, c.policy_index, svg);
 }
 
-/// Greedy delta debugging: remove chunks of halving size while it fails.
-template <class Protocol>
-Failure shrink(Failure best) {
-  for (std::size_t chunk = best.program.size() / 2; chunk >= 1; chunk /= 2) {
-    for (std::size_t start = 0; start < best.program.size();) {
-      props::ClientProgram candidate;
-      for (std::size_t i = 0; i < best.program.size(); ++i)
-        if (i < start || i >= start + chunk) candidate.push_back(best.program[i]);
-      if (auto f = fails<Protocol>(candidate, best))
-        best = *f;
-      else
-        start += chunk;
-    }
-    if (chunk == 1) break;
+/// The choices a run took, as the bytes that make a ByteChooser take them
+/// again.
+Bytes schedule_bytes(const sim::Chooser& run) {
+  Bytes bytes;
+  for (const auto& c : run.taken()) {
+    if (c.taken > 0xff)
+      throw std::logic_error(fmt::format("explore: choice {} took option {}, more than a schedule byte can replay",
+                                         bytes.size(), c.taken));
+    bytes.push_back(static_cast<std::uint8_t>(c.taken));
   }
-  return best;
+  return bytes;
 }
 
-template <class Protocol>
-std::optional<Counterexample> find_with(const ExploreOptions& o, std::uint64_t* explored_out) {
-  sim::SplitMix64 rng(o.seed);
-  std::uint64_t explored = 0;
-  std::optional<Counterexample> found;
-  for (std::uint32_t p = 0; p < o.programs && !found; ++p) {
-    const props::ClientProgram program = props::random_program(rng, o.program_length);
-    for (std::uint32_t s = 0; s < o.schedules_per_program; ++s) {
-      const std::uint64_t schedule_seed = rng.next();
-      const auto policy_index = static_cast<std::uint32_t>(explored % 16);
-      ++explored;
-      auto r = run_once<Protocol>(program, schedule_seed, sim::PoolPolicy::from_bits(policy_index));
-      if (!r.violation) continue;
-      const Failure shrunk = shrink<Protocol>(Failure{program, schedule_seed, policy_index, r});
-      found = Counterexample{program,
-                             shrunk.program,
-                             shrunk.policy_index,
-                             shrunk.schedule_seed,
-                             shrunk.result.schedule,
-                             *shrunk.result.violation,
-                             shrunk.result.at_op,
-                             shrunk.result.narrative,
-                             shrunk.result.race,
-                             explored,
-                             p,
-                             s};
-      break;
-    }
-  }
-  if (explored_out) *explored_out = explored;
-  return found;
+/// A failing case as one shrinkable value: the program shrinks as RapidCheck
+/// commands do (delete commands, shrink fields, repair what no longer
+/// applies), the schedule bytes as a container (drop chunks, lower bytes),
+/// the policy towards 0.
+rc::Shrinkable<ExploreCase> shrinkable_case(rc::Shrinkable<props::ClientProgram> program,
+                                            rc::Shrinkable<Bytes> schedule, rc::Shrinkable<std::uint32_t> policy) {
+  return rc::shrinkable::lambda(
+      [=] {
+        return ExploreCase{program.value(), schedule.value(), policy.value()};
+      },
+      [=] {
+        return rc::seq::concat(
+            rc::seq::map(program.shrinks(),
+                         [=](rc::Shrinkable<props::ClientProgram> p) {
+                           return shrinkable_case(std::move(p), schedule, policy);
+                         }),
+            rc::seq::map(schedule.shrinks(),
+                         [=](rc::Shrinkable<Bytes> s) { return shrinkable_case(program, std::move(s), policy); }),
+            rc::seq::map(policy.shrinks(), [=](rc::Shrinkable<std::uint32_t> p) {
+              return shrinkable_case(program, schedule, std::move(p));
+            }));
+      });
+}
+
+rc::Shrinkable<Bytes> shrinkable_bytes(Bytes bytes) {
+  return rc::shrinkable::shrinkRecur(std::move(bytes), [](const Bytes& b) {
+    return rc::seq::concat(rc::shrink::removeChunks(b),
+                           rc::shrink::eachElement(b, [](std::uint8_t x) { return rc::shrink::integral(x); }));
+  });
+}
+
+rc::Shrinkable<std::uint32_t> shrinkable_policy(std::uint32_t policy) {
+  return rc::shrinkable::shrinkRecur(policy, [](std::uint32_t p) { return rc::shrink::towards<std::uint32_t>(p, 0); });
 }
 
 template <class Protocol>
-int explore_with(const ExploreOptions& o, std::ostream& out) {
+ExploreOutcome explore_with(const ExploreOptions& o) {
+  ExploreOutcome outcome;
+  rc::Random programs(o.seed);
+  // RapidCheck's size sets the number of commands: 1 to size + 1.
+  const int size = static_cast<int>(o.program_length > 0 ? o.program_length - 1 : 0);
+  const auto generator = props::gen_client_program();
+  for (std::uint32_t p = 0; p < o.programs && !outcome.counterexample; ++p) {
+    rc::Random random = programs.split();
+    const rc::Shrinkable<props::ClientProgram> program = generator(random.split(), size);
+    const props::ClientProgram& ops = program.value();
+    ++outcome.programs;
+    std::uint32_t schedule_number = 0;
+    (void)sim::explore(sim::Random{random.next()}, sim::Bounds{o.schedules_per_program}, [&](sim::Chooser& chooser) {
+      const auto policy_index = static_cast<std::uint32_t>(outcome.schedules++ % 16);
+      const std::uint32_t s = schedule_number++;
+      if (!run_once<Protocol>(ops, chooser, policy_index).violation) return false;
+      const auto [shrunk, steps] = rc::shrinkable::findLocalMin(
+          shrinkable_case(program, shrinkable_bytes(schedule_bytes(chooser)), shrinkable_policy(policy_index)),
+          [](const ExploreCase& c) { return replay<Protocol>(c).violation.has_value(); });
+      RunResult r = replay<Protocol>(shrunk);
+      if (!r.violation)
+        throw std::logic_error("explore: the shrunk counterexample does not fail when replayed (a bug in streamcheck)");
+      outcome.counterexample =
+          Counterexample{ops, shrunk, r.schedule, *r.violation, r.at_op, std::move(r.narrative), r.race, p, s, steps};
+      return true;
+    });
+  }
+  return outcome;
+}
+
+void print_report(const ExploreOptions& o, const ExploreOutcome& outcome, std::ostream& out) {
   const std::string name = o.mutant ? std::string(info(*o.mutant).name) : "correct";
-  out << "streamcheck explore: resource protocol (" << name << ") on the simulated backend\n";
-  if (o.mutant) out << "mutant " << name << ": " << info(*o.mutant).description << "\n";
-  out << "seed " << o.seed << ", " << o.programs << " programs x " << o.schedules_per_program
-      << " schedules, program length " << o.program_length << ", pool policies: all 16 switch settings in turn\n";
-  std::uint64_t explored = 0;
-  const auto c = find_with<Protocol>(o, &explored);
+  out << fmt::format("streamcheck explore: resource protocol ({}) on the simulated backend\n", name);
+  if (o.mutant) out << fmt::format("mutant {}: {}\n", name, info(*o.mutant).description);
+  out << fmt::format(
+      "seed {}, {} programs (RapidCheck generator, up to {} ops each) x {} random schedules, pool policies: all 16 "
+      "switch settings in turn\n",
+      o.seed, o.programs, o.program_length, o.schedules_per_program);
+  const std::string coverage = fmt::format("coverage: {} programs, {} schedules (random schedules: not exhaustive)\n",
+                                           outcome.programs, outcome.schedules);
+  const auto& c = outcome.counterexample;
   if (!c) {
-    out << "explored " << explored << " schedules\n";
-    out << "findings: none\n";
-    return 0;
+    out << coverage << "findings: none\n";
+    return;
   }
-  out << "counterexample after " << c->explored << " schedules (program " << c->program_number << ", schedule "
-      << c->schedule_number << "); shrunk from " << c->original.size() << " to " << c->program.size()
-      << " ops. The program, as it ran:\n";
-  for (std::size_t i = 0; i < c->narrative.size(); ++i) out << "  " << i << ": " << c->narrative[i] << "\n";
+  out << fmt::format(
+      "counterexample after {} schedules (program {}, schedule {}); shrunk from {} to {} ops in {} steps. The "
+      "program, as it ran:\n",
+      outcome.schedules, c->program_number, c->schedule_number, c->original.size(), c->shrunk.program.size(),
+      c->shrink_steps);
+  for (std::size_t i = 0; i < c->narrative.size(); ++i) out << fmt::format("  {}: {}\n", i, c->narrative[i]);
   if (c->at_op)
-    out << "violation at op " << *c->at_op << ":\n";
+    out << fmt::format("violation at op {}:\n", *c->at_op);
   else
     out << "violation during teardown (commit all, deallocate all, reap, drain the device):\n";
-  out << "  " << c->violation << "\n";
-  out << "pool policy: " << sim::PoolPolicy::from_bits(c->policy_index).describe() << "\n";
-  out << "schedule: " << c->schedule << "\n";
-  out << "reproduce: streamcheck explore --seed " << o.seed;
+  out << fmt::format("  {}\n", props::to_string(c->violation));
+  out << fmt::format("pool policy: {}\n", sim::PoolPolicy::from_bits(c->shrunk.policy_index).describe());
+  out << fmt::format("schedule: {}\n", c->schedule);
+  out << coverage;
+  out << fmt::format("reproduce: streamcheck explore --seed {}", o.seed);
   const ExploreOptions defaults;
-  if (o.programs != defaults.programs) out << " --programs " << o.programs;
-  if (o.schedules_per_program != defaults.schedules_per_program) out << " --schedules " << o.schedules_per_program;
-  if (o.program_length != defaults.program_length) out << " --length " << o.program_length;
-  out << (o.mutant ? " --mutant " + name : "") << "\n";
-  out << "findings: 1\n";
-  return 1;
+  if (o.programs != defaults.programs) out << fmt::format(" --programs {}", o.programs);
+  if (o.schedules_per_program != defaults.schedules_per_program)
+    out << fmt::format(" --schedules {}", o.schedules_per_program);
+  if (o.program_length != defaults.program_length) out << fmt::format(" --length {}", o.program_length);
+  if (o.mutant) out << fmt::format(" --mutant {}", name);
+  out << "\nfindings: 1\n";
 }
 
 }  // namespace
 
+ExploreOutcome explore_protocol(const ExploreOptions& options) {
+  return with_protocol(options.mutant, [&]<class Protocol>() { return explore_with<Protocol>(options); });
+}
+
 std::optional<Counterexample> find_counterexample(const ExploreOptions& options, std::uint64_t* explored) {
-  return with_protocol(options.mutant, [&]<class Protocol>() { return find_with<Protocol>(options, explored); });
+  ExploreOutcome outcome = explore_protocol(options);
+  if (explored) *explored = outcome.schedules;
+  return std::move(outcome.counterexample);
+}
+
+int explore(const ExploreOptions& options, std::ostream& out) {
+  const ExploreOutcome outcome = explore_protocol(options);
+  print_report(options, outcome, out);
+  return outcome.counterexample ? 1 : 0;
 }
 
 std::string counterexample_svg(const Counterexample& c, std::optional<MutantId> mutant) {
   return with_protocol(mutant, [&]<class Protocol>() {
     std::string svg;
-    (void)run_once<Protocol>(c.program, c.schedule_seed, sim::PoolPolicy::from_bits(c.policy_index), &svg);
+    (void)replay<Protocol>(c.shrunk, &svg);
     return svg;
   });
 }
@@ -175,45 +212,43 @@ std::vector<std::string> write_counterexample_pages(const std::string& dir) {
   std::vector<std::string> written;
   auto write = [&](const std::string& name, const std::string& text) {
     std::ofstream f(dir + "/" + name, std::ios::binary);
-    if (!f) throw std::runtime_error("cannot write " + dir + "/" + name + " (does the folder exist?)");
+    if (!f) throw std::runtime_error(fmt::format("cannot write {}/{} (does the folder exist?)", dir, name));
     f << text;
     written.push_back(name);
   };
-  std::ostringstream index;
-  index << "# Counterexamples\n\nGenerated by `streamcheck counterexamples docs/counterexamples` (a test fails when "
-           "these pages are stale). Each page is the shrunk counterexample `streamcheck explore --mutant Mk` finds "
-           "for one mutant of the protocol (SPEC §5), as text and as SVG swimlanes of the failing run.\n\n"
-           "| mutant | what it breaks | found |\n| --- | --- | --- |\n";
+  std::string index =
+      "# Counterexamples\n\nGenerated by `streamcheck counterexamples docs/counterexamples` (a test fails when "
+      "these pages are stale). Each page is the shrunk counterexample `streamcheck explore --mutant Mk` finds "
+      "for one mutant of the protocol (SPEC §5), as text and as SVG swimlanes of the failing run.\n\n"
+      "| mutant | what it breaks | found |\n| --- | --- | --- |\n";
   for (const auto& m : kMutants) {
     ExploreOptions o;
     o.mutant = m.id;
+    // One search per mutant: the page's text and its swimlanes come from it.
+    const ExploreOutcome outcome = explore_protocol(o);
+    if (!outcome.counterexample) throw std::runtime_error(fmt::format("no counterexample for {}", m.name));
+    const Counterexample& c = *outcome.counterexample;
     std::ostringstream text;
-    (void)explore(o, text);
-    const auto c = find_counterexample(o);
-    if (!c) throw std::runtime_error(std::string("no counterexample for ") + std::string(m.name));
+    print_report(o, outcome, text);
     const std::string name(m.name);
-    std::ostringstream page;
-    page << "# " << name << ": " << m.description << "\n\nFound by `streamcheck explore --mutant " << name
-         << "` (seed 1); regenerate every page with `streamcheck counterexamples docs/counterexamples`.\n\n"
-         << "```text\n"
-         << text.str() << "```\n\n";
-    if (c->race)
-      page << "The racing pair is highlighted in red in the swimlanes of the failing run; the dashed red arrow is the "
-              "missing edge.\n\n";
+    std::string page = fmt::format(
+        "# {}: {}\n\nFound by `streamcheck explore --mutant {}` (seed 1); regenerate every page with `streamcheck "
+        "counterexamples docs/counterexamples`.\n\n```text\n{}```\n\n",
+        name, m.description, name, text.str());
+    if (c.race)
+      page +=
+          "The racing pair is highlighted in red in the swimlanes of the failing run; the dashed red arrow is the "
+          "missing edge.\n\n";
     else
-      page << "Not a race: the property it breaks is shown above. The swimlanes show the run for reference.\n\n";
-    page << "![" << name << " swimlanes](" << name << ".svg)\n";
-    write(name + ".md", page.str());
-    write(name + ".svg", counterexample_svg(*c, m.id));
-    index << "| [" << name << "](" << name << ".md) | " << m.description << " | "
-          << c->violation.substr(0, c->violation.find(':')) << " |\n";
+      page += "Not a race: the property it breaks is shown above. The swimlanes show the run for reference.\n\n";
+    page += fmt::format("![{} swimlanes]({}.svg)\n", name, name);
+    write(name + ".md", page);
+    write(name + ".svg", counterexample_svg(c, m.id));
+    index +=
+        fmt::format("| [{}]({}.md) | {} | {} |\n", name, name, m.description, props::to_string(c.violation.property));
   }
-  write("README.md", index.str());
+  write("README.md", index);
   return written;
-}
-
-int explore(const ExploreOptions& options, std::ostream& out) {
-  return with_protocol(options.mutant, [&]<class Protocol>() { return explore_with<Protocol>(options, out); });
 }
 
 }  // namespace streamcheck::tools

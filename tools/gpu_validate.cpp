@@ -8,7 +8,7 @@
 //   3. the pool scenarios under all 16 policy settings: every reuse outcome
 //      the GPU shows must be one the simulator allows.
 // Exit 0: all three hold; 1: one does not; 2: usage; 77: no GPU (skipped).
-#include <charconv>
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
@@ -22,6 +22,7 @@
 #include "backend_cuda/cuda_backend.h"
 #include "backend_sim/explorer.h"
 #include "backend_sim/sim_backend.h"
+#include "props/client_gen.h"
 #include "props/harness.h"
 #include "props/pool_scenarios.h"
 #include "tools/explore.h"
@@ -51,7 +52,7 @@ std::unique_ptr<CudaBackend> make_backend(const PoolPolicy& policy) {
 }
 
 struct GpuRun {
-  std::optional<std::string> violation;
+  std::optional<props::Violation> violation;
   std::uint64_t mismatches = 0;
 };
 
@@ -82,11 +83,17 @@ std::string today() {
 }
 
 bool correct_protocol(const Options& o, std::ostream& out) {
+  // Programs from the explorer's generator (RapidCheck, seeded), delays from
+  // a separate stream of numbers.
+  rc::Random programs(o.seed);
+  // RapidCheck's size: programs of up to 40 ops, as `streamcheck explore`.
+  constexpr int kProgramSize = 39;
+  const auto generator = props::gen_client_program();
   sim::SplitMix64 rng(o.seed);
   std::uint64_t mismatches = 0, runs = 0, violations = 0;
-  std::string first_violation;
+  std::optional<props::Violation> first_violation;
   for (std::uint32_t p = 0; p < o.programs; ++p) {
-    const auto program = props::random_program(rng, 40);
+    const props::ClientProgram program = generator(programs.split(), kProgramSize).value();
     for (std::uint32_t k = 0; k < o.reps; ++k) {
       // Random gates shake the completion order from run to run.
       std::set<std::pair<std::uint32_t, std::uint32_t>> delays;
@@ -97,14 +104,14 @@ bool correct_protocol(const Options& o, std::ostream& out) {
       mismatches += r.mismatches;
       if (r.violation) {
         ++violations;
-        if (first_violation.empty()) first_violation = *r.violation;
+        if (!first_violation) first_violation = r.violation;
       }
     }
   }
   out << "\n### Correct protocol\n\n| programs | repetitions each | runs | mismatching words | property violations |\n"
       << "| --- | --- | --- | --- | --- |\n| " << o.programs << " | " << o.reps << " | " << runs << " | " << mismatches
       << " | " << violations << " |\n";
-  if (!first_violation.empty()) out << "\nfirst violation: " << first_violation << "\n";
+  if (first_violation) out << "\nfirst violation: " << props::to_string(*first_violation) << "\n";
   return mismatches == 0 && violations == 0;
 }
 
@@ -123,36 +130,38 @@ bool mutants(const Options& o, std::ostream& out) {
       ok = false;
       continue;
     }
-    const bool race = c->violation.rfind("P1 race freedom", 0) == 0 && c->race.has_value();
+    const bool race = c->violation.property == props::Property::P1RaceFreedom && c->race.has_value();
     std::set<std::pair<std::uint32_t, std::uint32_t>> delays;
     if (race) delays.insert({c->race->first.stream.value, c->race->first.index});
     // Keep freed memory mapped in the pool: a racing kernel then reads or
     // writes stale data (a mismatch we can count) instead of faulting on
     // unmapped memory, which would end the CUDA context for the process.
-    PoolPolicy policy = PoolPolicy::from_bits(c->policy_index);
+    PoolPolicy policy = PoolPolicy::from_bits(c->shrunk.policy_index);
     policy.release_threshold = std::numeric_limits<std::uint64_t>::max();
     std::uint32_t with_mismatch = 0, broken = 0;
-    std::string gpu_violation;
+    std::optional<props::Property> gpu_violation;
     for (std::uint32_t k = 0; k < o.reps; ++k) {
       const GpuRun r = streamcheck::with_protocol(
-          m.id, [&]<class P>() { return run_on_gpu<P>(c->program, policy, delays, 2'000'000); });
+          m.id, [&]<class P>() { return run_on_gpu<P>(c->shrunk.program, policy, delays, 2'000'000); });
       if (r.mismatches > 0) ++with_mismatch;
       if (r.violation) {
         ++broken;
-        if (gpu_violation.empty()) gpu_violation = r.violation->substr(0, r.violation->find(':'));
+        if (!gpu_violation) gpu_violation = r.violation->property;
       }
     }
-    const std::string kind = race ? c->violation.substr(0, c->violation.find(':', c->violation.find(':') + 1))
-                                  : c->violation.substr(0, c->violation.find(':'));
+    // A race names its finding kind beside the property.
+    const std::string kind =
+        race ? std::string(props::to_string(c->violation.property)) + ": " + std::string(sim::to_string(c->race->kind))
+             : std::string(props::to_string(c->violation.property));
     // Only races are expected to corrupt data; the other mutants break a
     // host-side property (P3/P4/P5), shown for information: M9's needs the
     // pool to hand the same address out again, which the GPU may not do.
     const bool pass = race ? with_mismatch > 0 : true;
     ok = ok && pass;
-    out << "| " << m.name << " | " << kind << " | " << c->program.size() << " | "
+    out << "| " << m.name << " | " << kind << " | " << c->shrunk.program.size() << " | "
         << (race ? "s" + std::to_string(c->race->first.stream.value) + "#" + std::to_string(c->race->first.index) : "-")
         << " | " << with_mismatch << " | " << broken << "/" << o.reps
-        << (gpu_violation.empty() ? "" : " (" + gpu_violation + ")") << " | "
+        << (gpu_violation ? " (" + std::string(props::to_string(*gpu_violation)) + ")" : "") << " | "
         << (race ? (pass ? "ok" : "FAIL") : "n/a (not a race)") << " |\n";
   }
   return ok;
@@ -208,42 +217,26 @@ bool pool(const Options& o, std::ostream& out) {
   return ok;
 }
 
-bool parse(std::string_view v, std::uint64_t& out) {
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  return ec == std::errc() && p == v.data() + v.size();
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  constexpr const char* usage =
-      "usage: streamcheck-gpu conformance [--programs N] [--reps K] [--pool-reps K] [--seed N]\n"
-      "Runs the GPU validation (correct protocol, mutant counterexamples, pool reuse) and prints the table.\n"
-      "Exit 0: the model matches the GPU; 1: it does not; 2: usage; 77: no GPU here (skipped).\n";
-  if (argc < 2 || std::string_view(argv[1]) != "conformance") {
-    std::cerr << usage;
-    return 2;
-  }
   Options o;
-  for (int i = 2; i < argc; i += 2) {
-    std::uint64_t n = 0;
-    if (i + 1 >= argc || !parse(argv[i + 1], n)) {
-      std::cerr << "streamcheck-gpu: " << argv[i] << " needs a number\n" << usage;
-      return 2;
-    }
-    const std::string_view a = argv[i];
-    if (a == "--programs")
-      o.programs = static_cast<std::uint32_t>(n);
-    else if (a == "--reps")
-      o.reps = static_cast<std::uint32_t>(n);
-    else if (a == "--pool-reps")
-      o.pool_reps = static_cast<std::uint32_t>(n);
-    else if (a == "--seed")
-      o.seed = n;
-    else {
-      std::cerr << "streamcheck-gpu: unknown option " << a << "\n" << usage;
-      return 2;
-    }
+  CLI::App app{
+      "Runs the GPU validation (correct protocol, mutant counterexamples, pool reuse) and prints the table.\n"
+      "Exit 0: the model matches the GPU; 1: it does not; 2: usage; 77: no GPU here (skipped).",
+      "streamcheck-gpu"};
+  app.require_subcommand(1);
+  CLI::App* conformance = app.add_subcommand("conformance", "run all three parts and print the table");
+  conformance->add_option("--programs", o.programs, "random client programs for the correct protocol")
+      ->capture_default_str();
+  conformance->add_option("--reps", o.reps, "repetitions of each program and counterexample")->capture_default_str();
+  conformance->add_option("--pool-reps", o.pool_reps, "GPU runs per pool scenario and policy")->capture_default_str();
+  conformance->add_option("--seed", o.seed, "seed of the generated programs and delays")->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help prints and exits 0; a usage error exits 2, as documented above.
+    return app.exit(e) == 0 ? 0 : 2;
   }
   std::cout << std::unitbuf;  // a run cut short still shows every finished row
   std::string why;

@@ -9,6 +9,8 @@
 #include <memory>
 
 #include "backend_cuda/cuda_backend.h"
+#include "backend_sim/schedule.h"
+#include "props/client_gen.h"
 #include "props/harness.h"
 #include "props/protocol_property.h"
 #include "tests/backend_cuda/gpu_device.h"
@@ -134,8 +136,9 @@ TEST_F(Gpu, ProtocolPropertyOnTheGpu) {
 
 TEST_F(Gpu, RandomProgramsKeepEveryPropertyOnTheGpu) {
   sim::SplitMix64 rng(11);
+  rc::Random programs(11);
   for (int p = 0; p < 20; ++p) {
-    const auto program = props::random_program(rng, 40);
+    const auto program = props::gen_client_program()(programs.split(), 39).value();
     CudaBackendOptions o;
     o.policy = PoolPolicy::from_bits(static_cast<std::uint32_t>(p % 16));
     auto b = CudaBackend::create(o);

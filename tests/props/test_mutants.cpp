@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "props/protocol_property.h"
+#include "props/sim_protocol_property.h"
 
 namespace streamcheck::props {
 namespace {

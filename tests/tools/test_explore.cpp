@@ -28,13 +28,14 @@ TEST(Explore, CorrectProtocolHasNoFindings) {
   int code = -1;
   const std::string out = explore_text(o, code);
   EXPECT_EQ(code, 0) << out;
-  EXPECT_NE(out.find("explored 960 schedules"), std::string::npos) << out;
+  EXPECT_NE(out.find("coverage: 60 programs, 960 schedules (random schedules: not exhaustive)"), std::string::npos)
+      << out;
   EXPECT_NE(out.find("findings: none"), std::string::npos) << out;
 }
 
 TEST(Explore, SameSeedSameBytes) {
   ExploreOptions o;
-  o.programs = 30;
+  o.programs = 60;
   o.seed = 99;
   o.mutant = MutantId::M11;
   int c1 = -1, c2 = -1;
@@ -56,6 +57,29 @@ TEST(Explore, EveryMutantGivesAShrunkCounterexample) {
     EXPECT_NE(out.find("reproduce: streamcheck explore --seed 1 --mutant " + std::string(m.name)), std::string::npos)
         << m.name;
   }
+}
+
+// The shrunk counterexample is one value (program, schedule bytes, pool
+// policy): replaying it gives the same run, and RapidCheck shrank every
+// field of it, not only the number of ops.
+TEST(Explore, CounterexampleIsShrunkAsOneValueAndReplaysExactly) {
+  ExploreOptions o;
+  o.mutant = MutantId::M1;
+  const auto c = find_counterexample(o);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->violation.property, props::Property::P1RaceFreedom);
+  ASSERT_TRUE(c->race);
+  EXPECT_LE(c->shrunk.program.size(), 4u);
+  EXPECT_LT(c->shrunk.program.size(), c->original.size());
+  EXPECT_EQ(c->shrunk.policy_index, 0u);
+  for (std::uint8_t b : c->shrunk.schedule) EXPECT_EQ(b, 0u);
+  for (const auto& op : c->shrunk.program) {
+    if (const auto* a = std::get_if<props::AllocateOp>(&op)) {
+      EXPECT_EQ(a->bytes, 1u);
+    }
+  }
+  EXPECT_EQ(counterexample_svg(*c, o.mutant), counterexample_svg(*c, o.mutant));
+  EXPECT_NE(counterexample_svg(*c, o.mutant).find("</svg>"), std::string::npos);
 }
 
 TEST(Explore, ReproduceLineCarriesEveryNonDefaultOption) {

@@ -85,10 +85,11 @@ std::set<std::string> finding_kinds(const tools::Report& r) {
   return out;
 }
 
-std::string joined(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += s + "\n";
-  return out;
+template <class T>
+std::string joined(const std::vector<T>& v) {
+  std::ostringstream out;
+  for (const auto& s : v) out << s << "\n";
+  return out.str();
 }
 
 TEST(LoggingResource, CleanClientReadsBackClean) {
