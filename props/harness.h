@@ -32,6 +32,7 @@
 #include "props/client_program.h"
 #include "props/protocol_model.h"
 #include "props/resource_layer.h"
+#include "props/resource_snapshot.h"
 #include "props/violation.h"
 
 namespace streamcheck::props {
@@ -127,18 +128,6 @@ class Harness {
     std::unique_ptr<LaunchRecorder<P>> recorder;
     std::string name;
   };
-  struct Snapshot {
-    std::size_t live_bytes, pending, per_stream, live_blocks, events;
-    std::vector<std::optional<std::size_t>> use_events;
-    bool operator==(const Snapshot&) const = default;
-    std::string str() const {
-      std::string uses;
-      for (const auto& u : use_events) uses += u ? fmt::format("{} ", *u) : std::string("gone ");
-      return fmt::format("live={} pending={} per_stream={} blocks={} events={} use_events=[{}]", live_bytes, pending,
-                         per_stream, live_blocks, events, uses);
-    }
-  };
-
   void problem(Property property, std::string detail) { problems_.push_back(Violation{property, std::move(detail)}); }
   void say(std::string text) { said_ = std::move(text); }
   static std::string name(BlockNumber block) { return fmt::format("b{}", block); }
@@ -154,11 +143,11 @@ class Harness {
   static bool injected(const ResourceError& e) { return e.injected; }
   typename B::StreamRef ref(StreamId id) const { return *b_.resolve_stream(id); }
 
-  Snapshot snapshot() const {
-    Snapshot s{res_.live_bytes(),       res_.pending_free_bytes(), res_.pending_per_stream_total(),
-               res_.live_block_count(), b_.live_event_count(),     {}};
-    for (BlockNumber n : model_.live()) s.use_events.push_back(res_.pending_use_event_count(block(n).ptr));
-    return s;
+  /// The resource's state, with the use events of every live block.
+  ResourceSnapshot snapshot() const {
+    std::vector<std::uint64_t> ptrs;
+    for (BlockNumber n : model_.live()) ptrs.push_back(block(n).ptr);
+    return snapshot_of(res_, b_, ptrs);
   }
 
   void check_accounting() {
@@ -188,12 +177,13 @@ class Harness {
   /// that a retry succeeds. Any other error breaks the property.
   template <class Call>
   auto checked(const std::string& what, Call&& call, bool atomic = true) {
-    const Snapshot before = snapshot();
+    const ResourceSnapshot before = snapshot();
     auto r = call();
     if (r.ok()) return r;
     if (atomic && snapshot() != before)
-      problem(Property::P4ErrorAtomicity, fmt::format("{} failed ({}) but changed state: before {{{}}} after {{{}}}",
-                                                      what, r.error().to_string(), before.str(), snapshot().str()));
+      problem(Property::P4ErrorAtomicity,
+              fmt::format("{} failed ({}) but changed state: before {{{}}} after {{{}}}", what, r.error().to_string(),
+                          to_string(before), to_string(snapshot())));
     if (!injected(r.error())) {
       problem(Property::UnexpectedError, fmt::format("{} failed: {}", what, r.error().to_string()));
       return r;
@@ -210,7 +200,7 @@ class Harness {
   template <class Call>
   void refused(const std::string& what, ErrorKind kind, std::optional<Generation> generation, Call&& call) {
     const bool stale = kind == ErrorKind::UseAfterFree;
-    const Snapshot before = snapshot();
+    const ResourceSnapshot before = snapshot();
     Status st = call();
     if (!st.ok() && injected(st.error())) st = call();  // an armed fault fired first: try again
     if (st.ok()) {
@@ -222,9 +212,9 @@ class Harness {
       problem(Property::WrongError,
               fmt::format("{}: got {}, expected {}", what, st.error().to_string(), to_string(kind)));
     if (snapshot() != before)
-      problem(
-          stale ? Property::P5GenerationGuard : Property::P4ErrorAtomicity,
-          fmt::format("refused {} changed state: before {{{}}} after {{{}}}", what, before.str(), snapshot().str()));
+      problem(stale ? Property::P5GenerationGuard : Property::P4ErrorAtomicity,
+              fmt::format("refused {} changed state: before {{{}}} after {{{}}}", what, to_string(before),
+                          to_string(snapshot())));
   }
 
   void run(const AllocateOp& o) {
