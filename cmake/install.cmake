@@ -22,6 +22,9 @@ foreach(dir IN LISTS _streamcheck_header_dirs)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION ${STREAMCHECK_INSTALL_INCLUDEDIR}/${dir}
           FILES_MATCHING PATTERN "*.h")
 endforeach()
+# The validation backends report P1/P2 as props::Violation: that one header
+# (standard library only) goes with them.
+install(FILES ${PROJECT_SOURCE_DIR}/props/violation.h DESTINATION ${STREAMCHECK_INSTALL_INCLUDEDIR}/props)
 install(EXPORT streamcheckTargets NAMESPACE streamcheck:: DESTINATION ${STREAMCHECK_INSTALL_CMAKEDIR})
 
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/streamcheckConfig.cmake.in
