@@ -157,8 +157,14 @@ Status CudaBackend::free_async(std::uint64_t ptr, StreamRef s) {
     return ResourceError::driver("free_async: " + std::to_string(ptr) + " is not a live allocation of this backend");
   if (options_.stamp_pool_ops) {
     // R7: the free is a write of the whole range; a racing reader sees it.
+    // It first checks the range (P2) against the last write enqueued before
+    // it: a correct program orders its free after every use, so the range
+    // still holds that write, while a write lost to a write-write race that
+    // nothing reads afterwards (a shrunk counterexample of M3 or M6) shows
+    // here as a mismatch instead of vanishing.
     const std::uint64_t spin = next_op(s);
-    stamp(s, ptr, it->second, kFreedStampBit | next_stamp_++, spin);
+    check(s, ptr, it->second, spin);
+    stamp(s, ptr, it->second, kFreedStampBit | next_stamp_++, 0);
   }
   if (auto st = driver().check(driver().api().mem_free_async(ptr, s.get()), "cuMemFreeAsync"); !st) return st;
   live_allocations_.erase(it);
@@ -187,8 +193,21 @@ Status CudaBackend::launch_kernel(CUfunction f, std::uint64_t words, StreamRef s
       "cuLaunchKernel");
 }
 
+// The stamp kernels work on whole 64-bit words, so an access covers the words
+// wholly inside it. An access to a whole live allocation also covers the
+// allocation's padding up to the next word: the pool hands out ranges aligned
+// far beyond 8 bytes, so that padding belongs to this allocation alone and no
+// other access can share it. Without this a block under 8 bytes (what a
+// shrunk counterexample allocates) would be stamped and checked nowhere, and
+// a race on it could never show on the GPU.
+std::uint64_t CudaBackend::covered_bytes(std::uint64_t ptr, std::uint64_t bytes) const {
+  auto it = live_allocations_.find(ptr);
+  if (it != live_allocations_.end() && it->second == bytes) return (bytes + 7) / 8 * 8;
+  return bytes / 8 * 8;
+}
+
 void CudaBackend::stamp(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint64_t value, std::uint64_t spin) {
-  std::uint64_t words = bytes / 8;
+  std::uint64_t words = covered_bytes(ptr, bytes) / 8;
   if (words == 0 && spin == 0) return;
   CUdeviceptr p = ptr;
   void* args[] = {&p, &words, &value, &spin};
@@ -197,7 +216,7 @@ void CudaBackend::stamp(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std
 }
 
 void CudaBackend::check(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint64_t spin) {
-  const std::uint64_t end = ptr + bytes / 8 * 8;
+  const std::uint64_t end = ptr + covered_bytes(ptr, bytes);
   // One check kernel per run of words that share an expected stamp.
   std::vector<std::pair<std::pair<std::uint64_t, std::uint64_t>, std::uint64_t>> runs;
   last_stamp_.for_range(ptr, end, 0, [&](std::uint64_t lo, std::uint64_t hi, std::uint64_t& v) {

@@ -158,6 +158,8 @@ class CudaBackend {
   std::uint32_t stream_index(StreamRef s) const;
   /// Numbers the next op on `s`; returns the spin its first kernel gets.
   std::uint64_t next_op(StreamRef s);
+  /// The bytes the stamp kernels cover for an access of `bytes` at `ptr`: see covered_bytes in the .cpp.
+  std::uint64_t covered_bytes(std::uint64_t ptr, std::uint64_t bytes) const;
   void stamp(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint64_t stamp, std::uint64_t spin);
   void check(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint64_t spin);
   Status launch_kernel(CUfunction f, std::uint64_t words, StreamRef s, void** args);
