@@ -126,6 +126,7 @@ TEST(TraceInterpreter, RefusedResourceCallIsANote) {
   const auto r = explore_text("stream s0\nresource budget 100\nallocate X 1024 on s0\n");
   ASSERT_EQ(r.notes.size(), 1u);
   EXPECT_EQ(r.notes[0].line, 3);
+  EXPECT_EQ(r.notes[0].kind, NoteKind::Refused);
   EXPECT_NE(describe(r.notes[0]).find("line 3: allocate refused: out of budget"), std::string::npos)
       << describe(r.notes[0]);
   EXPECT_EQ(r.verdict(), Verdict::Findings);
@@ -142,6 +143,8 @@ TEST(TraceInterpreter, UsesOfABufferThatGotNoMemoryAreSkippedWithANote) {
   ASSERT_EQ(r.notes.size(), 5u) << report_text(r);
   EXPECT_NE(describe(r.notes[0]).find("line 4: allocate refused: out of budget"), std::string::npos)
       << describe(r.notes[0]);
+  EXPECT_EQ(r.notes[0].kind, NoteKind::Refused);
+  for (std::size_t i = 1; i < 5; ++i) EXPECT_EQ(r.notes[i].kind, NoteKind::Skipped) << r.notes[i].message;
   for (std::size_t i = 1; i < 5; ++i)
     EXPECT_NE(r.notes[i].message.find("skipped: X has no memory (line 4: allocate refused)"), std::string::npos)
         << r.notes[i].message;
