@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "tests/temp_dir.h"
 #include "tests/tools/command.h"
 #include "tests/tools/malformed_traces.h"
 #include "tools/explore.h"
@@ -132,8 +133,8 @@ TEST(ExploreCommand, SameSeedByteIdenticalAcrossProcesses) {
 std::string examples(const std::string& file) { return std::string(STREAMCHECK_EXAMPLES_DIR) + "/" + file; }
 
 TEST(CounterexamplePages, DocsAreUpToDate) {
-  const std::string dir = testing::TempDir() + "/counterexamples";
-  std::filesystem::create_directories(dir);
+  const tests::FreshTempDir tmp("counterexamples");
+  const std::string dir = tmp.path().string();
   const auto files = write_counterexample_pages(dir);
   EXPECT_EQ(files.size(), 23u);  // Mk.md + Mk.svg for 11 mutants, and the index
   for (const auto& name : files) {
@@ -184,11 +185,8 @@ TEST(TraceCommand, EveryVerbHasHelp) {
 }
 
 TEST(TraceCommand, MalformedInputGivesFileLineColumnAndExit2) {
-  const std::string path = testing::TempDir() + "/malformed.trace";
-  {
-    std::ofstream f(path);
-    f << "stream s1\nbuffer A 64 on s1\nlaunch K on s2 writes A\n";
-  }
+  const tests::FreshTempDir tmp("malformed");
+  const std::string path = tmp.write("malformed.trace", "stream s1\nbuffer A 64 on s1\nlaunch K on s2 writes A\n");
   const auto r = run_command("check " + path);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find(path + ":3:13: unknown stream 's2'"), std::string::npos) << r.out;
@@ -196,10 +194,10 @@ TEST(TraceCommand, MalformedInputGivesFileLineColumnAndExit2) {
 }
 
 TEST(TraceCommand, EveryKindOfMalformedInputExits2WithItsPosition) {
+  const tests::FreshTempDir tmp("malformed-kinds");
   std::size_t kinds = 0;
   for (const Malformed& m : kMalformed) {
-    const std::string path = testing::TempDir() + "/" + m.name + ".trace";
-    std::ofstream(path) << m.text;
+    const std::string path = tmp.write(std::string(m.name) + ".trace", m.text);
     for (const char* verb : {"check", "explore"}) {
       const auto r = run_command(std::string(verb) + " " + path);
       EXPECT_EQ(r.exit_code, 2) << m.name << " " << verb << ": " << r.out;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/temp_dir.h"
 #include "tests/tools/command.h"
 
 namespace streamcheck::tools {
@@ -79,9 +80,8 @@ std::vector<Box> rects_after(const std::string& svg, const std::string& marker) 
 TEST(RenderPng, RasterizedSwimlanesShowEveryLaneAndTheRacingPair) {
   if (run_shell("command -v rsvg-convert").exit_code != 0)
     GTEST_SKIP() << "rsvg-convert is not installed (Debian librsvg2-bin; bash tools/run.sh test installs it)";
-  const fs::path dir = fs::temp_directory_path() / ("streamcheck-png-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const fs::path svg_file = dir / "race.svg", png_file = dir / "race.png";
+  const tests::FreshTempDir dir("png");
+  const fs::path svg_file = dir.file("race.svg"), png_file = dir.file("race.png");
   const auto render = run_shell(std::string(STREAMCHECK_BIN) + " render " + STREAMCHECK_EXAMPLES_DIR +
                                 "/01_missing_wait.trace --format svg -o " + svg_file.string());
   ASSERT_EQ(render.exit_code, 1) << render.out;  // 1: the drawn schedule has findings
@@ -124,7 +124,6 @@ TEST(RenderPng, RasterizedSwimlanesShowEveryLaneAndTheRacingPair) {
     EXPECT_TRUE(near(png.at(box.x + box.w / 2, box.y), red, 40)) << "top edge of the box at x=" << box.x;
     EXPECT_EQ(png.at(box.x + 5, mid), box.fill) << "inside of the box at x=" << box.x;
   }
-  fs::remove_all(dir);
 }
 
 }  // namespace
