@@ -48,6 +48,12 @@ std::string host_action(const DeviceModel& model, const LogEntry& entry) {
   return "?";
 }
 
+std::string describe(const std::vector<ByteRange>& ranges) {
+  std::string out;
+  for (const ByteRange& r : ranges) out += fmt::format("{}[{:#x}, {:#x})", out.empty() ? "" : ", ", r.lo, r.hi);
+  return out;
+}
+
 std::string finding_label(const Finding& f) {
   std::string s(to_string(f.kind));
   if (f.kind == FindingKind::UseAfterFree) s += f.definite ? " (definite)" : " (racing)";
@@ -71,14 +77,13 @@ std::string suggested_fix(const DeviceModel& model, const Finding& f) {
 std::string format(const DeviceModel& model, const Finding& f) {
   std::string what;
   if (f.kind == FindingKind::Leak) {
-    what = fmt::format(" (warning): {} is never freed; bytes [{:#x}, {:#x})", describe(model, f.first), f.bytes.lo,
-                       f.bytes.hi);
+    what = fmt::format(" (warning): {} is never freed; bytes {}", describe(model, f.first), describe(f.bytes));
   } else {
     const std::string why = f.definite ? std::string("the free is ordered before the use")
                                        : fmt::format("neither is ordered before the other (missing edge {} -> {})",
                                                      ref_name(model, f.first), ref_name(model, *f.second));
-    what = fmt::format(": {} and {} touch bytes [{:#x}, {:#x}) ({} bytes); {}", describe(model, f.first),
-                       describe(model, *f.second), f.bytes.lo, f.bytes.hi, f.bytes.size(), why);
+    what = fmt::format(": {} and {} touch bytes {} ({} bytes); {}", describe(model, f.first),
+                       describe(model, *f.second), describe(f.bytes), total_size(f.bytes), why);
   }
   return fmt::format("{}{}\n  fix: {}", finding_label(f), what, suggested_fix(model, f));
 }

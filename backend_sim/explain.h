@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "backend_sim/device_model.h"
 
@@ -23,6 +24,8 @@ std::string describe(const DeviceModel& model, OpRef op);
 /// enqueue reads "enqueue <describe(op)>".
 std::string host_action(const DeviceModel& model, const LogEntry& entry);
 
+/// Device addresses, range by range: "[0x1000, 0x1040), [0x1080, 0x10c0)".
+std::string describe(const std::vector<ByteRange>& ranges);
 /// The finding's kind with its qualifier: "use after free (definite)".
 std::string finding_label(const Finding& f);
 /// The edge (or change) that would remove the finding.

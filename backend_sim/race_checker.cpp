@@ -51,12 +51,11 @@ FindingKind RaceChecker::classify(const ShadowAccess& p, OpRef q, AllocationInde
 void RaceChecker::report(FindingKind kind, OpRef first, std::optional<OpRef> second, ByteRange bytes, bool definite) {
   for (auto& f : findings_) {
     if (f.kind == kind && f.first == first && f.second == second && f.definite == definite) {
-      f.bytes.lo = std::min(f.bytes.lo, bytes.lo);
-      f.bytes.hi = std::max(f.bytes.hi, bytes.hi);
+      add_range(f.bytes, bytes);
       return;
     }
   }
-  findings_.push_back(Finding{kind, first, second, bytes, definite});
+  findings_.push_back(Finding{kind, first, second, {bytes}, definite});
 }
 
 void RaceChecker::check(OpRef q, Checked& checked) {

@@ -31,7 +31,10 @@ struct Finding {
   FindingKind kind;
   OpRef first;                  // the earlier-enqueued op (or the allocation for a leak)
   std::optional<OpRef> second;  // the later-enqueued op
-  ByteRange bytes;
+  /// Every byte both ops touch, as sorted disjoint ranges: two ops that
+  /// overlap on several ranges (copy halves, strided accesses, two buffers)
+  /// race on those ranges only, never on the bytes between them.
+  std::vector<ByteRange> bytes;
   bool definite = false;  // use after free: the free is HB-before the use
 };
 

@@ -23,11 +23,17 @@ std::string describe(const ReportBytes& bytes) {
   return fmt::format("[{:#x}, {:#x})", bytes.address.lo, bytes.address.hi);
 }
 
+std::string describe(const std::vector<ReportBytes>& bytes) {
+  std::string out;
+  for (const ReportBytes& b : bytes) out += (out.empty() ? "" : ", ") + describe(b);
+  return out;
+}
+
 std::string finding_label(const ReportFinding& f) {
   return sim::finding_label(sim::Finding{.kind = f.kind,
                                          .first = f.first.ref,
                                          .second = f.second ? std::optional(f.second->ref) : std::nullopt,
-                                         .bytes = f.bytes.address,
+                                         .bytes = {},
                                          .definite = f.definite});
 }
 

@@ -20,6 +20,8 @@ std::string line_ref(const ReportOp& op);
 std::string describe(const ReportOp& op);
 /// "A[0:4096]", or "[0x1000, 0x2000)" outside every buffer.
 std::string describe(const ReportBytes& bytes);
+/// The ranges one by one: "A[0:64], A[128:192]".
+std::string describe(const std::vector<ReportBytes>& bytes);
 /// "data race", "use after free (definite)": sim::finding_label's words.
 std::string finding_label(const ReportFinding& f);
 /// Why the finding happens: the HB path, or its absence.

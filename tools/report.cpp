@@ -61,6 +61,17 @@ nlohmann::ordered_json op_json(const ReportOp& op) {
   return {{"op", describe(op)}, {"line", op.origin ? op.origin->line : 0}};
 }
 
+/// One range: its addresses, and the buffer with the offsets into it when it lies in one.
+nlohmann::ordered_json bytes_json(const ReportBytes& b) {
+  nlohmann::ordered_json o;
+  if (b.in_buffer) {
+    o["buffer"] = b.in_buffer->buffer;
+    o["offsets"] = {b.in_buffer->lo, b.in_buffer->hi};
+  }
+  o["address"] = {b.address.lo, b.address.hi};
+  return o;
+}
+
 }  // namespace
 
 std::string report_json(const Report& r) {
@@ -83,6 +94,8 @@ std::string report_json(const Report& r) {
     o["first"] = op_json(f.first);
     if (f.second) o["second"] = op_json(*f.second);
     o["bytes"] = describe(f.bytes);
+    o["ranges"] = nlohmann::ordered_json::array();
+    for (const auto& b : f.bytes) o["ranges"].push_back(bytes_json(b));
     o["order"] = describe_order(f);
     o["fix"] = describe_fix(f);
     o["schedule"] = f.schedule;

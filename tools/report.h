@@ -28,12 +28,9 @@ struct ReportOp {
   std::string description;  // the simulator's description of the op
 };
 
-/// The bytes both ops touch: offsets into a trace buffer when the range lies
-/// in one, else device addresses.
-struct ReportBytes {
-  sim::ByteRange address;
-  std::optional<BufferBytes> in_buffer;
-};
+/// One range of the bytes both ops touch: offsets into the trace buffer that
+/// holds it, else device addresses.
+using ReportBytes = NamedBytes;
 
 /// How the two ops are (not) ordered.
 enum class Ordering : std::uint8_t {
@@ -55,7 +52,9 @@ struct ReportFinding {
   Severity severity = Severity::Error;
   ReportOp first;
   std::optional<ReportOp> second;  // nullopt for a leak
-  ReportBytes bytes;
+  /// Every range both ops touch, in address order, each in one buffer (or
+  /// in none): never their hull.
+  std::vector<ReportBytes> bytes;
   Ordering order = Ordering::MissingEdge;
   Fix fix = Fix::RecordEventAndWait;
   std::string schedule;         // the first schedule that showed it

@@ -478,13 +478,43 @@ std::optional<OpOrigin> Execution::origin(sim::OpRef op) const {
   return it->second;
 }
 
-std::optional<BufferBytes> Execution::buffer_bytes(sim::ByteRange bytes) const {
+std::vector<NamedBytes> Execution::name_bytes(sim::ByteRange bytes) const {
+  struct Held {
+    const std::string* name;
+    const TraceBuffer* buffer;
+    sim::ByteRange allocation;  // the buffer's bytes and the pool's padding after them
+  };
+  std::vector<Held> held;
   for (const auto& [name, b] : buffers_) {
-    if (bytes.lo >= b.ptr && bytes.hi <= b.ptr + std::max<std::uint64_t>(b.bytes, 256) && b.allocation &&
-        model().allocation_range(sim::AllocationIndex{*b.allocation}).lo == b.ptr)
-      return BufferBytes{name, bytes.lo - b.ptr, std::min(bytes.hi - b.ptr, b.bytes)};
+    if (!b.allocation) continue;
+    const sim::ByteRange a = model().allocation_range(sim::AllocationIndex{*b.allocation});
+    if (a.lo == b.ptr && a.lo < bytes.hi && bytes.lo < a.hi) held.push_back(Held{&name, &b, a});
   }
-  return std::nullopt;
+  std::vector<NamedBytes> out;
+  std::uint64_t at = bytes.lo;
+  while (at < bytes.hi) {
+    // The first buffer by name that holds `at` names it (a reused range is
+    // held by every buffer ever made there); bytes in none stay addresses,
+    // up to where the next buffer starts.
+    const auto holder = std::find_if(held.begin(), held.end(),
+                                     [&](const Held& h) { return h.allocation.lo <= at && at < h.allocation.hi; });
+    if (holder == held.end()) {
+      std::uint64_t next = bytes.hi;
+      for (const Held& h : held)
+        if (h.allocation.lo > at) next = std::min(next, h.allocation.lo);
+      out.push_back(NamedBytes{{at, next}, std::nullopt});
+      at = next;
+      continue;
+    }
+    const std::uint64_t end = std::min(bytes.hi, holder->allocation.hi);
+    const std::uint64_t size = holder->buffer->bytes;
+    const std::uint64_t lo = at - holder->buffer->ptr;
+    if (lo < size)  // bytes of the pool's padding only are no bytes of the buffer
+      out.push_back(NamedBytes{{at, end}, BufferBytes{*holder->name, lo, std::min(end - holder->buffer->ptr, size)}});
+    at = end;
+  }
+  if (out.empty()) out.push_back(NamedBytes{bytes, std::nullopt});  // padding only
+  return out;
 }
 
 }  // namespace streamcheck::tools

@@ -195,6 +195,13 @@ struct BufferBytes {
   std::uint64_t hi = 0;
 };
 
+/// A piece of device bytes: its addresses and, when they lie in a trace
+/// buffer, the buffer's name and the offsets into it.
+struct NamedBytes {
+  sim::ByteRange address;
+  std::optional<BufferBytes> in_buffer;
+};
+
 /// What kind of thing went wrong, other than an HB finding.
 enum class NoteKind : std::uint8_t {
   OutOfMemory,        // `buffer`: the device gave no memory
@@ -235,8 +242,9 @@ class Execution {
   const std::map<std::string, TraceBuffer>& buffers() const { return buffers_; }
   /// The statement that enqueued `op`, if any (resource ops: the call).
   std::optional<OpOrigin> origin(sim::OpRef op) const;
-  /// The buffer that holds `bytes` (offsets into it); nullopt outside every buffer.
-  std::optional<BufferBytes> buffer_bytes(sim::ByteRange bytes) const;
+  /// `bytes` cut where buffers begin and end: each piece named by the buffer
+  /// that holds it (offsets into it), or by its addresses outside every buffer.
+  std::vector<NamedBytes> name_bytes(sim::ByteRange bytes) const;
 
   // Recording (the interpreter and its drivers).
   void add_note(Note note) { notes_.push_back(std::move(note)); }

@@ -38,13 +38,20 @@ ReportOp report_op(const Execution& run, sim::OpRef op) {
   return ReportOp{op, run.model().stream_name(op.stream), run.origin(op), sim::describe(run.model(), op)};
 }
 
+std::vector<ReportBytes> report_bytes(const Execution& run, const std::vector<sim::ByteRange>& ranges) {
+  std::vector<ReportBytes> out;
+  for (const sim::ByteRange& r : ranges)
+    for (ReportBytes& piece : run.name_bytes(r)) out.push_back(std::move(piece));
+  return out;
+}
+
 ReportFinding report_finding(const Execution& run, const sim::Finding& f, const std::string& schedule) {
   ReportFinding out{.kind = f.kind,
                     .definite = f.definite,
                     .severity = f.kind == sim::FindingKind::Leak ? Severity::Warning : Severity::Error,
                     .first = report_op(run, f.first),
                     .second = std::nullopt,
-                    .bytes = ReportBytes{f.bytes, run.buffer_bytes(f.bytes)},
+                    .bytes = report_bytes(run, f.bytes),
                     .order = Ordering::NeverFreed,
                     .fix = Fix::FreeTheBuffer,
                     .schedule = schedule,

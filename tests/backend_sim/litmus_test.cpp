@@ -43,7 +43,7 @@ struct Litmus {
     auto before = findings_of(m);
     m.finish();
     auto expected = before;
-    expected.push_back(F{FindingKind::Leak, OpRef{StreamIndex{0}, 0}, std::nullopt, ByteRange{kX, kX + 512}, false});
+    expected.push_back(F{FindingKind::Leak, OpRef{StreamIndex{0}, 0}, std::nullopt, {ByteRange{kX, kX + 512}}, false});
     EXPECT_EQ(findings_of(m), expected);
     return before;
   }
@@ -61,7 +61,7 @@ std::size_t litmus(const std::function<void(Litmus&)>& program, const std::vecto
   });
 }
 
-F race(OpRef a, OpRef b, ByteRange bytes) { return F{FindingKind::DataRace, a, b, bytes, false}; }
+F race(OpRef a, OpRef b, ByteRange bytes) { return F{FindingKind::DataRace, a, b, {bytes}, false}; }
 
 // --- R1 stream order
 

@@ -211,9 +211,10 @@ TEST(PoolR7, FreeWithoutWaitingForTheReaderRacesAndReuseRaces) {
       },
       [](const DeviceModel& m) {
         const ByteRange a{kBase, kBase + 256};
-        std::vector<F> f{F{FindingKind::UseAfterFree, {s1, 0}, OpRef{s0, 1}, a, false}};
+        std::vector<F> f{F{FindingKind::UseAfterFree, {s1, 0}, OpRef{s0, 1}, {a}, false}};
         if (m.allocation_reuse(AllocationIndex{1}) == ReuseKind::SameStream)
-          for (std::uint32_t i : {2u, 3u, 4u}) f.push_back(F{FindingKind::ReuseRace, {s1, 0}, OpRef{s0, i}, a, false});
+          for (std::uint32_t i : {2u, 3u, 4u})
+            f.push_back(F{FindingKind::ReuseRace, {s1, 0}, OpRef{s0, i}, {a}, false});
         return f;
       });
   EXPECT_EQ(o.schedules, 10u);
@@ -261,8 +262,8 @@ TEST(PoolR7, AccessOrderedOnlyThroughAPoolInsertedWaitIsReported) {
         return b->allocation;
       },
       [](const DeviceModel&) {
-        return std::vector<F>{F{FindingKind::DataRace, {s0, 2}, OpRef{s1, 1}, {kBase, kBase + 256}, false},
-                              F{FindingKind::Leak, {s0, 0}, std::nullopt, {kBase, kBase + 256}, false}};
+        return std::vector<F>{F{FindingKind::DataRace, {s0, 2}, OpRef{s1, 1}, {{kBase, kBase + 256}}, false},
+                              F{FindingKind::Leak, {s0, 0}, std::nullopt, {{kBase, kBase + 256}}, false}};
       });
   EXPECT_EQ(o.schedules, 11u);
   EXPECT_EQ(o.reuse, (std::map<ReuseKind, std::size_t>{{ReuseKind::Fresh, 10}, {ReuseKind::InternalDependency, 1}}));
@@ -283,7 +284,7 @@ TEST(PoolFindings, UseBeforeReady) {
         return a->allocation;
       },
       [](const DeviceModel&) {
-        return std::vector<F>{F{FindingKind::UseBeforeReady, {s0, 0}, OpRef{s1, 0}, {kBase, kBase + 256}, false}};
+        return std::vector<F>{F{FindingKind::UseBeforeReady, {s0, 0}, OpRef{s1, 0}, {{kBase, kBase + 256}}, false}};
       });
   EXPECT_EQ(o.schedules, 2u);
 }
@@ -302,7 +303,7 @@ TEST(PoolFindings, DefiniteUseAfterFree) {
         return a->allocation;
       },
       [](const DeviceModel&) {
-        return std::vector<F>{F{FindingKind::UseAfterFree, {s0, 1}, OpRef{s1, 0}, {kBase, kBase + 64}, true}};
+        return std::vector<F>{F{FindingKind::UseAfterFree, {s0, 1}, OpRef{s1, 0}, {{kBase, kBase + 64}}, true}};
       });
   EXPECT_EQ(o.schedules, 1u);  // the sync completed s0; only s1#0 is left
   EXPECT_EQ(report.rfind("use after free (definite): s0#1 free \"free A\" and s1#0 kernel \"stale read\"", 0), 0u)
@@ -315,7 +316,7 @@ TEST(PoolFindings, LeakNamesTheAllocationAndTheRequestedBytes) {
       PoolPolicy{}, [&](DeviceModel& m) { return m.alloc(s0, 100, "A")->allocation; },
       [&](const DeviceModel& m) {
         report = format(m, m.findings().at(0));
-        return std::vector<F>{F{FindingKind::Leak, {s0, 0}, std::nullopt, {kBase, kBase + 100}, false}};
+        return std::vector<F>{F{FindingKind::Leak, {s0, 0}, std::nullopt, {{kBase, kBase + 100}}, false}};
       });
   EXPECT_EQ(o.schedules, 1u);
   EXPECT_EQ(report,

@@ -34,7 +34,7 @@ struct F {
   FindingKind kind;
   OpRef first;
   std::optional<OpRef> second;
-  ByteRange bytes;
+  std::vector<ByteRange> bytes;  // as Finding::bytes: sorted, disjoint
   bool definite = false;
   friend bool operator==(const F&, const F&) = default;
 };
@@ -50,7 +50,8 @@ inline std::vector<F> findings_of(const DeviceModel& m) {
 inline std::ostream& operator<<(std::ostream& os, const F& f) {
   os << to_string(f.kind) << "(s" << f.first.stream.value << "#" << f.first.index;
   if (f.second) os << ", s" << f.second->stream.value << "#" << f.second->index;
-  os << ", [" << f.bytes.lo << "," << f.bytes.hi << ")" << (f.definite ? ", definite" : "") << ")";
+  for (const ByteRange& r : f.bytes) os << ", [" << r.lo << "," << r.hi << ")";
+  os << (f.definite ? ", definite" : "") << ")";
   return os;
 }
 

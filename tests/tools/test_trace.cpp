@@ -80,10 +80,11 @@ TEST(TraceInterpreter, MissingWaitIsADataRaceNamingBothLines) {
   EXPECT_EQ(f.first.origin->line, 4);
   EXPECT_EQ(f.second->origin->line, 5);
   EXPECT_EQ(op_name(f.first), "s1#1");  // the buffer's allocation is s1#0
-  ASSERT_TRUE(f.bytes.in_buffer);
-  EXPECT_EQ(f.bytes.in_buffer->buffer, "A");
-  EXPECT_EQ(f.bytes.in_buffer->lo, 0u);
-  EXPECT_EQ(f.bytes.in_buffer->hi, 4096u);
+  ASSERT_EQ(f.bytes.size(), 1u);
+  ASSERT_TRUE(f.bytes[0].in_buffer);
+  EXPECT_EQ(f.bytes[0].in_buffer->buffer, "A");
+  EXPECT_EQ(f.bytes[0].in_buffer->lo, 0u);
+  EXPECT_EQ(f.bytes[0].in_buffer->hi, 4096u);
   EXPECT_EQ(describe(f.bytes), "A[0:4096]");
   EXPECT_EQ(f.order, Ordering::MissingEdge);
   EXPECT_EQ(f.fix, Fix::RecordEventAndWait);
@@ -282,11 +283,12 @@ TEST(Execution, NotesAreTypedAndBuffersAndOriginsAreNamed) {
   EXPECT_EQ(op_line(1), 4);
   EXPECT_EQ(op_line(2), 5);
   EXPECT_EQ(run.origin(sim::OpRef{sim::StreamIndex{1}, 2})->text, "launch K on s1 writes A, X");
-  const auto bytes = run.buffer_bytes(sim::ByteRange{a.ptr, a.ptr + 32});
-  ASSERT_TRUE(bytes.has_value());
-  EXPECT_EQ(bytes->buffer, "A");
-  EXPECT_EQ(bytes->lo, 0u);
-  EXPECT_EQ(bytes->hi, 32u);
+  const auto bytes = run.name_bytes(sim::ByteRange{a.ptr, a.ptr + 32});
+  ASSERT_EQ(bytes.size(), 1u);
+  ASSERT_TRUE(bytes[0].in_buffer.has_value());
+  EXPECT_EQ(bytes[0].in_buffer->buffer, "A");
+  EXPECT_EQ(bytes[0].in_buffer->lo, 0u);
+  EXPECT_EQ(bytes[0].in_buffer->hi, 32u);
 }
 
 // A backend that cannot create events: what it cannot do must come back as
