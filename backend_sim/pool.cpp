@@ -35,6 +35,9 @@ Pool::Pool(PoolPolicy policy) : policy_(policy), bump_(kPoolBase) {}
 std::optional<AllocationIndex> Pool::place(StreamIndex stream, std::uint64_t bytes, const HbState& hb,
                                            Chooser& chooser) {
   if (bytes == 0) throw std::invalid_argument("DeviceModel::alloc: zero bytes");
+  // More than the pool holds never fits (and rounding a size near 2^64 up to
+  // the granule would wrap to a small one).
+  if (bytes > policy_.capacity) return std::nullopt;
   const std::uint64_t rounded = std::max(kGranule, (bytes + kGranule - 1) / kGranule * kGranule);
   VectorClock at = hb.stream_clock(stream);
   at.join(hb.host_clock());

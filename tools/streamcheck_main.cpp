@@ -1,16 +1,19 @@
 // The streamcheck command: CLI11 parses the command line, one verb runs and
 // says what it found (an Outcome), and kExitCodes, the one table, turns that
 // outcome -- or the exception that stopped the verb -- into the exit code.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <array>
+#include <cctype>
 #include <cstdint>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -96,7 +99,7 @@ const CLI::Validator kScheduleString(
 const CLI::Validator kPolicySwitch(
     [](std::string& text) -> std::string {
       const auto eq = text.find('=');
-      if (eq == std::string::npos) return "--policy takes SWITCH=VALUE, got '" + text + "'";
+      if (eq == std::string::npos) return "--policy takes SWITCH=VALUE, got '" + tools::shown_input(text) + "'";
       try {
         (void)tools::apply_policy_overrides(PoolPolicy{}, {{text.substr(0, eq), text.substr(eq + 1)}});
         return {};
@@ -108,7 +111,8 @@ const CLI::Validator kPolicySwitch(
 
 const CLI::Validator kMutantName(
     [](std::string& text) -> std::string {
-      return parse_mutant(text) ? std::string() : "unknown mutant '" + text + "' (expected M1..M11)";
+      return parse_mutant(text) ? std::string()
+                                : "unknown mutant '" + tools::shown_input(text) + "' (expected M1..M11)";
     },
     "M1..M11");
 
@@ -125,15 +129,29 @@ const std::map<std::string, Renderer> kFormats{{"text", tools::render_text},
                                                {"svg", tools::render_svg},
                                                {"perfetto", tools::render_perfetto}};
 
+/// Digits only, at most 2^64-1: CLI11 would read "-1" as 2^64-1, and a
+/// larger number as 2^64-1, for an unsigned option.
+const CLI::Validator kDecimal(
+    [](std::string& text) -> std::string {
+      if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+        return "expected a decimal number, got '" + tools::shown_input(text) + "'";
+      if (tools::parse_number(text).problem) return "'" + tools::shown_input(text) + "' is larger than 2^64-1";
+      return {};
+    },
+    "DECIMAL");
+
 const CLI::Validator kPositive(
     [](std::string& text) -> std::string {
-      return text.find_first_not_of('0') == std::string::npos ? "must be at least 1, got '" + text + "'"
-                                                              : std::string();
+      return text.find_first_not_of('0') == std::string::npos
+                 ? "must be at least 1, got '" + tools::shown_input(text) + "'"
+                 : std::string();
     },
     "POSITIVE");
 
 void add_trace_file(CLI::App& verb, Options& o, bool required = true) {
-  auto* file = verb.add_option("FILE", o.file, "trace program (docs/TRACES.md)")->check(CLI::ExistingFile);
+  // Not CLI::ExistingFile: load_trace says why a file cannot be read, with
+  // the OS's reason (a directory, no permission, ...).
+  auto* file = verb.add_option("FILE", o.file, "trace program (docs/TRACES.md)");
   if (required) file->required();
 }
 void add_policy(CLI::App& verb, Options& o) {
@@ -147,11 +165,63 @@ void add_json(CLI::App& verb, Options& o) {
   verb.add_flag("--json", o.json, "print the report as JSON (docs/report.schema.json)");
 }
 CLI::Option* add_seed(CLI::App& verb, Options& o, const char* what) {
-  return verb.add_option("--seed", o.trace.seed, what);
+  return verb.add_option("--seed", o.trace.seed, what)->check(kDecimal);
 }
 void add_faults(CLI::App& verb, Options& o) {
   verb.add_option("--faults", o.faults, "inject one transient fault at a resource call per run")
       ->check(CLI::IsMember(kOnOff));
+}
+
+/// Whether `arg` is written as an option (-x, --name, --name=value), not
+/// as a value: "-" (stdin by convention) and negative numbers are values.
+bool looks_like_option(std::string_view arg) {
+  return arg.size() > 1 && arg[0] == '-' && !(std::isdigit(static_cast<unsigned char>(arg[1])) != 0);
+}
+
+/// The option `arg` names, as CLI11 looks it up: "--name" of "--name=value",
+/// "-o" of "-oFILE".
+std::string option_name(std::string_view arg) {
+  if (arg.starts_with("--")) return std::string(arg.substr(0, arg.find('=')));
+  return std::string(arg.substr(0, 2));
+}
+
+/// CLI11 reads an option it does not know as the value of the option
+/// before it, or as the trace FILE, and then reports that ("--seed: Could
+/// not convert", "FILE is required"); the user's mistake is the unknown
+/// option. This names it first, and an option whose value is missing
+/// because the next argument is an option.
+void refuse_unknown_options(const CLI::App& app, int argc, char** argv) {
+  const CLI::App* scope = &app;
+  std::string scope_name = "streamcheck";
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") return;
+    if (!looks_like_option(arg)) {
+      if (scope != &app) continue;  // a positional argument (FILE, DIR)
+      const auto subs = app.get_subcommands([&](const CLI::App* sub) { return sub->get_name() == arg; });
+      if (subs.empty()) return;  // not a verb: CLI11 says so
+      scope = subs.front();
+      scope_name = "streamcheck " + scope->get_name();
+      continue;
+    }
+    const CLI::Option* opt = scope->get_option_no_throw(option_name(arg));
+    if (opt == nullptr || opt->get_positional()) {
+      std::string known;
+      for (const CLI::Option* o : scope->get_options())
+        if (!o->get_positional()) known += (known.empty() ? "" : ", ") + o->get_name();
+      throw UsageError(
+          fmt::format("unknown option '{}' for `{}` (its options: {})", tools::shown_input(arg), scope_name, known));
+    }
+    const bool value_attached = arg.find('=') != std::string_view::npos || (!arg.starts_with("--") && arg.size() > 2);
+    if (opt->get_items_expected_max() == 0 || value_attached) continue;  // a flag, or --name=value
+    if (i + 1 < argc && looks_like_option(argv[i + 1])) {
+      const CLI::Option* following = scope->get_option_no_throw(option_name(argv[i + 1]));
+      if (following == nullptr || following->get_positional()) continue;  // reported as unknown on the next round
+      throw UsageError(fmt::format("{} needs a value, but the next argument is the option '{}'", opt->get_name(),
+                                   tools::shown_input(argv[i + 1])));
+    }
+    ++i;  // the option's value
+  }
 }
 
 // ------------------------------------------------------------ verbs
@@ -302,6 +372,7 @@ int main(int argc, char** argv) {
   explore_verb
       ->add_option("--schedules", o.trace.max_schedules,
                    "schedules to run (random), the bound (dfs), or per program (without FILE, at most 100000)")
+      ->check(kDecimal)
       ->check(kPositive);
   add_policy(*explore_verb, o);
   add_faults(*explore_verb, o);
@@ -351,6 +422,7 @@ int main(int argc, char** argv) {
 
   Outcome outcome = Outcome::Clean;
   try {
+    refuse_unknown_options(app, argc, argv);
     app.parse(argc, argv);
     if (check_verb->parsed()) outcome = check(o);
     if (explore_verb->parsed()) outcome = explore(*explore_verb, o);

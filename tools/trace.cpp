@@ -1,11 +1,15 @@
 #include "tools/trace.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
-#include <fstream>
-#include <iterator>
+#include <cerrno>
+#include <cstring>
+#include <utility>
 
 #include "backend_sim/sim_backend.h"
 #include "model/trace_keywords.h"
@@ -71,6 +75,11 @@ class Parser {
       if (end == text_.size()) break;
       start = end + 1;
     }
+    // A CI job pointed at the wrong file must not pass: nothing to check is
+    // an input error, not a clean verdict.
+    if (trace_.statements.empty())
+      throw TraceError(TraceError::Kind::NoStatements, file_,
+                       "the trace has no statements (the file is empty or holds only comments and blank lines)");
     return std::move(trace_);
   }
 
@@ -85,10 +94,11 @@ class Parser {
   bool at_end() const { return pos_ >= toks_.size(); }
   void expect(std::string_view word) {
     const Token& t = next(fmt::format("'{}'", word).c_str());
-    if (t.text != word) fail(t.col, fmt::format("expected '{}', found '{}'", word, t.text));
+    if (t.text != word) fail(t.col, fmt::format("expected '{}', found '{}'", word, shown_input(t.text)));
   }
   void expect_end() {
-    if (!at_end()) fail(toks_[pos_].col, fmt::format("unexpected '{}' at the end of the statement", toks_[pos_].text));
+    if (!at_end())
+      fail(toks_[pos_].col, fmt::format("unexpected '{}' at the end of the statement", shown_input(toks_[pos_].text)));
   }
 
   std::string new_name(NameKind kind) {
@@ -96,7 +106,7 @@ class Parser {
     check_name_syntax(t);
     auto it = names_.find(t.text);
     if (it != names_.end() && !(kind == NameKind::Buffer && it->second == NameKind::Buffer))
-      fail(t.col, fmt::format("'{}' is already declared as {}", t.text, with_article(it->second)));
+      fail(t.col, fmt::format("'{}' is already declared as {}", shown_input(t.text), with_article(it->second)));
     names_[t.text] = kind;
     return t.text;
   }
@@ -107,52 +117,50 @@ class Parser {
                       return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
                     });
     if (!ok)
-      fail(t.col, fmt::format("'{}' is not a valid name (letters, digits, _ . -; starting with a letter or _)", s));
+      fail(t.col, fmt::format("'{}' is not a valid name (letters, digits, _ . -; starting with a letter or _)",
+                              shown_input(s)));
+    if (s.size() > kMaxNameBytes)
+      fail(t.col,
+           fmt::format("the name '{}' is too long (names have at most {} characters)", shown_input(s), kMaxNameBytes));
     if (trace_language::is_keyword(s)) fail(t.col, fmt::format("'{}' is a keyword and cannot be used as a name", s));
   }
   std::string use_name(NameKind kind, const char* what) {
     const Token& t = next(what);
     auto it = names_.find(t.text);
     if (it == names_.end())
-      fail(t.col, fmt::format("unknown {} '{}' (declare it with '{} {}{}')", to_string(kind), t.text, to_string(kind),
-                              t.text, kind == NameKind::Buffer ? " BYTES" : ""));
+      fail(t.col, fmt::format("unknown {} '{}' (declare it with '{} {}{}')", to_string(kind), shown_input(t.text),
+                              to_string(kind), shown_input(t.text), kind == NameKind::Buffer ? " BYTES" : ""));
     if (it->second != kind)
-      fail(t.col, fmt::format("'{}' is {}, not {}", t.text, with_article(it->second), with_article(kind)));
+      fail(t.col, fmt::format("'{}' is {}, not {}", shown_input(t.text), with_article(it->second), with_article(kind)));
     return t.text;
   }
-  std::uint64_t number(const Token& t) const {
-    std::string s = t.text;
-    std::uint64_t scale = 1;
-    if (!s.empty() && (s.back() == 'K' || s.back() == 'M')) {
-      scale = s.back() == 'K' ? 1024 : 1024 * 1024;
-      s.pop_back();
-    }
-    int base = 10;
-    std::size_t i = 0;
-    if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-      base = 16;
-      i = 2;
-    }
-    if (i >= s.size()) fail(t.col, fmt::format("'{}' is not a number", t.text));
-    std::uint64_t v = 0;
-    for (; i < s.size(); ++i) {
-      const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(s[i])));
-      int d = -1;
-      if (c >= '0' && c <= '9') d = c - '0';
-      if (base == 16 && c >= 'a' && c <= 'f') d = 10 + c - 'a';
-      if (d < 0) fail(t.col, fmt::format("'{}' is not a number", t.text));
-      if (v > (UINT64_MAX - static_cast<std::uint64_t>(d)) / static_cast<std::uint64_t>(base))
-        fail(t.col, fmt::format("number '{}' is too large", t.text));
-      v = v * static_cast<std::uint64_t>(base) + static_cast<std::uint64_t>(d);
-    }
-    if (v > UINT64_MAX / scale) fail(t.col, fmt::format("number '{}' is too large", t.text));
-    return v * scale;
+  /// The column of the next token (the end of the line after the last).
+  int next_col() const { return pos_ < toks_.size() ? toks_[pos_].col : end_col_; }
+  /// The value of number token `t`, or nullopt when it is larger than
+  /// `max`; fails when `t` is not a number.
+  std::optional<std::uint64_t> number_up_to(const Token& t, std::uint64_t max) const {
+    const ParsedNumber n = parse_number(t.text, max);
+    if (n.problem == NumberProblem::NotANumber) fail(t.col, fmt::format("'{}' is not a number", shown_input(t.text)));
+    if (n.problem == NumberProblem::TooLarge) return std::nullopt;
+    return n.value;
   }
+  std::uint64_t number(const Token& t) const {
+    const auto v = number_up_to(t, UINT64_MAX);
+    if (!v)
+      fail(t.col,
+           fmt::format("number '{}' is too large (the largest is 2^64-1 = {})", shown_input(t.text), UINT64_MAX));
+    return *v;
+  }
+  /// The byte count of `buffer` or `allocate`: 1 .. kMaxBufferBytes.
   std::uint64_t size_arg() {
     const Token& t = next("a byte count");
-    const std::uint64_t n = number(t);
-    if (n == 0) fail(t.col, "a buffer needs at least 1 byte");
-    return n;
+    const auto n = number_up_to(t, kMaxBufferBytes);
+    if (!n)
+      fail(t.col, fmt::format("a buffer of '{}' bytes is too large: the largest accepted size is {} bytes (2^48, "
+                              "256 TiB)",
+                              shown_input(t.text), kMaxBufferBytes));
+    if (*n == 0) fail(t.col, "a buffer needs at least 1 byte");
+    return *n;
   }
   std::string stream_after_on() {
     expect(trace_language::word::kOn);
@@ -165,22 +173,31 @@ class Parser {
     r.buffer = t.text.substr(0, bracket);
     auto it = names_.find(r.buffer);
     if (it == names_.end())
-      fail(t.col, fmt::format("unknown buffer '{}' (declare it with 'buffer {} BYTES')", r.buffer, r.buffer));
+      fail(t.col, fmt::format("unknown buffer '{}' (declare it with 'buffer {} BYTES')", shown_input(r.buffer),
+                              shown_input(r.buffer)));
     if (it->second != NameKind::Buffer)
-      fail(t.col, fmt::format("'{}' is {}, not a buffer", r.buffer, with_article(it->second)));
+      fail(t.col, fmt::format("'{}' is {}, not a buffer", shown_input(r.buffer), with_article(it->second)));
     if (bracket == std::string::npos) return r;
     const int col = t.col + static_cast<int>(bracket);
     const auto colon = t.text.find(':', bracket);
     if (t.text.back() != ']' || colon == std::string::npos)
-      fail(col, fmt::format("a byte range is written [LO:HI], found '{}'", t.text.substr(bracket)));
+      fail(col, fmt::format("a byte range is written [LO:HI], found '{}'", shown_input(t.text.substr(bracket))));
     r.lo = number(Token{t.text.substr(bracket + 1, colon - bracket - 1), col + 1});
     r.hi =
         number(Token{t.text.substr(colon + 1, t.text.size() - colon - 2), col + static_cast<int>(colon - bracket) + 1});
     if (*r.hi <= r.lo) fail(col, fmt::format("byte range [{}:{}] is empty or reversed", r.lo, *r.hi));
-    const std::uint64_t size = sizes_.at(r.buffer);
+    const std::uint64_t size = buffers_.at(r.buffer).bytes;
     if (*r.hi > size)
       fail(col, fmt::format("byte range [{}:{}] goes past the end of {} ({} bytes)", r.lo, *r.hi, r.buffer, size));
     return r;
+  }
+  /// The bytes `r` names, as offsets into its buffer.
+  std::pair<std::uint64_t, std::uint64_t> range_of(const BufferRef& r) const {
+    return {r.lo, r.hi.value_or(buffers_.at(r.buffer).bytes)};
+  }
+  std::string describe(const BufferRef& r) const {
+    const auto [lo, hi] = range_of(r);
+    return fmt::format("{}[{}:{}]", r.buffer, lo, hi);
   }
   std::vector<AccessList> accesses() {
     std::vector<AccessList> out;
@@ -194,7 +211,7 @@ class Parser {
       else if (t.text == trace_language::word::kReadWrites)
         a = Access::ReadWrite;
       else
-        fail(t.col, fmt::format("expected 'reads', 'writes' or 'readwrites', found '{}'", t.text));
+        fail(t.col, fmt::format("expected 'reads', 'writes' or 'readwrites', found '{}'", shown_input(t.text)));
       AccessList list{a, {ref()}};
       while (peek(",")) {
         ++pos_;
@@ -210,7 +227,7 @@ class Parser {
     if (t.text == trace_language::word::kRead) return Access::Read;
     if (t.text == trace_language::word::kWrite) return Access::Write;
     if (t.text == trace_language::word::kReadWrite) return Access::ReadWrite;
-    fail(t.col, fmt::format("expected 'read', 'write' or 'read_write', found '{}'", t.text));
+    fail(t.col, fmt::format("expected 'read', 'write' or 'read_write', found '{}'", shown_input(t.text)));
   }
   void need_resource(const Token& t) const {
     if (!trace_.uses_resource) fail(t.col, fmt::format("'{}' needs a 'resource' line before it", t.text));
@@ -254,10 +271,11 @@ class Parser {
       const std::string name = t.text.substr(1);
       auto it = names_.find(name);
       if (it == names_.end() || it->second != NameKind::Thread)
-        fail(t.col, fmt::format("unknown thread '{}' (declare it with 'thread {}')", name, name));
+        fail(t.col,
+             fmt::format("unknown thread '{}' (declare it with 'thread {}')", shown_input(name), shown_input(name)));
       src.thread = name;
       ++pos_;
-      if (at_end()) fail(end_col_, fmt::format("expected a statement after '{}'", t.text));
+      if (at_end()) fail(end_col_, fmt::format("expected a statement after '{}'", shown_input(t.text)));
     }
     const Token kw = toks_[pos_++];
     for (std::size_t i = 0; i < toks_.size(); ++i) src.text += (i && toks_[i].text != "," ? " " : "") + toks_[i].text;
@@ -266,10 +284,11 @@ class Parser {
       std::string hint;
       for (const auto& s : trace_language::kStatementWords)
         if (edit_distance(kw.text, s.word) <= 2) hint = fmt::format(" (did you mean '{}'?)", s.word);
-      fail(kw.col, fmt::format("unknown statement '{}'{}", kw.text, hint));
+      fail(kw.col, fmt::format("unknown statement '{}'{}", shown_input(kw.text), hint));
     }
     Statement st = statement(*keyword, kw, std::move(src));
     expect_end();
+    if (!is_declaration(*keyword) && !first_run_line_) first_run_line_ = line_no;
     trace_.statements.push_back(std::move(st));
   }
 
@@ -287,16 +306,27 @@ class Parser {
       case K::Thread:
         return ast::ThreadDecl{std::move(src), new_name(NameKind::Thread)};
       case K::Policy:
+        // The pool's switches hold for the whole run: one after the first
+        // statement that runs would silently apply to the ops before it too.
+        if (first_run_line_)
+          fail(kw.col, fmt::format("'policy' must come before the first statement that runs (line {}): the pool's "
+                                   "switches hold for the whole run",
+                                   *first_run_line_));
         pool_switch();
         return ast::PoolSwitch{std::move(src)};
       case K::Buffer: {
         ast::BufferDecl st{std::move(src), new_name(NameKind::Buffer), size_arg(), std::nullopt};
-        sizes_[st.name] = st.bytes;
+        buffers_[st.name] = BufferInfo{st.bytes, line_, false};
         if (!at_end()) st.stream = stream_after_on();
         return st;
       }
       case K::Free: {
+        const int col = next_col();
         ast::Free st{std::move(src), use_name(NameKind::Buffer, "a buffer"), std::nullopt};
+        if (const BufferInfo& b = buffers_.at(st.buffer); b.made_by_allocate)
+          fail(col, fmt::format("'{}' was made by 'allocate' (line {}): give it back with 'deallocate {}' ('free' "
+                                "takes buffers made by 'buffer')",
+                                st.buffer, b.line, st.buffer));
         if (!at_end()) st.stream = stream_after_on();
         return st;
       }
@@ -319,7 +349,9 @@ class Parser {
         expect(trace_language::word::kFrom);
         st.from = ref();
         expect(trace_language::word::kTo);
+        const int to_col = next_col();
         st.to = ref();
+        copy_sizes_match(st, to_col);
         return st;
       }
       case K::Record: {
@@ -349,7 +381,7 @@ class Parser {
       case K::Allocate: {
         need_resource(kw);
         ast::Allocate st{std::move(src), new_name(NameKind::Buffer), size_arg(), {}};
-        sizes_[st.buffer] = st.bytes;
+        buffers_[st.buffer] = BufferInfo{st.bytes, line_, true};
         st.stream = stream_after_on();
         return st;
       }
@@ -377,6 +409,21 @@ class Parser {
     return st;
   }
 
+  /// cudaMemcpyAsync moves one byte count: the source and the destination
+  /// must be the same size, and (memcpy) must not overlap.
+  void copy_sizes_match(const ast::Copy& st, int to_col) const {
+    const auto [from_lo, from_hi] = range_of(st.from);
+    const auto [to_lo, to_hi] = range_of(st.to);
+    if (from_hi - from_lo != to_hi - to_lo)
+      fail(to_col, fmt::format("copy {} reads {} bytes ({}) but writes {} bytes ({}): the source and the destination "
+                               "of a copy are the same size",
+                               st.name, from_hi - from_lo, describe(st.from), to_hi - to_lo, describe(st.to)));
+    if (st.from.buffer == st.to.buffer && from_lo < to_hi && to_lo < from_hi)
+      fail(to_col, fmt::format("copy {}: the source {} and the destination {} overlap (a copy between overlapping "
+                               "bytes is undefined)",
+                               st.name, describe(st.from), describe(st.to)));
+  }
+
   std::string kernel_name(const char* what) {
     const Token& n = next(what);
     check_name_syntax(n);
@@ -389,9 +436,9 @@ class Parser {
     const Token& v = next("a value");
     const auto problem = set_pool_switch(trace_.policy, sw.text, v.text, [&](std::string_view) { return number(v); });
     if (problem == PoolSwitchProblem::ValueNotOnOff)
-      fail(v.col, fmt::format("expected 'on' or 'off', found '{}'", v.text));
+      fail(v.col, fmt::format("expected 'on' or 'off', found '{}'", shown_input(v.text)));
     if (problem == PoolSwitchProblem::UnknownSwitch)
-      fail(sw.col, fmt::format("unknown pool switch '{}' ({})", sw.text, kPoolSwitchNames));
+      fail(sw.col, fmt::format("unknown pool switch '{}' ({})", shown_input(sw.text), kPoolSwitchNames));
   }
 
   void resource_options(const Token& kw) {
@@ -404,18 +451,30 @@ class Parser {
       } else if (opt.text == trace_language::word::kMutant) {
         const Token& m = next("a mutant id (M1..M11)");
         trace_.mutant = parse_mutant(m.text);
-        if (!trace_.mutant) fail(m.col, fmt::format("unknown mutant '{}' (M1..M11)", m.text));
+        if (!trace_.mutant) fail(m.col, fmt::format("unknown mutant '{}' (M1..M11)", shown_input(m.text)));
       } else {
-        fail(opt.col, fmt::format("expected 'budget' or 'mutant', found '{}'", opt.text));
+        fail(opt.col, fmt::format("expected 'budget' or 'mutant', found '{}'", shown_input(opt.text)));
       }
     }
+  }
+
+  static bool is_declaration(trace_language::StatementKeyword k) {
+    using K = trace_language::StatementKeyword;
+    return k == K::Stream || k == K::Event || k == K::Thread || k == K::Policy || k == K::Resource;
   }
 
   std::string_view text_;
   std::string file_;
   Trace trace_;
   std::map<std::string, NameKind, std::less<>> names_;
-  std::map<std::string, std::uint64_t, std::less<>> sizes_;
+  /// What the parser knows of each buffer name: its newest declaration.
+  struct BufferInfo {
+    std::uint64_t bytes = 0;
+    int line = 0;
+    bool made_by_allocate = false;  // a resource block: `deallocate`, never `free`
+  };
+  std::map<std::string, BufferInfo, std::less<>> buffers_;
+  std::optional<int> first_run_line_;  // the first statement that is not a declaration
   std::vector<Token> toks_;
   std::size_t pos_ = 0;
   int line_ = 0;
@@ -424,12 +483,58 @@ class Parser {
 
 }  // namespace
 
+ParsedNumber parse_number(std::string_view text, std::uint64_t max) {
+  std::uint64_t scale = 1;
+  if (!text.empty() && (text.back() == 'K' || text.back() == 'M')) {
+    scale = text.back() == 'K' ? 1024 : 1024 * 1024;
+    text.remove_suffix(1);
+  }
+  std::uint64_t base = 10;
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    base = 16;
+    text.remove_prefix(2);
+  }
+  if (text.empty()) return {0, NumberProblem::NotANumber};
+  std::uint64_t v = 0;
+  bool too_large = false;
+  for (const char ch : text) {
+    const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    std::uint64_t d = base;
+    if (c >= '0' && c <= '9') d = static_cast<std::uint64_t>(c - '0');
+    if (base == 16 && c >= 'a' && c <= 'f') d = static_cast<std::uint64_t>(10 + c - 'a');
+    if (d >= base) return {0, NumberProblem::NotANumber};
+    too_large = too_large || v > (max - d) / base;
+    if (!too_large) v = v * base + d;
+  }
+  if (too_large || v > max / scale) return {0, NumberProblem::TooLarge};
+  return {v * scale, std::nullopt};
+}
+
 Trace parse_trace(std::string_view text, const std::string& file) { return Parser(text, file).parse(); }
 
 Trace load_trace(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw TraceError(path, 0, 0, "cannot read the file");
-  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  // POSIX reads, so that every failure (a missing file, a directory, no
+  // permission) comes with the OS's own reason.
+  const auto unreadable = [&](int error) {
+    return TraceError(TraceError::Kind::Unreadable, path,
+                      fmt::format("cannot read the trace: {}", std::strerror(error)));
+  };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw unreadable(errno);
+  std::string text;
+  std::array<char, 1 << 16> chunk{};
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk.data(), chunk.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      ::close(fd);
+      throw unreadable(error);
+    }
+    if (n == 0) break;
+    text.append(chunk.data(), static_cast<std::size_t>(n));
+  }
+  ::close(fd);
   return parse_trace(text, path);
 }
 

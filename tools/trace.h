@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -20,21 +21,49 @@
 #include "model/mutants.h"
 #include "model/pool_policy.h"
 #include "model/types.h"
+#include "tools/input_text.h"
 
 namespace streamcheck::tools {
 
-/// Malformed input: an input error, reported as FILE:LINE:COL: message.
+/// Input that cannot be run: an input error (exit 2, nothing runs). A
+/// malformed statement is reported as FILE:LINE:COL: message; a file that
+/// cannot be read, or holds no statement, as FILE: message. The file name
+/// and every piece of input a message quotes are shown through shown_input
+/// (tools/input_text.h).
 class TraceError : public std::runtime_error {
  public:
+  enum class Kind : std::uint8_t {
+    Malformed,     // a statement breaks a rule of docs/TRACES.md: line() and col() say where
+    NoStatements,  // the input is empty, or only comments and blank lines
+    Unreadable,    // the file could not be read (missing, a directory, no permission): the OS's reason
+  };
+  /// A malformed statement at LINE:COL (both 1-based).
   TraceError(const std::string& file, int line, int col, const std::string& message)
-      : std::runtime_error(fmt::format("{}:{}:{}: {}", file, line, col, message)), line_(line), col_(col) {}
+      : std::runtime_error(fmt::format("{}:{}:{}: {}", shown_input(file), line, col, message)),
+        kind_(Kind::Malformed),
+        line_(line),
+        col_(col) {}
+  /// A problem of the file as a whole (not Kind::Malformed): no position.
+  TraceError(Kind kind, const std::string& file, const std::string& message)
+      : std::runtime_error(fmt::format("{}: {}", shown_input(file), message)), kind_(kind), line_(0), col_(0) {}
+  Kind kind() const { return kind_; }
+  /// Whether line() and col() point into the input (Kind::Malformed).
+  bool has_position() const { return kind_ == Kind::Malformed; }
   int line() const { return line_; }
   int col() const { return col_; }
 
  private:
+  Kind kind_;
   int line_;
   int col_;
 };
+
+/// The largest buffer (`buffer`, `allocate`) a trace may declare: 2^48 bytes
+/// (256 TiB), more than any device has, and far enough from 2^64 that no
+/// size, range or address computed from it can wrap.
+inline constexpr std::uint64_t kMaxBufferBytes = std::uint64_t{1} << 48;
+/// The longest name (stream, event, thread, buffer, kernel, copy) a trace may use.
+inline constexpr std::size_t kMaxNameBytes = 128;
 
 struct BufferRef {
   std::string buffer;
@@ -154,6 +183,17 @@ inline const ast::Source& source(const Statement& st) {
   return std::visit([](const ast::Source& s) -> const ast::Source& { return s; }, st);
 }
 
+/// Why `parse_number` gave no number.
+enum class NumberProblem : std::uint8_t { NotANumber, TooLarge };
+/// A number as docs/TRACES.md writes it -- decimal or 0x hexadecimal,
+/// optionally ending in K (x1024) or M (x1048576) -- or why it is none
+/// (TooLarge: above `max`). Every step is checked: nothing wraps.
+struct ParsedNumber {
+  std::uint64_t value = 0;
+  std::optional<NumberProblem> problem;
+};
+ParsedNumber parse_number(std::string_view text, std::uint64_t max = UINT64_MAX);
+
 /// Why `set_pool_switch` did not set a switch.
 enum class PoolSwitchProblem : std::uint8_t { ValueNotOnOff, UnknownSwitch };
 /// The switch names, for messages.
@@ -177,9 +217,12 @@ struct Trace {
   std::vector<std::string> streams;  // in declaration order
 };
 
-/// Parses and checks a whole trace; throws TraceError at the first problem.
+/// Parses and checks a whole trace; throws TraceError at the first problem
+/// (Kind::NoStatements for a trace without a statement).
 Trace parse_trace(std::string_view text, const std::string& file);
-/// Reads FILE and parses it; an unreadable file is a TraceError at 0:0.
+/// Reads FILE and parses it; a file that cannot be read (missing, a
+/// directory, no permission) is a TraceError of Kind::Unreadable with the
+/// OS's reason.
 Trace load_trace(const std::string& path);
 
 /// Where an op came from: the trace statement that enqueued it.

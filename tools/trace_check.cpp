@@ -13,21 +13,20 @@ namespace streamcheck::tools {
 PoolPolicy apply_policy_overrides(PoolPolicy p, const std::vector<std::pair<std::string, std::string>>& overrides) {
   for (const auto& [name, value] : overrides) {
     const auto problem = set_pool_switch(p, name, value, [&](std::string_view) -> std::uint64_t {
-      std::size_t used = 0;
-      std::uint64_t v = 0;
-      try {
-        v = std::stoull(value, &used, 0);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != value.size() || value.empty())
-        throw std::invalid_argument("--policy release_threshold needs a number, got '" + value + "'");
-      return v;
+      const ParsedNumber n = parse_number(value);
+      if (n.problem)
+        throw std::invalid_argument(
+            "--policy release_threshold needs a number (decimal or 0x hexadecimal, at most "
+            "2^64-1), got '" +
+            shown_input(value) + "'");
+      return n.value;
     });
     if (problem == PoolSwitchProblem::ValueNotOnOff)
-      throw std::invalid_argument("--policy " + name + " needs on or off, got '" + value + "'");
+      throw std::invalid_argument("--policy " + shown_input(name) + " needs on or off, got '" + shown_input(value) +
+                                  "'");
     if (problem == PoolSwitchProblem::UnknownSwitch)
-      throw std::invalid_argument("unknown pool switch '" + name + "' (" + std::string(kPoolSwitchNames) + ")");
+      throw std::invalid_argument("unknown pool switch '" + shown_input(name) + "' (" + std::string(kPoolSwitchNames) +
+                                  ")");
   }
   return p;
 }

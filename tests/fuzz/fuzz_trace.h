@@ -1,6 +1,7 @@
 // One fuzz input through the trace pipeline, as `streamcheck check` and
 // `explore --faults on` would run it (SPEC §9). The contract under test: any
-// text either gives a verdict or a TraceError (exit 2 with FILE:LINE:COL);
+// text either gives a verdict or a TraceError (exit 2 with FILE:LINE:COL, or
+// FILE: for an input without a statement);
 // every other exception is a bug in streamcheck (exit 3), and it escapes
 // from here so that the fuzzer, or the corpus test, reports it.
 #pragma once
@@ -26,8 +27,11 @@ inline void run_trace_input(const std::uint8_t* data, std::size_t size) {
   try {
     trace = tools::parse_trace(text, "fuzz.trace");
   } catch (const tools::TraceError& e) {
-    // A parse error must point inside the input.
-    if (e.line() < 1 || e.col() < 1) throw std::logic_error(std::string("TraceError without a position: ") + e.what());
+    // A parse error must point inside the input; only an input without a
+    // statement is an error of the whole input.
+    if (e.kind() == tools::TraceError::Kind::NoStatements) return;
+    if (!e.has_position() || e.line() < 1 || e.col() < 1)
+      throw std::logic_error(std::string("TraceError without a position: ") + e.what());
     return;
   }
   try {

@@ -50,6 +50,42 @@ inline const Malformed kMalformed[] = {
     {"BadSync", "sync everything\n", 1, 6, "expected 'stream', 'event' or 'device' after 'sync'"},
     {"ThreadPrefixAlone", "thread h1\n@h1\n", 2, 4, "expected a statement after '@h1'"},
     {"BadName", "stream 1s\n", 1, 8, "'1s' is not a valid name"},
+    // S1: sizes near 2^64 used to wrap to a 256-byte allocation (a real race reported clean).
+    {"BufferOfAlmost2To64Bytes",
+     "stream s0\nstream s1\nbuffer A 0xffffffffffffff01 on s0\nlaunch K1 on s0 writes A\nlaunch K2 on s1 reads A\n", 3,
+     10, "a buffer of '0xffffffffffffff01' bytes is too large: the largest accepted size is 281474976710656 bytes"},
+    {"BufferOf2To64Minus1Bytes", "buffer A 18446744073709551615\n", 1, 10,
+     "the largest accepted size is 281474976710656 bytes (2^48, 256 TiB)"},
+    {"BufferJustOverTheLargestSize", "buffer A 0x1000000000001\n", 1, 10, "the largest accepted size"},
+    {"BufferSizeOverflowsThroughItsSuffix", "buffer A 0xffffffffffffM\n", 1, 10, "the largest accepted size"},
+    {"AllocateOf2To64Minus1Bytes", "stream s0\nresource\nallocate X 0xffffffffffffffff on s0\n", 3, 12,
+     "the largest accepted size"},
+    {"NumberBeyond2To64", "stream s0\nbuffer A 64 on s0\nlaunch K on s0 reads A[0:18446744073709551616]\n", 3, 26,
+     "number '18446744073709551616' is too large"},
+    {"HexWithoutDigits", "buffer A 0x\n", 1, 10, "'0x' is not a number"},
+    // S4: what docs/TRACES.md forbids.
+    {"FreeOfAnAllocatedBlock", "stream s0\nresource\nallocate X 64 on s0\nfree X on s0\n", 4, 6,
+     "'X' was made by 'allocate' (line 3): give it back with 'deallocate X'"},
+    {"PlainFreeOfAnAllocatedBlock", "stream s0\nresource\nallocate X 64 on s0\nfree X\n", 4, 6,
+     "'X' was made by 'allocate' (line 3)"},
+    {"CopyBetweenBuffersOfDifferentSizes",
+     "stream s0\nbuffer A 64 on s0\nbuffer B 128 on s0\ncopy C on s0 from A to B\n", 4, 24,
+     "copy C reads 64 bytes (A[0:64]) but writes 128 bytes (B[0:128])"},
+    {"CopyBetweenRangesOfDifferentSizes",
+     "stream s0\nbuffer A 64 on s0\nbuffer B 64 on s0\ncopy C on s0 from A[0:32] to B[0:16]\n", 4, 30,
+     "copy C reads 32 bytes (A[0:32]) but writes 16 bytes (B[0:16])"},
+    {"CopyBetweenOverlappingBytes", "stream s0\nbuffer A 64 on s0\ncopy C on s0 from A[0:32] to A[16:48]\n", 3, 30,
+     "the source A[0:32] and the destination A[16:48] overlap"},
+    {"CopyOfABufferOntoItself", "stream s0\nbuffer A 64 on s0\ncopy C on s0 from A to A\n", 3, 24, "overlap"},
+    {"PolicyAfterAStatementThatRuns", "stream s0\nbuffer A 64 on s0\npolicy opportunistic = off\n", 3, 1,
+     "'policy' must come before the first statement that runs (line 2)"},
+    // S7: what a message echoes of the input is escaped and cut.
+    {"ControlByteInAName", "stream s\x01x\n", 1, 8, "'s\\x01x' is not a valid name"},
+    {"MalformedUtf8InAStatement", "lanuch\xff on s0\n", 1, 1, "unknown statement 'lanuch\\xFF'"},
+    {"NameTooLong",
+     "stream s12345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234"
+     "56789012345678901234567890\n",
+     1, 8, "is too long (names have at most 128 characters)"},
 };
 
 inline void PrintTo(const Malformed& m, std::ostream* os) { *os << m.name; }

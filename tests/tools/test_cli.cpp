@@ -1,8 +1,15 @@
 // The streamcheck command line (CLI11): help on every verb, --version, and the
 // one exit-code table -- the same bad input exits 2 whichever verb reads it.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/tools/command.h"
@@ -52,6 +59,88 @@ TEST(Cli, UsageErrorsExit2) {
            "explore --schedules 100001", "explore --mutant M99", "render " + trace, "render " + trace + " --format png",
            "render " + trace + " --format svg --seed 1 --schedule 0", "replay " + trace + " --backend tpu --schedule 0",
            "check " + trace + " --policy opportunistic", "counterexamples /nonexistent-dir"}) {
+    const auto r = run_command(args);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.out;
+    EXPECT_EQ(r.out.find("verdict"), std::string::npos) << "nothing may run: " << args << ": " << r.out;
+  }
+}
+
+/// Each verb that reads a trace, with the options it needs to run, and FILE in the middle.
+std::vector<std::string> trace_verbs(const std::string& file) {
+  return {"check " + file, "explore " + file + " --schedules 3", "replay " + file + " --schedule 0",
+          "render " + file + " --format text"};
+}
+
+/// A fresh folder of its own under the test temp folder.
+std::string fresh_folder(const std::string& name) {
+  std::string pattern = testing::TempDir() + "/" + name + "-XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + pattern);
+  return pattern;
+}
+
+// S2 and S7: a directory, an empty or comment-only file and /dev/null were
+// "verdict: clean", exit 0; a missing file was `FILE:0:0: cannot read the
+// file` (or CLI11's "File does not exist") without the OS's reason.
+TEST(Cli, ATraceFileWithNothingToCheckIsAnInputErrorWithTheOsReason) {
+  const std::string dir = fresh_folder("cli-input");
+  std::ofstream(dir + "/empty.trace").close();
+  std::ofstream(dir + "/comments.trace") << "# only a comment\n\n   \n";
+  const std::string no_statements = "the trace has no statements";
+  const std::pair<std::string, std::string> cases[] = {
+      {dir + "/empty.trace", no_statements},
+      {dir + "/comments.trace", no_statements},
+      {"/dev/null", no_statements},
+      {dir, std::string("cannot read the trace: ") + std::strerror(EISDIR)},
+      {dir + "/missing.trace", std::string("cannot read the trace: ") + std::strerror(ENOENT)},
+  };
+  for (const auto& [file, why] : cases)
+    for (const std::string& args : trace_verbs(file)) {
+      const auto r = run_command(args);
+      EXPECT_EQ(r.exit_code, 2) << args << ": " << r.out;
+      EXPECT_NE(r.out.find(file + ": " + why), std::string::npos) << args << ": " << r.out;
+      EXPECT_EQ(r.out.find(":0:0:"), std::string::npos) << args << ": " << r.out;
+      EXPECT_EQ(r.out.find("verdict"), std::string::npos) << "nothing may run: " << args << ": " << r.out;
+    }
+  std::filesystem::remove_all(dir);
+}
+
+// S7: an unknown option was reported as the value of the option before it
+// ("Could not convert"), as a missing FILE, or as a FILE that does not exist.
+TEST(Cli, AnUnknownOptionIsReportedAsUnknownForEveryVerb) {
+  const std::string trace = example("01_missing_wait.trace");
+  const std::pair<const char*, const char*> unknown[] = {
+      {" --bogus", "--bogus"}, {" --bogus 1", "--bogus"}, {" --bogus=1", "--bogus=1"}, {" -x", "-x"}};
+  for (const std::string& verb : trace_verbs(trace))
+    for (const auto& [suffix, shown] : unknown) {
+      const auto r = run_command(verb + suffix);
+      EXPECT_EQ(r.exit_code, 2) << verb + suffix << ": " << r.out;
+      EXPECT_NE(r.out.find(std::string("unknown option '") + shown + "' for `streamcheck " +
+                           verb.substr(0, verb.find(' ')) + "`"),
+                std::string::npos)
+          << verb + suffix << ": " << r.out;
+    }
+  for (const std::string& args : {std::string("check --bogus"), "check --bogus " + trace, "check --Seed 3 " + trace,
+                                  "check --seed --bogus " + trace, std::string("explore --bogus"),
+                                  std::string("counterexamples --bogus"), "--bogus check " + trace}) {
+    const auto r = run_command(args);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.out;
+    EXPECT_NE(r.out.find("unknown option '--"), std::string::npos) << args << ": " << r.out;
+    EXPECT_EQ(r.out.find("required"), std::string::npos) << args << ": " << r.out;
+    EXPECT_EQ(r.out.find("does not exist"), std::string::npos) << args << ": " << r.out;
+    EXPECT_EQ(r.out.find("convert"), std::string::npos) << args << ": " << r.out;
+  }
+  const auto missing_value = run_command("check " + trace + " --seed --json");
+  EXPECT_EQ(missing_value.exit_code, 2);
+  EXPECT_NE(missing_value.out.find("--seed needs a value, but the next argument is the option '--json'"),
+            std::string::npos)
+      << missing_value.out;
+}
+
+TEST(Cli, NegativeAndOversizedNumbersAreRefusedNotWrapped) {
+  const std::string trace = example("01_missing_wait.trace");
+  for (const std::string& args :
+       {"check " + trace + " --seed=-1", "check " + trace + " --seed 18446744073709551616",
+        "explore " + trace + " --schedules -1", "check " + trace + " --policy release_threshold=-1"}) {
     const auto r = run_command(args);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.out;
     EXPECT_EQ(r.out.find("verdict"), std::string::npos) << "nothing may run: " << args << ": " << r.out;

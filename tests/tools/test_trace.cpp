@@ -1,15 +1,21 @@
 // The trace language: malformed input gives FILE:LINE:COL and runs nothing;
 // well-formed traces give the verdicts of the HB rules; reports and JSON.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "backend_sim/sim_backend.h"
 #include "model/trace_keywords.h"
 #include "tests/tools/malformed_traces.h"
 #include "tools/explain.h"
+#include "tools/input_text.h"
 #include "tools/trace.h"
 #include "tools/trace_check.h"
 #include "tools/trace_interpreter.h"
@@ -318,11 +324,125 @@ TEST(TraceInterpreter, WhatTheBackendCannotDoIsATypedNote) {
   EXPECT_FALSE(run.has_model());  // the caller owns this model
 }
 
+// S2: an empty or comment-only input used to be "verdict: clean", exit 0.
+TEST(TraceParse, AnInputWithoutAStatementIsAnErrorOfTheWholeFile) {
+  for (const std::string& text : {std::string(), std::string("# nothing here\n\n  \t\r\n"), std::string("\n\n")}) {
+    try {
+      (void)parse_trace(text, "none.trace");
+      FAIL() << "accepted an input without a statement: '" << text << "'";
+    } catch (const TraceError& e) {
+      EXPECT_EQ(e.kind(), TraceError::Kind::NoStatements);
+      EXPECT_FALSE(e.has_position());
+      EXPECT_EQ(std::string(e.what()),
+                "none.trace: the trace has no statements (the file is empty or holds only comments and blank lines)");
+    }
+  }
+}
+
+/// A fresh folder of its own under the test temp folder.
+std::filesystem::path fresh_folder(const std::string& name) {
+  std::string pattern = testing::TempDir() + "/" + name + "-XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + pattern);
+  return pattern;
+}
+
+// S2, S7: a directory or a missing file used to be `FILE:0:0: cannot read the file`, no reason.
+TEST(TraceLoad, AFileThatCannotBeReadSaysTheOsReasonWithoutAPosition) {
+  const auto dir = fresh_folder("trace-load");
+  const std::pair<std::string, int> cases[] = {{dir.string(), EISDIR}, {(dir / "missing.trace").string(), ENOENT}};
+  for (const auto& [path, error] : cases) {
+    try {
+      (void)load_trace(path);
+      FAIL() << "loaded " << path;
+    } catch (const TraceError& e) {
+      EXPECT_EQ(e.kind(), TraceError::Kind::Unreadable);
+      EXPECT_FALSE(e.has_position());
+      EXPECT_EQ(std::string(e.what()), path + ": cannot read the trace: " + std::strerror(error));
+    }
+  }
+  try {
+    (void)load_trace("/dev/null");
+    FAIL() << "loaded /dev/null";
+  } catch (const TraceError& e) {
+    EXPECT_EQ(e.kind(), TraceError::Kind::NoStatements) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// S1: the largest size is accepted and runs (out of the simulated pool's
+// memory, a finding, not a wrap); one byte more is an input error.
+TEST(TraceParse, TheLargestBufferIsAcceptedAndRunsWithoutWrapping) {
+  const std::string size = std::to_string(kMaxBufferBytes);
+  const Trace t =
+      parse_trace("stream s0\nresource\nbuffer A " + size + " on s0\nallocate X " + size + " on s0\n", "largest.trace");
+  EXPECT_EQ(std::get<ast::BufferDecl>(t.statements[2]).bytes, kMaxBufferBytes);
+  EXPECT_EQ(std::get<ast::Allocate>(t.statements[3]).bytes, kMaxBufferBytes);
+  const Report r = check_trace(t, TraceCheckOptions{});
+  ASSERT_EQ(r.notes.size(), 2u) << report_text(r);
+  EXPECT_EQ(r.notes[0].kind, NoteKind::OutOfMemory);
+  EXPECT_EQ(r.notes[1].kind, NoteKind::Refused);
+  EXPECT_EQ(r.verdict(), Verdict::Findings);
+  EXPECT_THROW((void)parse_trace("buffer A " + std::to_string(kMaxBufferBytes + 1) + "\n", "over.trace"), TraceError);
+}
+
+TEST(TraceParse, NumbersAreCheckedAtEveryStep) {
+  EXPECT_EQ(parse_number("0x10K").value, 16u * 1024);
+  EXPECT_EQ(parse_number("18446744073709551615").value, UINT64_MAX);
+  EXPECT_EQ(parse_number("18446744073709551616").problem, NumberProblem::TooLarge);
+  EXPECT_EQ(parse_number("0x10000000000000000").problem, NumberProblem::TooLarge);
+  EXPECT_EQ(parse_number("17592186044416M").problem, NumberProblem::TooLarge);  // 2^44 M = 2^64
+  EXPECT_EQ(parse_number("17592186044415M").value, 17592186044415ull * 1048576u);
+  EXPECT_EQ(parse_number("256", 255).problem, NumberProblem::TooLarge);
+  for (const char* bad : {"", "K", "0x", "-1", "+1", " 1", "1k", "0x1g", "1.5"})
+    EXPECT_EQ(parse_number(bad).problem, NumberProblem::NotANumber) << bad;
+}
+
+// S7: a NUL used to cut the message, a 100 kB token was echoed whole.
+TEST(TraceParse, MessagesEscapeNonPrintableBytesAndCutLongTokens) {
+  try {
+    (void)parse_trace(std::string("stream a\0b\x1b[31m\n", 16), "nul.trace");
+    FAIL();
+  } catch (const TraceError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.find('\0'), std::string::npos);
+    EXPECT_EQ(what.find('\x1b'), std::string::npos);
+    EXPECT_NE(what.find("'a\\x00b\\x1B[31m' is not a valid name"), std::string::npos) << what;
+  }
+  const std::string token(100000, 'z');
+  for (const std::string& text :
+       {"lanuch" + token + "\n", "stream s0\nbuffer A 1" + token + " on s0\n", "stream " + token + "\n"}) {
+    try {
+      (void)parse_trace(text, "long.trace");
+      FAIL();
+    } catch (const TraceError& e) {
+      const std::string what = e.what();
+      EXPECT_LT(what.size(), 300u) << what.substr(0, 300);
+      EXPECT_NE(what.find("... (100"), std::string::npos) << what;
+    }
+  }
+}
+
+TEST(ShownInput, EscapesWhatATerminalWouldNotShowAndCutsLongInput) {
+  EXPECT_EQ(shown_input("A[0:8] #x"), "A[0:8] #x");
+  EXPECT_EQ(shown_input(std::string("a\0b", 3)), "a\\x00b");
+  EXPECT_EQ(shown_input("\t\r\n\x7f\\"), "\\x09\\x0D\\x0A\\x7F\\\\");
+  EXPECT_EQ(shown_input("caf\xc3\xa9 \xe2\x86\x92"), "caf\xc3\xa9 \xe2\x86\x92");  // well-formed UTF-8 stays
+  EXPECT_EQ(shown_input("\xc3(\xff\xc0\xaf\xed\xa0\x80"), "\\xC3(\\xFF\\xC0\\xAF\\xED\\xA0\\x80");
+  EXPECT_EQ(shown_input(std::string(kShownInputBytes, 'x')), std::string(kShownInputBytes, 'x'));
+  EXPECT_EQ(shown_input(std::string(100000, 'x')), std::string(kShownInputBytes, 'x') + "... (100000 bytes)");
+  // A UTF-8 sequence that would cross the cut is left out whole.
+  const std::string crossing = std::string(kShownInputBytes - 1, 'x') + "\xc3\xa9";
+  EXPECT_EQ(shown_input(crossing), std::string(kShownInputBytes - 1, 'x') + "... (65 bytes)");
+}
+
 TEST(TracePolicy, OverridesAreValidated) {
   EXPECT_THROW(apply_policy_overrides({}, {{"opportunistic", "maybe"}}), std::invalid_argument);
   EXPECT_THROW(apply_policy_overrides({}, {{"bogus", "on"}}), std::invalid_argument);
   EXPECT_FALSE(apply_policy_overrides({}, {{"opportunistic", "off"}}).opportunistic);
   EXPECT_EQ(apply_policy_overrides({}, {{"release_threshold", "4096"}}).release_threshold, 4096u);
+  // The trace's number grammar: a negative number does not wrap to 2^64-1.
+  EXPECT_THROW(apply_policy_overrides({}, {{"release_threshold", "-1"}}), std::invalid_argument);
+  EXPECT_EQ(apply_policy_overrides({}, {{"release_threshold", "4K"}}).release_threshold, 4096u);
 }
 
 }  // namespace
