@@ -31,10 +31,10 @@ std::size_t utf8_sequence_length(std::string_view text) {
 
 }  // namespace
 
-std::string shown_input(std::string_view input) {
+std::string shown_input(std::string_view input, std::size_t max_bytes) {
   std::string out;
   std::size_t i = 0;
-  while (i < input.size() && i < kShownInputBytes) {
+  while (i < input.size() && i < max_bytes) {
     const auto c = static_cast<unsigned char>(input[i]);
     if (c == '\\') {
       out += "\\\\";
@@ -43,7 +43,7 @@ std::string shown_input(std::string_view input) {
       out += static_cast<char>(c);
       ++i;
     } else if (const std::size_t n = c >= 0x80 ? utf8_sequence_length(input.substr(i)) : 0;
-               n > 0 && i + n <= kShownInputBytes) {
+               n > 0 && i + n <= max_bytes) {
       out.append(input.substr(i, n));
       i += n;
     } else if (n > 0) {

@@ -12,12 +12,15 @@ namespace streamcheck::tools {
 
 /// Input longer than this many bytes is shown cut (see shown_input).
 inline constexpr std::size_t kShownInputBytes = 64;
+/// A file path is shown whole up to this many bytes (PATH_MAX on Linux): a
+/// cut path could not be opened from the message.
+inline constexpr std::size_t kShownPathBytes = 4096;
 
 /// `input` as a message may show it: printable ASCII and well-formed UTF-8
 /// as they are, a backslash as \\, every other byte (NUL, control bytes, DEL,
-/// bytes of malformed UTF-8) as \xNN; input longer than kShownInputBytes
-/// bytes is cut to its first kShownInputBytes bytes (never inside a UTF-8
-/// sequence) followed by "... (N bytes)".
-std::string shown_input(std::string_view input);
+/// bytes of malformed UTF-8) as \xNN; input longer than `max_bytes` bytes is
+/// cut to its first `max_bytes` bytes (never inside a UTF-8 sequence)
+/// followed by "... (N bytes)".
+std::string shown_input(std::string_view input, std::size_t max_bytes = kShownInputBytes);
 
 }  // namespace streamcheck::tools

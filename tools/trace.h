@@ -39,13 +39,16 @@ class TraceError : public std::runtime_error {
   };
   /// A malformed statement at LINE:COL (both 1-based).
   TraceError(const std::string& file, int line, int col, const std::string& message)
-      : std::runtime_error(fmt::format("{}:{}:{}: {}", shown_input(file), line, col, message)),
+      : std::runtime_error(fmt::format("{}:{}:{}: {}", shown_input(file, kShownPathBytes), line, col, message)),
         kind_(Kind::Malformed),
         line_(line),
         col_(col) {}
   /// A problem of the file as a whole (not Kind::Malformed): no position.
   TraceError(Kind kind, const std::string& file, const std::string& message)
-      : std::runtime_error(fmt::format("{}: {}", shown_input(file), message)), kind_(kind), line_(0), col_(0) {}
+      : std::runtime_error(fmt::format("{}: {}", shown_input(file, kShownPathBytes), message)),
+        kind_(kind),
+        line_(0),
+        col_(0) {}
   Kind kind() const { return kind_; }
   /// Whether line() and col() point into the input (Kind::Malformed).
   bool has_position() const { return kind_ == Kind::Malformed; }

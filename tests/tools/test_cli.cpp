@@ -1,17 +1,14 @@
 // The streamcheck command line (CLI11): help on every verb, --version, and the
 // one exit-code table -- the same bad input exits 2 whichever verb reads it.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "tests/temp_dir.h"
 #include "tests/tools/command.h"
 
 namespace streamcheck::tools {
@@ -71,20 +68,14 @@ std::vector<std::string> trace_verbs(const std::string& file) {
           "render " + file + " --format text"};
 }
 
-/// A fresh folder of its own under the test temp folder.
-std::string fresh_folder(const std::string& name) {
-  std::string pattern = testing::TempDir() + "/" + name + "-XXXXXX";
-  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + pattern);
-  return pattern;
-}
-
 // S2 and S7: a directory, an empty or comment-only file and /dev/null were
 // "verdict: clean", exit 0; a missing file was `FILE:0:0: cannot read the
 // file` (or CLI11's "File does not exist") without the OS's reason.
 TEST(Cli, ATraceFileWithNothingToCheckIsAnInputErrorWithTheOsReason) {
-  const std::string dir = fresh_folder("cli-input");
-  std::ofstream(dir + "/empty.trace").close();
-  std::ofstream(dir + "/comments.trace") << "# only a comment\n\n   \n";
+  const tests::FreshTempDir temp("cli-input");
+  const std::string dir = temp.path().string();
+  temp.write("empty.trace", "");
+  temp.write("comments.trace", "# only a comment\n\n   \n");
   const std::string no_statements = "the trace has no statements";
   const std::pair<std::string, std::string> cases[] = {
       {dir + "/empty.trace", no_statements},
@@ -101,7 +92,6 @@ TEST(Cli, ATraceFileWithNothingToCheckIsAnInputErrorWithTheOsReason) {
       EXPECT_EQ(r.out.find(":0:0:"), std::string::npos) << args << ": " << r.out;
       EXPECT_EQ(r.out.find("verdict"), std::string::npos) << "nothing may run: " << args << ": " << r.out;
     }
-  std::filesystem::remove_all(dir);
 }
 
 // S7: an unknown option was reported as the value of the option before it

@@ -1,11 +1,9 @@
 // The trace language: malformed input gives FILE:LINE:COL and runs nothing;
 // well-formed traces give the verdicts of the HB rules; reports and JSON.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -13,6 +11,7 @@
 
 #include "backend_sim/sim_backend.h"
 #include "model/trace_keywords.h"
+#include "tests/temp_dir.h"
 #include "tests/tools/malformed_traces.h"
 #include "tools/explain.h"
 #include "tools/input_text.h"
@@ -339,16 +338,10 @@ TEST(TraceParse, AnInputWithoutAStatementIsAnErrorOfTheWholeFile) {
   }
 }
 
-/// A fresh folder of its own under the test temp folder.
-std::filesystem::path fresh_folder(const std::string& name) {
-  std::string pattern = testing::TempDir() + "/" + name + "-XXXXXX";
-  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + pattern);
-  return pattern;
-}
-
 // S2, S7: a directory or a missing file used to be `FILE:0:0: cannot read the file`, no reason.
 TEST(TraceLoad, AFileThatCannotBeReadSaysTheOsReasonWithoutAPosition) {
-  const auto dir = fresh_folder("trace-load");
+  const tests::FreshTempDir temp("trace-load");
+  const auto& dir = temp.path();
   const std::pair<std::string, int> cases[] = {{dir.string(), EISDIR}, {(dir / "missing.trace").string(), ENOENT}};
   for (const auto& [path, error] : cases) {
     try {
@@ -366,7 +359,6 @@ TEST(TraceLoad, AFileThatCannotBeReadSaysTheOsReasonWithoutAPosition) {
   } catch (const TraceError& e) {
     EXPECT_EQ(e.kind(), TraceError::Kind::NoStatements) << e.what();
   }
-  std::filesystem::remove_all(dir);
 }
 
 // S1: the largest size is accepted and runs (out of the simulated pool's
