@@ -7,7 +7,9 @@
 #include <CLI/CLI.hpp>
 #include <array>
 #include <cctype>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -295,7 +297,9 @@ Outcome render(const Options& o) {
   const std::string out = kFormats.at(o.format)(model);
   if (!o.output.empty()) {
     std::ofstream f(o.output, std::ios::binary);
-    if (!f) throw UsageError("cannot write " + o.output);
+    if (!f)
+      throw UsageError("cannot write " + tools::shown_input(o.output, tools::kShownPathBytes) + ": " +
+                       std::strerror(errno));
     f << out;
   } else {
     std::cout << out;

@@ -58,6 +58,8 @@ std::string_view to_string(NameKind k) {
 
 std::string with_article(NameKind k) { return fmt::format("{} {}", k == NameKind::Event ? "an" : "a", to_string(k)); }
 
+constexpr std::string_view kUtf8ByteOrderMark = "\xEF\xBB\xBF";
+
 class Parser {
  public:
   Parser(std::string_view text, std::string file) : text_(text), file_(std::move(file)) {
@@ -104,6 +106,7 @@ class Parser {
   std::string new_name(NameKind kind) {
     const Token& t = next(fmt::format("{} name", to_string(kind)).c_str());
     check_name_syntax(t);
+    not_reserved(t);
     auto it = names_.find(t.text);
     if (it != names_.end() && !(kind == NameKind::Buffer && it->second == NameKind::Buffer))
       fail(t.col, fmt::format("'{}' is already declared as {}", shown_input(t.text), with_article(it->second)));
@@ -124,8 +127,16 @@ class Parser {
            fmt::format("the name '{}' is too long (names have at most {} characters)", shown_input(s), kMaxNameBytes));
     if (trace_language::is_keyword(s)) fail(t.col, fmt::format("'{}' is a keyword and cannot be used as a name", s));
   }
+  /// The hidden stream's name is neither declared nor used by a trace.
+  void not_reserved(const Token& t) const {
+    if (t.text == kPlainAllocationStream)
+      fail(t.col, fmt::format("'{}' is the name of the stream that plain 'buffer' and 'free' run on (cudaMalloc, "
+                              "cudaFree); choose another name",
+                              t.text));
+  }
   std::string use_name(NameKind kind, const char* what) {
     const Token& t = next(what);
+    not_reserved(t);
     auto it = names_.find(t.text);
     if (it == names_.end())
       fail(t.col, fmt::format("unknown {} '{}' (declare it with '{} {}{}')", to_string(kind), shown_input(t.text),
@@ -171,6 +182,10 @@ class Parser {
     BufferRef r;
     const auto bracket = t.text.find('[');
     r.buffer = t.text.substr(0, bracket);
+    if (trace_language::is_keyword(t.text))
+      fail(t.col, fmt::format("expected a buffer, found the keyword '{}' (',' separates the buffers of one access: "
+                              "'reads A, B writes C')",
+                              t.text));
     auto it = names_.find(r.buffer);
     if (it == names_.end())
       fail(t.col, fmt::format("unknown buffer '{}' (declare it with 'buffer {} BYTES')", shown_input(r.buffer),
@@ -238,6 +253,9 @@ class Parser {
     pos_ = 0;
     std::size_t i = 0;
     end_col_ = 1;
+    // A UTF-8 byte order mark (some editors write one) is not a word;
+    // columns still count it, as they count bytes.
+    if (line_ == 1 && line.starts_with(kUtf8ByteOrderMark)) i = kUtf8ByteOrderMark.size();
     while (i < line.size()) {
       const char c = line[i];
       if (c == '#') break;
@@ -270,9 +288,11 @@ class Parser {
       const Token t = toks_[0];
       const std::string name = t.text.substr(1);
       auto it = names_.find(name);
-      if (it == names_.end() || it->second != NameKind::Thread)
+      if (it == names_.end())
         fail(t.col,
              fmt::format("unknown thread '{}' (declare it with 'thread {}')", shown_input(name), shown_input(name)));
+      if (it->second != NameKind::Thread)
+        fail(t.col, fmt::format("'{}' is {}, not a thread", name, with_article(it->second)));
       src.thread = name;
       ++pos_;
       if (at_end()) fail(end_col_, fmt::format("expected a statement after '{}'", shown_input(t.text)));

@@ -65,6 +65,10 @@ class TraceError : public std::runtime_error {
 /// (256 TiB), more than any device has, and far enough from 2^64 that no
 /// size, range or address computed from it can wrap.
 inline constexpr std::uint64_t kMaxBufferBytes = std::uint64_t{1} << 48;
+/// The name of the hidden stream that plain `buffer`/`free` (cudaMalloc /
+/// cudaFree) run on; reserved, so that an op named `legacy#N` in a report
+/// is never one of two streams.
+inline constexpr std::string_view kPlainAllocationStream = "legacy";
 /// The longest name (stream, event, thread, buffer, kernel, copy) a trace may use.
 inline constexpr std::size_t kMaxNameBytes = 128;
 

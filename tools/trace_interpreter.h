@@ -44,7 +44,7 @@ class TraceInterpreter {
   Execution run() {
     // The hidden stream of plain `buffer`/`free` (cudaMalloc / cudaFree),
     // created first: trace streams keep the same indexes on every backend.
-    legacy_ = b_.add_stream("legacy");
+    legacy_ = b_.add_stream(std::string(kPlainAllocationStream));
     threads_["main"] = b_.main_host_thread();
     with_protocol(trace_.mutant, [&]<class P>() {
       using Core = Resource<B, P>;

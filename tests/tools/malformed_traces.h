@@ -79,6 +79,12 @@ inline const Malformed kMalformed[] = {
     {"CopyOfABufferOntoItself", "stream s0\nbuffer A 64 on s0\ncopy C on s0 from A to A\n", 3, 24, "overlap"},
     {"PolicyAfterAStatementThatRuns", "stream s0\nbuffer A 64 on s0\npolicy opportunistic = off\n", 3, 1,
      "'policy' must come before the first statement that runs (line 2)"},
+    {"ThreadPrefixNamesAStream", "stream s1\n@s1 sync device\n", 2, 1, "'s1' is a stream, not a thread"},
+    {"StreamNamedLikeTheHiddenStream", "stream legacy\n", 1, 8,
+     "'legacy' is the name of the stream that plain 'buffer' and 'free' run on"},
+    {"UseOfTheHiddenStream", "buffer A 64 on legacy\n", 1, 16, "'legacy' is the name of the stream"},
+    {"KeywordWhereABufferGoes", "stream s0\nbuffer A 64 on s0\nbuffer B 64 on s0\nlaunch K on s0 reads A, writes B\n",
+     4, 25, "expected a buffer, found the keyword 'writes'"},
     // S7: what a message echoes of the input is escaped and cut.
     {"ControlByteInAName", "stream s\x01x\n", 1, 8, "'s\\x01x' is not a valid name"},
     {"MalformedUtf8InAStatement", "lanuch\xff on s0\n", 1, 1, "unknown statement 'lanuch\\xFF'"},

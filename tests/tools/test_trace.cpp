@@ -62,6 +62,18 @@ TEST(TraceParse, CommentsBlankLinesNumbersAndRanges) {
   EXPECT_EQ(k.line, 6);
 }
 
+TEST(TraceParse, AByteOrderMarkBeforeTheFirstLineIsNotAWord) {
+  const Trace t = parse_trace("\xEF\xBB\xBFstream s1\nbuffer A 64 on s1\n", "bom.trace");
+  ASSERT_EQ(t.statements.size(), 2u);
+  EXPECT_EQ(std::get<ast::StreamDecl>(t.statements[0]).name, "s1");
+  try {
+    (void)parse_trace("\xEF\xBB\xBFstream 1s\n", "bom.trace");
+    FAIL();
+  } catch (const TraceError& e) {
+    EXPECT_EQ(e.col(), 11) << e.what();  // columns count bytes, the mark's too
+  }
+}
+
 std::set<sim::FindingKind> kinds(const Report& r) {
   std::set<sim::FindingKind> out;
   for (const auto& f : r.findings) out.insert(f.kind);
