@@ -144,10 +144,32 @@ class SimBackend {
   }
   Result<bool> query_event(const Event& e) {
     model_.device_steps();
-    return model_.query_event(e.id());
+    const bool done = model_.query_event(e.id());
+    query_answers_.push_back(QueryAnswer{origin_line_.value_or(0), done, model_.chooser().taken().size()});
+    return done;
   }
-  /// Tags every op enqueued from now on with `line` (op_origin reads it back).
-  void set_op_origin(int line) { origin_line_ = line; }
+  /// Tags every op enqueued from now on with `line` (op_origin reads it
+  /// back), and every choice made from now on (line_starts reads it back).
+  void set_op_origin(int line) {
+    origin_line_ = line;
+    starts_line(line);
+  }
+  /// Where the choices of each line begin: the chooser's choice count when
+  /// set_op_origin(line) was called (line 0: drain(), after the last
+  /// statement). Lines that made no choice are left out, so this never
+  /// grows past the number of choices.
+  struct LineStart {
+    std::size_t first_choice;
+    int line;
+  };
+  const std::vector<LineStart>& line_starts() const { return line_starts_; }
+  /// A query's answer, with the line set by set_op_origin when it was asked.
+  struct QueryAnswer {
+    int line = 0;
+    bool done = false;
+    std::size_t after_choices = 0;  // the chooser's choice count when it was asked
+  };
+  const std::vector<QueryAnswer>& query_answers() const { return query_answers_; }
   /// The line set by set_op_origin when `op` was enqueued.
   std::optional<int> op_origin(OpRef op) const {
     auto it = op_origins_.find(op);
@@ -193,7 +215,10 @@ class SimBackend {
     return out;
   }
   /// Lets all remaining device work complete (in chosen order).
-  void drain() { model_.finish(); }
+  void drain() {
+    starts_line(0);
+    model_.finish();
+  }
   DeviceModel& model() { return model_; }
   const DeviceModel& model() const { return model_; }
 
@@ -204,6 +229,14 @@ class SimBackend {
     model_.device_steps();
     if (faults_paused_ > 0) return std::nullopt;
     return faults_.fault_at(call);
+  }
+
+  void starts_line(int line) {
+    const std::size_t choices = model_.chooser().taken().size();
+    if (!line_starts_.empty() && line_starts_.back().first_choice == choices)
+      line_starts_.back().line = line;  // the previous line made no choice
+    else
+      line_starts_.push_back(LineStart{choices, line});
   }
 
   void tag(OpRef op) {
@@ -224,6 +257,8 @@ class SimBackend {
   FaultInjecting faults_;
   std::optional<int> origin_line_;
   std::map<OpRef, int> op_origins_;
+  std::vector<LineStart> line_starts_;
+  std::vector<QueryAnswer> query_answers_;
   std::map<std::uint64_t, std::uint32_t> allocations_;  // ptr -> newest allocation made there
   std::uint32_t faults_paused_ = 0;
   std::size_t findings_seen_ = 0;

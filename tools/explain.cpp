@@ -1,6 +1,10 @@
 #include "tools/explain.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <iterator>
+#include <vector>
 
 #include "backend_sim/explain.h"
 
@@ -78,6 +82,129 @@ std::string to_string(Coverage::How how) {
 }
 
 std::string describe(const Note& note) { return fmt::format("line {}: {}", note.line, note.message); }
+
+namespace {
+
+std::string at_line(int line) { return line > 0 ? fmt::format("line {}", line) : "the end (device drain)"; }
+
+}  // namespace
+
+std::string describe(const ChoiceSummary& s) {
+  std::vector<std::string> parts;
+  for (const auto& c : s.pool_reuse)
+    parts.push_back(fmt::format("pool reuse at {} (took option {} of {})", at_line(c.line), c.taken, c.options));
+  for (const auto& q : s.queries)
+    parts.push_back(fmt::format("query at {} answered \"{}\"", at_line(q.line), q.done ? "done" : "not done"));
+  for (const auto& c : s.faults)
+    parts.push_back(fmt::format("fault point at {} ({})", at_line(c.line), c.taken ? "fired" : "did not fire"));
+  if (s.device_steps > 0)
+    parts.push_back(fmt::format("{} device step{} (which stream head completes next)", s.device_steps,
+                                s.device_steps == 1 ? "" : "s"));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+std::string describe_coverage(const Coverage& c) {
+  std::string out;
+  auto line = std::back_inserter(out);
+  switch (c.how) {
+    case Coverage::How::OneSchedule:
+    case Coverage::How::Replay:
+      if (c.exhaustive)
+        fmt::format_to(line, "coverage: exhaustive: the run made no choice, so this schedule is the only one\n");
+      else
+        fmt::format_to(line, "coverage: NOT exhaustive: one schedule; it made choices that were not explored: {}\n",
+                       describe(c.unexplored));
+      break;
+    case Coverage::How::Random:
+      fmt::format_to(line, "coverage: NOT exhaustive: {} random schedules (seed {}), a sample\n", c.explored, c.seed);
+      break;
+    case Coverage::How::Dfs:
+      if (c.exhaustive) {
+        fmt::format_to(line, "coverage: exhaustive: dfs ran every schedule of the trace ({})\n", c.explored);
+        break;
+      }
+      fmt::format_to(line, "coverage: NOT exhaustive: dfs stopped at its bound of {} schedules", c.explored);
+      if (c.dfs && c.dfs->first_varied > 0)
+        fmt::format_to(line,
+                       "; it varied only choices {}..{} of the {} a run makes (the deepest first); the first {} are "
+                       "still at their first option: {}\n",
+                       c.dfs->first_varied + 1, c.dfs->choices_per_run, c.dfs->choices_per_run, c.dfs->first_varied,
+                       describe(c.unexplored));
+      else
+        fmt::format_to(line, "; it varied every choice point, but not every combination\n");
+      break;
+  }
+  for (const auto& s : c.to_finish) fmt::format_to(line, "  to explore the rest: {}  ({})\n", s.command, s.why);
+  return out;
+}
+
+std::string_view to_string(Severity s) { return s == Severity::Warning ? "warning" : "error"; }
+
+std::string_view to_string(Verdict v) {
+  switch (v) {
+    case Verdict::Clean:
+      return "clean";
+    case Verdict::Findings:
+      return "findings";
+    case Verdict::Errors:
+      return "errors";
+  }
+  return {};
+}
+
+std::string_view to_string(Ordering o) {
+  switch (o) {
+    case Ordering::NeverFreed:
+      return "never freed";
+    case Ordering::FreedBeforeUse:
+      return "freed before use";
+    case Ordering::MissingEdge:
+      return "missing edge";
+  }
+  return {};
+}
+
+std::string_view to_string(Fix f) {
+  switch (f) {
+    case Fix::FreeTheBuffer:
+      return "free the buffer";
+    case Fix::KeepAliveUntilUse:
+      return "keep alive until use";
+    case Fix::RecordEventAndWait:
+      return "record event and wait";
+  }
+  return {};
+}
+
+std::string_view to_string(NoteKind k) {
+  switch (k) {
+    case NoteKind::OutOfMemory:
+      return "out of memory";
+    case NoteKind::NotLive:
+      return "not live";
+    case NoteKind::Refused:
+      return "refused";
+    case NoteKind::NotAResourceBlock:
+      return "not a resource block";
+    case NoteKind::Skipped:
+      return "skipped";
+    case NoteKind::BackendFailed:
+      return "backend failed";
+  }
+  return {};
+}
+
+std::string_view to_string(InputError::Kind k) {
+  switch (k) {
+    case InputError::Kind::Usage:
+      return "usage";
+    case InputError::Kind::Trace:
+      return "trace";
+    case InputError::Kind::Schedule:
+      return "schedule";
+  }
+  return {};
+}
 
 std::string host_action_short(const sim::DeviceModel& model, const sim::LogEntry& entry) {
   using Kind = sim::LogEntry::Kind;

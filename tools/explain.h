@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "tools/report.h"
 
@@ -32,6 +33,21 @@ std::string describe_fix(const ReportFinding& f);
 std::string to_string(Coverage::How how);
 /// "line 8: deallocate refused: ...".
 std::string describe(const Note& note);
+/// The coverage paragraph of a text report: exhaustive or not; when not, how
+/// far it got (the choices not explored, by line) and the commands that would
+/// explore the rest. Ends in a newline.
+std::string describe_coverage(const Coverage& c);
+/// "pool reuse at line 15 (option 0 of 2), query at line 12 answered \"not done\", 38 device steps".
+std::string describe(const ChoiceSummary& s);
+
+// The words of the typed fields, as report_json writes them
+// (docs/report.schema.json).
+std::string_view to_string(Severity s);          // "error", "warning"
+std::string_view to_string(Verdict v);           // "clean", "findings", "errors"
+std::string_view to_string(Ordering o);          // "never freed", "freed before use", "missing edge"
+std::string_view to_string(Fix f);               // "free the buffer", "keep alive until use", "record event and wait"
+std::string_view to_string(NoteKind k);          // "out of memory", "refused", ...
+std::string_view to_string(InputError::Kind k);  // "usage", "trace", "schedule"
 /// A host action in the few words of an SVG box ("sync s1", "query e0:
 /// busy"); API calls without a short form read as sim::host_action.
 std::string host_action_short(const sim::DeviceModel& model, const sim::LogEntry& entry);

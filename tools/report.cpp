@@ -9,10 +9,25 @@
 
 namespace streamcheck::tools {
 
+Severity severity(NoteKind kind) {
+  switch (kind) {
+    case NoteKind::OutOfMemory:
+    case NoteKind::NotLive:
+    case NoteKind::Refused:
+    case NoteKind::NotAResourceBlock:
+    case NoteKind::Skipped:
+    case NoteKind::BackendFailed:
+      return Severity::Error;
+  }
+  return Severity::Error;
+}
+
 Verdict Report::verdict() const {
-  bool errors = !notes.empty() || (gpu && gpu->mismatching_words > 0);
-  for (const auto& f : findings) errors = errors || f.severity == Severity::Error;
-  return errors ? Verdict::Findings : Verdict::Clean;
+  for (const auto& f : findings)
+    if (f.severity == Severity::Error) return Verdict::Findings;
+  bool errors = gpu && gpu->mismatching_words > 0;
+  for (const auto& n : notes) errors = errors || severity(n.kind) == Severity::Error;
+  return errors ? Verdict::Errors : Verdict::Clean;
 }
 
 namespace {
@@ -39,13 +54,29 @@ std::string report_text(const Report& r) {
     fmt::format_to(line, "  fix:      {}\n", describe_fix(f));
     fmt::format_to(line, "  schedule: {}  (streamcheck replay {} --schedule {})\n", f.schedule, r.file, f.schedule);
   }
-  for (const auto& n : r.notes) fmt::format_to(line, "\nerror: {}\n", describe(n));
+  std::size_t error_notes = 0;
+  for (const auto& n : r.notes) {
+    const bool error = severity(n.kind) == Severity::Error;
+    error_notes += error ? 1 : 0;
+    warnings += error ? 0 : 1;
+    fmt::format_to(line, "\n{}: {}\n", error ? "error" : "warning", describe(n));
+  }
+  fmt::format_to(line, "\n{}", describe_coverage(c));
   const std::string warned = warnings ? plural(warnings, "warning") : "";
-  if (errors == 0 && r.notes.empty())
-    fmt::format_to(line, "\nverdict: clean{}\n", warned.empty() ? "" : " (" + warned + ")");
-  else
-    fmt::format_to(line, "\nverdict: {}{}\n", plural(errors + r.notes.size(), "finding"),
-                   warned.empty() ? "" : ", " + warned);
+  switch (r.verdict()) {
+    case Verdict::Clean:
+      fmt::format_to(line, "\nverdict: clean{}{}\n", warned.empty() ? "" : " (" + warned + ")",
+                     c.exhaustive ? "" : " in the schedules run (not exhaustive: see coverage)");
+      break;
+    case Verdict::Findings:
+      fmt::format_to(line, "\nverdict: {}{}{}\n", plural(errors, "finding"),
+                     error_notes ? ", " + plural(error_notes, "error") : "", warned.empty() ? "" : ", " + warned);
+      break;
+    case Verdict::Errors:
+      fmt::format_to(line, "\nverdict: {}{}\n", error_notes ? plural(error_notes, "error") : "corrupted reads",
+                     warned.empty() ? "" : ", " + warned);
+      break;
+  }
   if (const auto& g = r.gpu) {
     fmt::format_to(
         line, "GPU replay on {}: {} runs (held back: {}), runs with mismatching reads: {}, mismatching words: {}\n",
@@ -57,13 +88,22 @@ std::string report_text(const Report& r) {
 
 namespace {
 
-nlohmann::ordered_json op_json(const ReportOp& op) {
-  return {{"op", describe(op)}, {"line", op.origin ? op.origin->line : 0}};
+using Json = nlohmann::ordered_json;
+
+/// A trace line, or null for an op or choice of no statement.
+Json line_or_null(int line) { return line > 0 ? Json(line) : Json(nullptr); }
+
+Json op_json(const ReportOp& op) {
+  return {{"stream", op.stream},
+          {"index", op.ref.index},
+          {"line", op.origin ? Json(op.origin->line) : Json(nullptr)},
+          {"statement", op.origin ? Json(op.origin->text) : Json(nullptr)},
+          {"op", describe(op)}};
 }
 
 /// One range: its addresses, and the buffer with the offsets into it when it lies in one.
-nlohmann::ordered_json bytes_json(const ReportBytes& b) {
-  nlohmann::ordered_json o;
+Json range_json(const ReportBytes& b) {
+  Json o;
   if (b.in_buffer) {
     o["buffer"] = b.in_buffer->buffer;
     o["offsets"] = {b.in_buffer->lo, b.in_buffer->hi};
@@ -72,44 +112,96 @@ nlohmann::ordered_json bytes_json(const ReportBytes& b) {
   return o;
 }
 
+Json finding_json(const ReportFinding& f) {
+  Json o;
+  o["kind"] = sim::to_string(f.kind);
+  o["definite"] = f.definite;
+  o["severity"] = to_string(f.severity);
+  o["first"] = op_json(f.first);
+  if (f.second) o["second"] = op_json(*f.second);
+  o["bytes"] = describe(f.bytes);
+  o["ranges"] = Json::array();
+  for (const auto& b : f.bytes) o["ranges"].push_back(range_json(b));
+  o["order"] = {{"kind", to_string(f.order)}, {"text", describe_order(f)}};
+  o["fix"] = {{"kind", to_string(f.fix)}, {"text", describe_fix(f)}};
+  o["schedule"] = f.schedule;
+  o["schedules"] = f.schedules;
+  return o;
+}
+
+Json note_json(const Note& n) {
+  return {{"line", line_or_null(n.line)},
+          {"kind", to_string(n.kind)},
+          {"severity", to_string(severity(n.kind))},
+          {"message", n.message}};
+}
+
+Json choice_json(const ChoicePoint& c) {
+  return {{"line", line_or_null(c.line)}, {"options", c.options}, {"taken", c.taken}};
+}
+
+Json choices_json(const ChoiceSummary& s) {
+  Json j{{"pool_reuse", Json::array()}, {"queries", Json::array()}, {"faults", Json::array()}};
+  for (const auto& c : s.pool_reuse) j["pool_reuse"].push_back(choice_json(c));
+  for (const auto& q : s.queries)
+    j["queries"].push_back({{"line", line_or_null(q.line)}, {"answer", q.done ? "done" : "not done"}});
+  for (const auto& c : s.faults) j["faults"].push_back(choice_json(c));
+  j["device_steps"] = s.device_steps;
+  return j;
+}
+
+Json coverage_json(const Coverage& c) {
+  Json j;
+  j["strategy"] = to_string(c.how);
+  j["seed"] = c.seed;
+  j["schedules"] = c.explored;
+  j["exhaustive"] = c.exhaustive;
+  j["bound"] = c.bound ? Json(*c.bound) : Json(nullptr);
+  j["unexplored"] = choices_json(c.unexplored);
+  if (c.dfs) j["dfs"] = {{"choices_per_run", c.dfs->choices_per_run}, {"first_varied", c.dfs->first_varied}};
+  j["to_finish"] = Json::array();
+  for (const auto& s : c.to_finish) j["to_finish"].push_back({{"command", s.command}, {"why", s.why}});
+  return j;
+}
+
+std::string dump(const Json& j) {
+  // Invalid UTF-8 in a trace's text becomes U+FFFD instead of failing the report.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
 }  // namespace
 
 std::string report_json(const Report& r) {
-  nlohmann::ordered_json j;
+  Json j;
   j["tool"] = "streamcheck";
-  j["schema"] = 1;
+  j["schema_version"] = kReportSchemaVersion;
   j["file"] = r.file;
-  j["strategy"] = to_string(r.coverage.how);
-  j["seed"] = r.coverage.seed;
-  j["schedules"] = r.coverage.explored;
-  j["exhaustive"] = r.coverage.exhaustive;
+  j["verdict"] = to_string(r.verdict());
+  j["coverage"] = coverage_json(r.coverage);
   j["policy"] = r.policy.describe();
-  j["verdict"] = r.verdict() == Verdict::Clean ? "clean" : "findings";
-  j["findings"] = nlohmann::ordered_json::array();
-  for (const auto& f : r.findings) {
-    nlohmann::ordered_json o;
-    o["kind"] = sim::to_string(f.kind);
-    o["definite"] = f.definite;
-    o["severity"] = f.severity == Severity::Warning ? "warning" : "error";
-    o["first"] = op_json(f.first);
-    if (f.second) o["second"] = op_json(*f.second);
-    o["bytes"] = describe(f.bytes);
-    o["ranges"] = nlohmann::ordered_json::array();
-    for (const auto& b : f.bytes) o["ranges"].push_back(bytes_json(b));
-    o["order"] = describe_order(f);
-    o["fix"] = describe_fix(f);
-    o["schedule"] = f.schedule;
-    o["schedules"] = f.schedules;
-    j["findings"].push_back(std::move(o));
-  }
-  j["notes"] = nlohmann::ordered_json::array();
-  for (const auto& n : r.notes) j["notes"].push_back(describe(n));
+  j["findings"] = Json::array();
+  for (const auto& f : r.findings) j["findings"].push_back(finding_json(f));
+  j["notes"] = Json::array();
+  for (const auto& n : r.notes) j["notes"].push_back(note_json(n));
   if (const auto& g = r.gpu)
     j["gpu"] = {{"runs", g->runs},
                 {"runs_with_mismatches", g->runs_with_mismatches},
                 {"mismatching_words", g->mismatching_words}};
-  // Invalid UTF-8 in a trace's text becomes U+FFFD instead of failing the report.
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return dump(j);
+}
+
+std::string input_error_json(const InputError& e) {
+  Json j;
+  j["tool"] = "streamcheck";
+  j["schema_version"] = kReportSchemaVersion;
+  j["verdict"] = "input error";
+  Json err{{"kind", to_string(e.kind)}};
+  err["file"] = e.file.empty() ? Json(nullptr) : Json(e.file);
+  err["line"] = line_or_null(e.line);
+  err["col"] = e.line > 0 && e.col > 0 ? Json(e.col) : Json(nullptr);
+  err["message"] = e.message;
+  j["error"] = std::move(err);
+  return dump(j);
 }
 
 }  // namespace streamcheck::tools

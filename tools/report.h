@@ -61,16 +61,51 @@ struct ReportFinding {
   std::uint64_t schedules = 0;  // how many schedules showed it
 };
 
-/// What was explored, and what stopped it.
+/// The choice points of (part of) a run, as a report names them: pool reuse
+/// and fault choices one by one with their lines, query answers, and the
+/// device steps as a count (there are many, each "which stream head
+/// completes next").
+struct ChoiceSummary {
+  std::vector<ChoicePoint> pool_reuse;
+  std::vector<QueryAnswer> queries;
+  std::vector<ChoicePoint> faults;
+  std::uint64_t device_steps = 0;
+  bool empty() const { return pool_reuse.empty() && queries.empty() && faults.empty() && device_steps == 0; }
+};
+
+/// A command that would explore what this run did not.
+struct NextStep {
+  std::string command;  // a whole command line, e.g. "streamcheck explore F --strategy dfs --schedules 10000"
+  std::string why;
+};
+
+/// What was explored, whether that was everything, and if not, how far it
+/// got and what would finish it (issue 10: never a silent "clean").
 struct Coverage {
   enum class How : std::uint8_t { OneSchedule, Replay, Random, Dfs };
   How how = How::OneSchedule;
   std::uint64_t seed = 0;
   std::uint64_t explored = 0;  // schedules run
-  bool exhaustive = false;     // DFS ran every schedule
+  /// Every schedule of the trace was run: DFS finished, or the one schedule
+  /// run (check, replay) was the only one (the run made no choice).
+  bool exhaustive = false;
   /// The --schedules bound that stopped an exploration short of exhausting
   /// the schedules; nullopt when it ran to its end (or ran one schedule).
   std::optional<std::uint64_t> bound;
+  /// One schedule (check, replay): the choices its run made and did not
+  /// explore. DFS stopped by its bound: the choices of its runs that it never
+  /// varied (still at their first option).
+  ChoiceSummary unexplored;
+  /// DFS stopped by its bound: how deep it got. It varied only the choices
+  /// from `first_varied` on (0-based) of the `choices_per_run` its last run
+  /// made; the ones before are `unexplored`.
+  struct DfsDepth {
+    std::uint64_t choices_per_run = 0;
+    std::uint64_t first_varied = 0;
+  };
+  std::optional<DfsDepth> dfs;
+  /// What would explore the rest; empty when exhaustive.
+  std::vector<NextStep> to_finish;
 };
 
 /// `replay --backend cuda`: the trace run on the GPU with the first op of
@@ -83,7 +118,16 @@ struct GpuReplay {
   std::vector<std::string> notes;  // resource calls refused on the GPU
 };
 
-enum class Verdict : std::uint8_t { Clean, Findings };
+/// Clean: no error finding and no error note. Findings: at least one error
+/// finding (the JSON `findings` array is then never empty). Errors: no error
+/// finding, but the run itself went wrong (an error note: a refused resource
+/// call, a double free; or corrupted reads on the GPU). Findings and Errors
+/// exit 1.
+enum class Verdict : std::uint8_t { Clean, Findings, Errors };
+
+/// Whether a note of this kind makes the run fail (Severity::Error) or only
+/// informs (Severity::Warning). A new NoteKind must say which here.
+Severity severity(NoteKind kind);
 
 struct Report {
   std::string file;
@@ -93,12 +137,31 @@ struct Report {
   std::vector<Note> notes;  // what went wrong that is no HB finding, with its line
   std::optional<GpuReplay> gpu;
 
-  /// Findings when anything but a warning was found (a note, an error, a
-  /// corrupted read on the GPU); leaks alone are clean.
+  /// Findings when an error finding was found; else Errors when an error
+  /// note or a corrupted read on the GPU was; else Clean (leaks and warning
+  /// notes alone are clean).
   Verdict verdict() const;
 };
 
 std::string report_text(const Report& r);
+/// The JSON report, docs/report.schema.json (kReportSchemaVersion).
 std::string report_json(const Report& r);
+
+/// The version of docs/report.schema.json that report_json writes (its
+/// `schema_version` field and the version in its `$id`).
+inline constexpr int kReportSchemaVersion = 2;
+
+/// Why a run gave no report: the input or the command line was wrong
+/// (exit 2). With --json this is printed as a JSON object of the same schema
+/// (verdict "input error").
+struct InputError {
+  enum class Kind : std::uint8_t { Usage, Trace, Schedule };
+  Kind kind = Kind::Usage;
+  std::string file;  // empty when no trace file was named
+  int line = 0;      // 0: not at a line of the file
+  int col = 0;
+  std::string message;  // as printed on stderr
+};
+std::string input_error_json(const InputError& e);
 
 }  // namespace streamcheck::tools

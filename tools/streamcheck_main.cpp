@@ -314,29 +314,47 @@ Outcome counterexamples(const Options& o) {
 
 // ------------------------------------------------------------ failures
 
+/// --json anywhere after the verb: a failure is then also a JSON object on
+/// stdout (tools::input_error_json), since CLI11 may stop before it has set
+/// Options::json.
+bool wants_json(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]) == "--json") return true;
+  return false;
+}
+
 /// The outcome of the exception being handled (call inside a catch block),
-/// after saying what went wrong on stderr.
-Outcome outcome_of_failure(const CLI::App& app) {
+/// after saying what went wrong on stderr -- and, with --json, as a JSON
+/// object on stdout (exit 2 only: help, version and internal errors print no
+/// report).
+Outcome outcome_of_failure(const CLI::App& app, bool json, const std::string& file) {
+  tools::InputError input;
+  input.file = file;
   try {
     throw;
   } catch (const CLI::ParseError& e) {
     // --help and --version are ParseErrors that exit 0.
-    return app.exit(e) == 0 ? Outcome::Clean : Outcome::UsageOrInputError;
+    if (app.exit(e) == 0) return Outcome::Clean;
+    input.message = e.what();
   } catch (const UsageError& e) {
     std::cerr << "streamcheck: " << e.what() << "\nRun `streamcheck --help` or `streamcheck VERB --help`.\n";
-    return Outcome::UsageOrInputError;
+    input.message = e.what();
   } catch (const tools::TraceError& e) {
     std::cerr << e.what() << "\n";  // FILE:LINE:COL: message
-    return Outcome::UsageOrInputError;
+    input = {
+        .kind = tools::InputError::Kind::Trace, .file = file, .line = e.line(), .col = e.col(), .message = e.what()};
   } catch (const sim::ScheduleMismatch& e) {
     std::cerr << "streamcheck: " << e.what() << "\n";
-    return Outcome::UsageOrInputError;
+    input.kind = tools::InputError::Kind::Schedule;
+    input.message = e.what();
   } catch (const std::exception& e) {
     std::cerr << "streamcheck: internal error: " << e.what()
               << "\nThis is a bug in streamcheck, not in the checked program; please report it with the command "
                  "line above.\n";
     return Outcome::InternalError;
   }
+  if (json) std::cout << tools::input_error_json(input);
+  return Outcome::UsageOrInputError;
 }
 
 }  // namespace
@@ -434,7 +452,7 @@ int main(int argc, char** argv) {
     if (render_verb->parsed()) outcome = render(o);
     if (counterexamples_verb->parsed()) outcome = counterexamples(o);
   } catch (...) {
-    outcome = outcome_of_failure(app);
+    outcome = outcome_of_failure(app, wants_json(argc, argv), o.file);
   }
   return exit_code(outcome);
 }

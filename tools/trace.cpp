@@ -588,6 +588,18 @@ Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const Trac
   std::map<int, const std::string*> text;  // line -> statement text
   for (const auto& st : trace.statements) text[source(st).line] = &source(st).text;
   for (const auto& [op, line] : backend.op_origins()) exec.set_origin(op, OpOrigin{line, *text.at(line)});
+  std::vector<ChoicePoint> choices;
+  const auto& starts = backend.line_starts();
+  std::size_t next_start = 0;
+  int line = 0;
+  for (const sim::Choice& c : chooser.taken()) {
+    for (; next_start < starts.size() && starts[next_start].first_choice <= choices.size(); ++next_start)
+      line = starts[next_start].line;
+    choices.push_back(ChoicePoint{c.kind, c.options, c.taken, line});
+  }
+  std::vector<QueryAnswer> queries;
+  for (const auto& q : backend.query_answers()) queries.push_back(QueryAnswer{q.line, q.done, q.after_choices});
+  exec.set_choices(std::move(choices), std::move(queries));
   exec.set_model(std::move(model));
   return exec;
 }

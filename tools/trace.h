@@ -238,6 +238,24 @@ struct OpOrigin {
   std::string text;
 };
 
+/// A choice point of one run: what was chosen, among how many options, at
+/// which trace statement (line 0: after the last statement, while the device
+/// drained).
+struct ChoicePoint {
+  sim::ChoiceKind kind = sim::ChoiceKind::DeviceStep;
+  std::uint32_t options = 2;
+  std::uint32_t taken = 0;
+  int line = 0;
+};
+
+/// A `query` statement and the answer one run gave it (R4): the answer
+/// depends on which device work the schedule completed before it.
+struct QueryAnswer {
+  int line = 0;
+  bool done = false;
+  std::size_t after_choices = 0;  // how many choices the run had made when it asked
+};
+
 /// A byte range inside a trace buffer, as offsets from the buffer's start.
 struct BufferBytes {
   std::string buffer;
@@ -295,18 +313,28 @@ class Execution {
   /// `bytes` cut where buffers begin and end: each piece named by the buffer
   /// that holds it (offsets into it), or by its addresses outside every buffer.
   std::vector<NamedBytes> name_bytes(sim::ByteRange bytes) const;
+  /// Every choice the run made (simulator), in order, with its statement's line.
+  const std::vector<ChoicePoint>& choices() const { return choices_; }
+  /// Every `query` the run answered (simulator), in order.
+  const std::vector<QueryAnswer>& query_answers() const { return query_answers_; }
 
   // Recording (the interpreter and its drivers).
   void add_note(Note note) { notes_.push_back(std::move(note)); }
   void made_buffer(const std::string& name, TraceBuffer buffer) { buffers_[name] = buffer; }
   void set_origin(sim::OpRef op, OpOrigin origin) { origins_[op] = std::move(origin); }
   void set_model(std::unique_ptr<sim::DeviceModel> model) { model_ = std::move(model); }
+  void set_choices(std::vector<ChoicePoint> choices, std::vector<QueryAnswer> queries) {
+    choices_ = std::move(choices);
+    query_answers_ = std::move(queries);
+  }
 
  private:
   std::unique_ptr<sim::DeviceModel> model_;
   std::vector<Note> notes_;
   std::map<std::string, TraceBuffer> buffers_;
   std::map<sim::OpRef, OpOrigin> origins_;
+  std::vector<ChoicePoint> choices_;
+  std::vector<QueryAnswer> query_answers_;
 };
 
 struct TraceRunOptions {

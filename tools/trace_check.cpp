@@ -1,5 +1,7 @@
 #include "tools/trace_check.h"
 
+#include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -62,11 +64,48 @@ ReportFinding report_finding(const Execution& run, const sim::Finding& f, const 
   return out;
 }
 
-/// Adds the findings and notes of each run to one report, each once.
+/// The choices of `run` made before its `end`-th choice, as a report names
+/// them; queries asked then too. Queries count only when device steps could
+/// have changed their answer.
+ChoiceSummary summarize(const std::vector<ChoicePoint>& choices, const std::vector<QueryAnswer>& queries,
+                        std::size_t end) {
+  ChoiceSummary s;
+  for (std::size_t i = 0; i < std::min(end, choices.size()); ++i) {
+    const ChoicePoint& c = choices[i];
+    switch (c.kind) {
+      case sim::ChoiceKind::PoolRange:
+        s.pool_reuse.push_back(c);
+        break;
+      case sim::ChoiceKind::Fault:
+        s.faults.push_back(c);
+        break;
+      case sim::ChoiceKind::DeviceStep:
+      case sim::ChoiceKind::Client:
+        ++s.device_steps;
+        break;
+    }
+  }
+  if (s.device_steps > 0)
+    for (const auto& q : queries)
+      if (q.after_choices <= end) s.queries.push_back(q);
+  return s;
+}
+
+/// The command line options of `o` that change what a run does, as they are
+/// typed, so a suggested command explores the same program.
+std::string run_options_text(const TraceCheckOptions& o) {
+  std::string out;
+  if (o.faults) out += " --faults on";
+  for (const auto& [name, value] : o.policy_overrides) out += " --policy " + name + "=" + value;
+  return out;
+}
+
+/// Adds the findings and notes of each run to one report, each once, and
+/// keeps what its coverage needs.
 class Collector {
  public:
   Collector(const Trace& trace, const TraceCheckOptions& o, Coverage::How how)
-      : run_options_{apply_policy_overrides(trace.policy, o.policy_overrides), o.faults} {
+      : options_(o), run_options_{apply_policy_overrides(trace.policy, o.policy_overrides), o.faults} {
     report_.file = trace.file;
     report_.coverage.how = how;
     report_.coverage.seed = o.seed;
@@ -87,15 +126,69 @@ class Collector {
     }
     for (const auto& n : run.notes())
       if (notes_seen_.insert({n.line, n.message}).second) report_.notes.push_back(n);
+    // DFS backtracks to one choice per run: the first where this run differs
+    // from the one before. Choices before the shallowest such point were
+    // never varied.
+    const auto& choices = run.choices();
+    std::size_t differs = 0;
+    while (differs < choices.size() && differs < last_choices_.size() &&
+           choices[differs].taken == last_choices_[differs].taken)
+      ++differs;
+    if (report_.coverage.explored > 1) first_varied_ = std::min(first_varied_, differs);
+    last_choices_ = choices;
+    last_queries_ = run.query_answers();
   }
   Report& report() { return report_; }
 
+  /// After the last run (`last`): says how far the exploration got and what
+  /// would explore the rest.
+  Report& finish(bool exhaustive) {
+    Coverage& c = report_.coverage;
+    c.exhaustive = exhaustive;
+    const std::string file = report_.file;
+    const std::string same = run_options_text(options_);
+    switch (c.how) {
+      case Coverage::How::OneSchedule:
+      case Coverage::How::Replay:
+        c.unexplored = summarize(last_choices_, last_queries_, last_choices_.size());
+        c.exhaustive = last_choices_.empty();
+        if (!c.exhaustive) {
+          c.to_finish.push_back({fmt::format("streamcheck explore {}{}", file, same),
+                                 "random schedules vary every choice point (1000 by default)"});
+          c.to_finish.push_back({fmt::format("streamcheck explore {} --strategy dfs{}", file, same),
+                                 "every schedule, exhaustive if it finishes within --schedules"});
+        }
+        break;
+      case Coverage::How::Random:
+        c.to_finish.push_back(
+            {fmt::format("streamcheck explore {} --strategy dfs --schedules {}{}", file, options_.max_schedules, same),
+             "every schedule, exhaustive if it finishes within --schedules"});
+        break;
+      case Coverage::How::Dfs:
+        if (exhaustive) break;
+        c.bound = options_.max_schedules;
+        c.dfs = Coverage::DfsDepth{last_choices_.size(), std::min(first_varied_, last_choices_.size())};
+        c.unexplored = summarize(last_choices_, last_queries_, c.dfs->first_varied);
+        c.to_finish.push_back({fmt::format("streamcheck explore {} --strategy dfs --schedules {}{}", file,
+                                           options_.max_schedules * 10, same),
+                               "a larger bound"});
+        c.to_finish.push_back({fmt::format("streamcheck explore {}{}", file, same),
+                               "random schedules vary every choice point, the first ones too"});
+        break;
+    }
+    return report_;
+  }
+
  private:
   using Key = std::tuple<sim::FindingKind, sim::OpRef, std::optional<sim::OpRef>, bool>;
+  TraceCheckOptions options_;
   TraceRunOptions run_options_;
   Report report_;
   std::map<Key, std::size_t> index_;
   std::set<std::pair<int, std::string>> notes_seen_;
+  std::vector<ChoicePoint> last_choices_;  // of the last run added
+  std::vector<QueryAnswer> last_queries_;
+  std::size_t first_varied_ = std::numeric_limits<std::size_t>::max();
 };
 
 }  // namespace
@@ -105,7 +198,7 @@ Report check_trace(const Trace& trace, const TraceCheckOptions& o) {
   sim::RandomChooser chooser(o.seed);
   const Execution run = run_on_simulator(trace, chooser, c.run_options());
   c.add(run, chooser.schedule());
-  return std::move(c.report());
+  return std::move(c.finish(false));
 }
 
 Report replay_trace(const Trace& trace, const std::string& schedule, const TraceCheckOptions& o) {
@@ -113,7 +206,7 @@ Report replay_trace(const Trace& trace, const std::string& schedule, const Trace
   sim::ReplayChooser chooser(schedule);
   const Execution run = run_on_simulator(trace, chooser, c.run_options());
   c.add(run, chooser.schedule());
-  return std::move(c.report());
+  return std::move(c.finish(false));
 }
 
 Report explore_trace(const Trace& trace, const TraceCheckOptions& o, const Progress& progress) {
@@ -127,10 +220,7 @@ Report explore_trace(const Trace& trace, const TraceCheckOptions& o, const Progr
     if (progress && n % 100 == 0) progress(n, c.report().findings.size());
     return false;
   });
-  Coverage& coverage = c.report().coverage;
-  coverage.exhaustive = explored.exhaustive;
-  if (!explored.exhaustive) coverage.bound = o.max_schedules;
-  return std::move(c.report());
+  return std::move(c.finish(explored.exhaustive));
 }
 
 HeldRun run_one(const Trace& trace, const TraceCheckOptions& o, const std::optional<std::string>& schedule) {
@@ -143,7 +233,7 @@ HeldRun run_one(const Trace& trace, const TraceCheckOptions& o, const std::optio
   held.run = std::make_unique<Execution>(run_on_simulator(trace, *held.chooser, c.run_options()));
   held.schedule = held.chooser->schedule();
   c.add(*held.run, held.schedule);
-  held.report = std::move(c.report());
+  held.report = std::move(c.finish(false));
   return held;
 }
 

@@ -57,8 +57,26 @@ TEST_P(Example, VerdictMatchesItsExpectLine) {
   }
   if (!r.notes.empty()) found.insert("error");
   EXPECT_EQ(found, expected_kinds(path)) << report_text(r);
-  EXPECT_EQ(r.verdict(),
-            (found.empty() || found == std::set<std::string>{"leak"}) ? Verdict::Clean : Verdict::Findings);
+  // Findings when an error finding was found; notes alone are the verdict
+  // errors (issue 10 S6); leaks alone are clean.
+  std::set<std::string> errors = found;
+  errors.erase("leak");
+  errors.erase("error");
+  EXPECT_EQ(r.verdict(), !errors.empty()           ? Verdict::Findings
+                         : found.contains("error") ? Verdict::Errors
+                                                   : Verdict::Clean);
+}
+
+// Issue 10 acceptance: `streamcheck explore FILE` with default options (the
+// strategy and bound a user gets without asking) reports every finding kind
+// the example's `# expect:` line names -- examples/05's reuse race included.
+TEST_P(Example, DefaultExploreReportsEveryExpectedFinding) {
+  const std::string path = std::string(STREAMCHECK_EXAMPLES_DIR) + "/" + GetParam();
+  const Report r = explore_trace(load_trace(path), TraceCheckOptions{});
+  std::set<std::string> found;
+  for (const auto& f : r.findings) found.insert(std::string(sim::to_string(f.kind)));
+  if (!r.notes.empty()) found.insert("error");
+  EXPECT_EQ(found, expected_kinds(path)) << report_text(r);
 }
 
 // --faults on: one resource backend call per run fails transiently and the

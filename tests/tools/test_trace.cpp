@@ -147,7 +147,8 @@ TEST(TraceInterpreter, RefusedResourceCallIsANote) {
   EXPECT_EQ(r.notes[0].kind, NoteKind::Refused);
   EXPECT_NE(describe(r.notes[0]).find("line 3: allocate refused: out of budget"), std::string::npos)
       << describe(r.notes[0]);
-  EXPECT_EQ(r.verdict(), Verdict::Findings);
+  // A note fails the run, but it is no finding: verdict errors (issue 10 S6).
+  EXPECT_EQ(r.verdict(), Verdict::Errors);
 }
 
 TEST(TraceInterpreter, UsesOfABufferThatGotNoMemoryAreSkippedWithANote) {
@@ -213,15 +214,42 @@ TEST(TraceReport, JsonHasTheDocumentedFields) {
   const auto r = explore_text("stream s1\nstream s2\nbuffer A 64 on s1\nlaunch K on s2 reads A\nfree A on s1\n");
   const std::string j = report_json(r);
   for (const char* key :
-       {"\"tool\":\"streamcheck\"", "\"schema\":1", "\"file\":", "\"strategy\":\"dfs\"",
-        "\"schedules\":", "\"exhaustive\":true", "\"policy\":", "\"verdict\":\"findings\"", "\"findings\":[",
+       {"\"tool\":\"streamcheck\"", "\"schema_version\":2", "\"file\":", "\"verdict\":\"findings\"",
+        "\"coverage\":{\"strategy\":\"dfs\"", "\"schedules\":", "\"exhaustive\":true", "\"policy\":", "\"findings\":[",
         "\"kind\":\"use before ready\"", "\"severity\":\"error\"", "\"first\":{", "\"second\":{", "\"line\":4",
-        "\"bytes\":\"A[0:64]\"", "\"order\":", "\"fix\":", "\"schedule\":", "\"notes\":[]"})
+        "\"order\":{\"kind\":\"missing edge\"", "\"fix\":{\"kind\":", "\"schedule\":", "\"notes\":[]"})
     EXPECT_NE(j.find(key), std::string::npos) << key << " missing in " << j;
   const auto parsed = nlohmann::json::parse(j);  // throws on malformed JSON
-  EXPECT_EQ(parsed.at("findings").at(0).at("second").at("line"), 4);
+  const auto& finding = parsed.at("findings").at(0);
+  EXPECT_EQ(finding.at("second").at("line"), 4);
+  EXPECT_EQ(finding.at("second").at("stream"), "s2");
+  EXPECT_EQ(finding.at("second").at("statement"), "launch K on s2 reads A");
+  EXPECT_EQ(finding.at("bytes"), "A[0:64]");
+  EXPECT_EQ(finding.at("ranges").at(0).at("buffer"), "A");
+  EXPECT_EQ(finding.at("ranges").at(0).at("offsets"), nlohmann::json::parse("[0, 64]"));
   EXPECT_EQ(parsed.at("notes"), nlohmann::json::array());
+  EXPECT_EQ(parsed.at("coverage").at("to_finish"), nlohmann::json::array()) << "exhaustive: nothing left to explore";
   EXPECT_FALSE(parsed.contains("gpu"));
+}
+
+// S6: a run whose only problems are notes (a refused resource call) has the
+// verdict "errors", never "findings" with an empty findings array; the notes
+// are typed objects.
+TEST(TraceReport, NotesAloneAreTheVerdictErrorsWithTypedNotes) {
+  const auto r = explore_text("resource budget 100\nstream s1\nallocate A 4096 on s1\n");
+  ASSERT_TRUE(r.findings.empty()) << report_text(r);
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_EQ(r.verdict(), Verdict::Errors);
+  const auto parsed = nlohmann::json::parse(report_json(r));
+  EXPECT_EQ(parsed.at("verdict"), "errors");
+  EXPECT_EQ(parsed.at("findings"), nlohmann::json::array());
+  const auto& note = parsed.at("notes").at(0);
+  EXPECT_EQ(note.at("line"), 3);
+  EXPECT_EQ(note.at("kind"), "refused");
+  EXPECT_EQ(note.at("severity"), "error");
+  EXPECT_NE(note.at("message").get<std::string>().find("allocate refused"), std::string::npos) << note;
+  const std::string text = report_text(r);
+  EXPECT_NE(text.find("\nverdict: 1 error\n"), std::string::npos) << text;
 }
 
 TEST(TraceReport, GpuReplayIsItsOwnSectionOfTheReport) {
@@ -239,7 +267,9 @@ TEST(TraceReport, GpuReplayIsItsOwnSectionOfTheReport) {
             std::string::npos)
       << text;
   r.findings.clear();
-  EXPECT_EQ(r.verdict(), Verdict::Findings) << "corrupted reads on the GPU are findings";
+  // Issue 10 (S6): a verdict of findings has findings; corrupted reads with
+  // none held back are errors of the run (exit 1 as before).
+  EXPECT_EQ(r.verdict(), Verdict::Errors) << "corrupted reads on the GPU fail the run";
   r.gpu->mismatching_words = 0;
   EXPECT_EQ(r.verdict(), Verdict::Clean);
 }

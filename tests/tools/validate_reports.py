@@ -1,16 +1,19 @@
 #!/usr/bin/python3
-"""Every --json report streamcheck prints for the bundled examples must
-validate against docs/report.schema.json, and its verdict must agree with
-the exit code. Also checks that the schema rejects broken reports, so this
-test can fail.
+"""Every --json report streamcheck prints for the bundled examples (check,
+explore random/dfs/faults, replay) must validate against
+docs/report.schema.json, and its verdict must agree with the exit code; so
+must the JSON error object of an input or usage error (exit 2). Also checks
+that the schema rejects broken reports, so this test can fail.
 
 usage: validate_reports.py STREAMCHECK EXAMPLES_DIR SCHEMA
 exit 0 ok, 1 a report does not match, 77 python3-jsonschema is missing."""
 import copy
 import json
+import os
 import pathlib
 import subprocess
 import sys
+import tempfile
 
 try:
     import jsonschema
@@ -23,23 +26,23 @@ schema = json.loads(pathlib.Path(schema_file).read_text())
 jsonschema.Draft202012Validator.check_schema(schema)
 validator = jsonschema.Draft202012Validator(schema)
 failures = []
+EXIT = {"clean": 0, "findings": 1, "errors": 1, "input error": 2}
 
 
 def run(args):
     p = subprocess.run([binary, *args, "--json"], capture_output=True, text=True)
     where = "streamcheck " + " ".join(args)
-    if p.returncode not in (0, 1):
+    if p.returncode not in (0, 1, 2):
         failures.append(f"{where}: exit {p.returncode}: {p.stderr.strip()}")
         return None
     try:
         report = json.loads(p.stdout)
     except json.JSONDecodeError as e:
-        failures.append(f"{where}: not JSON ({e}): {p.stdout[:200]}")
+        failures.append(f"{where}: exit {p.returncode}, stdout not JSON ({e}): {p.stdout[:200]!r}")
         return None
     for error in validator.iter_errors(report):
         failures.append(f"{where}: {'/'.join(map(str, error.absolute_path))}: {error.message}")
-    expected = "findings" if p.returncode == 1 else "clean"
-    if report.get("verdict") != expected:
+    if EXIT.get(report.get("verdict")) != p.returncode:
         failures.append(f"{where}: verdict {report.get('verdict')!r} but exit code {p.returncode}")
     return report
 
@@ -54,47 +57,84 @@ for trace in sorted(pathlib.Path(examples).glob("*.trace")):
     reports.append(run(["explore", t, "--schedules", "20", "--faults", "on"]))
     schedule = next((f["schedule"] for f in (one or {}).get("findings", [])), "")
     reports.append(run(["replay", t, "--schedule", schedule]))
+
+# Input and usage errors (exit 2) print a JSON error object too (issue 10, S6).
+with tempfile.TemporaryDirectory() as tmp:
+    bad = os.path.join(tmp, "bad.trace")
+    pathlib.Path(bad).write_text("stream s1\nlaunch K on s9 reads A\n")
+    errors = [run(["check", bad]), run(["explore", bad]),
+              run(["replay", str(pathlib.Path(examples) / "01_missing_wait.trace"), "--schedule", "zzzzzzzz"]),
+              run(["check", bad, "--no-such-option"])]
+errors = [e for e in errors if e is not None]
+if len(errors) != 4 or any(e["verdict"] != "input error" for e in errors):
+    failures.append(f"an input error printed no JSON error object: {errors}")
+elif errors[0]["error"]["line"] != 2 or errors[0]["error"]["kind"] != "trace":
+    failures.append(f"the parse error is not at line 2 as kind trace: {errors[0]}")
 reports = [r for r in reports if r is not None]
 
 # Coverage: the schema's branches were exercised by real reports.
 kinds = {f["kind"] for r in reports for f in r["findings"]}
-strategies = {r["strategy"] for r in reports}
+strategies = {r["coverage"]["strategy"] for r in reports}
+verdicts = {r["verdict"] for r in reports}
 for want in ("data race", "use before ready", "use after free", "reuse race", "leak"):
     if want not in kinds:
         failures.append(f"no example report has a {want!r} finding")
 for want in ("one schedule", "random", "dfs", "replay"):
     if want not in strategies:
         failures.append(f"no report with strategy {want!r}")
+for want in ("clean", "findings", "errors"):
+    if want not in verdicts:
+        failures.append(f"no report with verdict {want!r}")
 if not any(r["notes"] for r in reports):
     failures.append("no report carries a note (a refused resource call)")
+if not any(r["coverage"]["exhaustive"] for r in reports):
+    failures.append("no report is exhaustive")
+if not any(r["coverage"].get("dfs") for r in reports):
+    failures.append("no dfs report stopped at its bound")
+for r in reports:
+    if r["verdict"] == "findings" and not r["findings"]:
+        failures.append(f"{r['file']}: verdict findings with no finding")
 
 # The schema has teeth: each of these breakages of a real report must be rejected.
 sample = next(r for r in reports if any(f["kind"] != "leak" for f in r["findings"]))
+with_notes = next(r for r in reports if r["verdict"] == "errors")
+not_exhaustive = next(r for r in reports if not r["coverage"]["exhaustive"])
 
-def broken(edit):
-    r = copy.deepcopy(sample)
+
+def broken(edit, base=sample):
+    r = copy.deepcopy(base)
     edit(r)
     return r
 
 
 race = next(i for i, f in enumerate(sample["findings"]) if f["kind"] != "leak")
 mutations = {
-    "missing notes": lambda r: r.pop("notes"),
-    "unknown top-level field": lambda r: r.update(extra=1),
-    "schema 2": lambda r: r.update(schema=2),
-    "unknown kind": lambda r: r["findings"][race].update(kind="deadlock"),
-    "race without second": lambda r: r["findings"][race].pop("second"),
-    "race as warning": lambda r: r["findings"][race].update(severity="warning"),
-    "line as string": lambda r: r["findings"][race]["first"].update(line="7"),
-    "bad schedule text": lambda r: r["findings"][race].update(schedule="0 1"),
-    "bad policy text": lambda r: r.update(policy="all on"),
+    "missing notes": broken(lambda r: r.pop("notes")),
+    "unknown top-level field": broken(lambda r: r.update(extra=1)),
+    "schema_version 1": broken(lambda r: r.update(schema_version=1)),
+    "unknown kind": broken(lambda r: r["findings"][race].update(kind="deadlock")),
+    "race without second": broken(lambda r: r["findings"][race].pop("second")),
+    "race as warning": broken(lambda r: r["findings"][race].update(severity="warning")),
+    "line as string": broken(lambda r: r["findings"][race]["first"].update(line="7")),
+    "ranges as prose only": broken(lambda r: r["findings"][race].update(ranges="A[0:4]")),
+    "bad schedule text": broken(lambda r: r["findings"][race].update(schedule="0 1")),
+    "bad policy text": broken(lambda r: r.update(policy="all on")),
+    "findings verdict, no findings": broken(lambda r: r.update(findings=[])),
+    "clean verdict with an error finding": broken(lambda r: r.update(verdict="clean")),
+    "errors verdict with an error finding": broken(lambda r: r.update(verdict="errors")),
+    "notes as prose": broken(lambda r: r.update(notes=["line 3: refused"]), with_notes),
+    "errors as findings": broken(lambda r: r.update(verdict="findings"), with_notes),
+    "errors as clean": broken(lambda r: r.update(verdict="clean"), with_notes),
+    "silent partial coverage": broken(lambda r: r["coverage"].update(to_finish=[]), not_exhaustive),
+    "coverage missing": broken(lambda r: r.pop("coverage")),
+    "input error without its error": {"tool": "streamcheck", "schema_version": 2, "verdict": "input error"},
 }
-for name, edit in mutations.items():
-    if validator.is_valid(broken(edit)):
+for name, report in mutations.items():
+    if validator.is_valid(report):
         failures.append(f"the schema accepts a broken report ({name})")
 
 if failures:
     print("\n".join(failures))
     sys.exit(1)
-print(f"{len(reports)} reports valid against {schema_file}; kinds {sorted(kinds)}; "
+print(f"{len(reports)} reports and {len(errors)} input errors valid against {schema_file}; kinds {sorted(kinds)}; "
       f"{len(mutations)} broken reports rejected")
