@@ -7,15 +7,13 @@
 // STREAMCHECK_TEST_BIN=/path/to/streamcheck runs these against another build
 // (how they were seen to fail on the landed 2c0e875).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "command.h"
+#include "tests/temp_dir.h"
 
 namespace streamcheck::tools {
 namespace {
@@ -37,16 +35,6 @@ nlohmann::json json_of(const CommandResult& r) {
     ADD_FAILURE() << "stdout is not one JSON object (" << e.what() << "): '" << r.out << "'";
     return nlohmann::json::object();
   }
-}
-
-/// A fresh folder of this test's own.
-std::filesystem::path own_folder() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  auto dir = std::filesystem::temp_directory_path() /
-             (std::string("streamcheck_cover_") + info->name() + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
 }
 
 // --- S5: a bounded DFS says that it stopped early, and where.
@@ -108,13 +96,11 @@ TEST(CoverageS5, CheckWithFaultsNamesTheFaultPoints) {
 
 TEST(CoverageS5, AProgramWithoutChoicesIsExhaustiveInOneSchedule) {
   // No device work, so no stream head ever waits to complete: no choice.
-  const auto dir = own_folder();
-  const auto file = (dir / "plain.trace").string();
-  std::ofstream(file) << "stream s1\nevent e\nrecord e on s1\nsync device\n";
+  const tests::FreshTempDir dir("coverage");
+  const auto file = dir.write("plain.trace", "stream s1\nevent e\nrecord e on s1\nsync device\n").string();
   const auto j = json_of(run_stdout("check " + file + " --json"));
   EXPECT_EQ(j.at("coverage").at("exhaustive"), true) << j;
   EXPECT_EQ(j.at("coverage").at("to_finish"), nlohmann::json::array());
-  std::filesystem::remove_all(dir);
 }
 
 TEST(CoverageS5, ACleanVerdictOfASampleSaysItIsNotExhaustive) {
@@ -141,9 +127,8 @@ TEST(CoverageS6, NotesAloneAreVerdictErrorsNeverFindingsWithoutFindings) {
 }
 
 TEST(CoverageS6, AParseErrorWithJsonPrintsAJsonErrorObjectAndExits2) {
-  const auto dir = own_folder();
-  const auto file = (dir / "bad.trace").string();
-  std::ofstream(file) << "stream s1\nlaunch K on s9 reads A\n";
+  const tests::FreshTempDir dir("coverage");
+  const auto file = dir.write("bad.trace", "stream s1\nlaunch K on s9 reads A\n").string();
   for (const char* verb : {"check", "explore", "replay"}) {
     const std::string extra = std::string(verb) == "replay" ? " --schedule 0" : "";
     const auto r = run_stdout(std::string(verb) + " " + file + extra + " --json");
@@ -157,7 +142,6 @@ TEST(CoverageS6, AParseErrorWithJsonPrintsAJsonErrorObjectAndExits2) {
     EXPECT_EQ(j.at("error").at("line"), 2);
     EXPECT_GT(j.at("error").at("col"), 0);
   }
-  std::filesystem::remove_all(dir);
 }
 
 TEST(CoverageS6, AUsageErrorWithJsonPrintsAJsonErrorObjectToo) {
