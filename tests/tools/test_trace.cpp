@@ -415,7 +415,7 @@ TEST(TraceParse, TheLargestBufferIsAcceptedAndRunsWithoutWrapping) {
   ASSERT_EQ(r.notes.size(), 2u) << report_text(r);
   EXPECT_EQ(r.notes[0].kind, NoteKind::OutOfMemory);
   EXPECT_EQ(r.notes[1].kind, NoteKind::Refused);
-  EXPECT_EQ(r.verdict(), Verdict::Findings);
+  EXPECT_EQ(r.verdict(), Verdict::Errors);  // notes alone: errors, not findings (issue 10 S6)
   EXPECT_THROW((void)parse_trace("buffer A " + std::to_string(kMaxBufferBytes + 1) + "\n", "over.trace"), TraceError);
 }
 
