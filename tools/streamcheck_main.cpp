@@ -365,7 +365,10 @@ int main(int argc, char** argv) {
   app.footer("`streamcheck VERB --help` describes each verb. Trace language: docs/TRACES.md.\n" + exit_codes_help());
   app.set_version_flag("--version", STREAMCHECK_VERSION);
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
-    return "streamcheck: " + std::string(e.what()) + "\nRun `streamcheck --help` or `streamcheck VERB --help`.\n";
+    // CLI11 quotes the arguments it refuses as they are: escape them (one
+    // line, no terminal control sequences).
+    return "streamcheck: " + tools::shown_input(e.what(), tools::kShownPathBytes) +
+           "\nRun `streamcheck --help` or `streamcheck VERB --help`.\n";
   });
   app.require_subcommand(1);
   Options o;

@@ -82,6 +82,10 @@ class Parser {
     if (trace_.statements.empty())
       throw TraceError(TraceError::Kind::NoStatements, file_,
                        "the trace has no statements (the file is empty or holds only comments and blank lines)");
+    if (!first_run_line_)
+      throw TraceError(TraceError::Kind::NoStatements, file_,
+                       "the trace has no statement that runs, only declarations (stream, event, thread, policy, "
+                       "resource): nothing to check");
     return std::move(trace_);
   }
 
@@ -523,7 +527,7 @@ ParsedNumber parse_number(std::string_view text, std::uint64_t max) {
     if (c >= '0' && c <= '9') d = static_cast<std::uint64_t>(c - '0');
     if (base == 16 && c >= 'a' && c <= 'f') d = static_cast<std::uint64_t>(10 + c - 'a');
     if (d >= base) return {0, NumberProblem::NotANumber};
-    too_large = too_large || v > (max - d) / base;
+    too_large = too_large || d > max || v > (max - d) / base;
     if (!too_large) v = v * base + d;
   }
   if (too_large || v > max / scale) return {0, NumberProblem::TooLarge};

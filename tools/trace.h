@@ -34,7 +34,7 @@ class TraceError : public std::runtime_error {
  public:
   enum class Kind : std::uint8_t {
     Malformed,     // a statement breaks a rule of docs/TRACES.md: line() and col() say where
-    NoStatements,  // the input is empty, or only comments and blank lines
+    NoStatements,  // the input is empty, only comments and blank lines, or only declarations
     Unreadable,    // the file could not be read (missing, a directory, no permission): the OS's reason
   };
   /// A malformed statement at LINE:COL (both 1-based).

@@ -140,6 +140,19 @@ TEST(Cli, NegativeAndOversizedNumbersAreRefusedNotWrapped) {
   }
 }
 
+// S7: what a usage message quotes of an argument is escaped and cut.
+TEST(Cli, ArgumentsAreQuotedEscapedAndCut) {
+  const std::string trace = example("01_missing_wait.trace");
+  const auto control = run_command("check " + trace + " --faults \"$(printf 'on\\033[31m')\"");
+  EXPECT_EQ(control.exit_code, 2) << control.out;
+  EXPECT_EQ(control.out.find('\x1b'), std::string::npos) << control.out;
+  EXPECT_NE(control.out.find("on\\x1B[31m"), std::string::npos) << control.out;
+  const auto long_value = run_command("check " + trace + " --policy opportunistic=" + std::string(100000, 'y'));
+  EXPECT_EQ(long_value.exit_code, 2);
+  EXPECT_LT(long_value.out.size(), 1000u) << long_value.out.substr(0, 1000);
+  EXPECT_NE(long_value.out.find("... (100000 bytes)"), std::string::npos) << long_value.out.substr(0, 1000);
+}
+
 TEST(Cli, RepeatedPolicySwitchesApplyInOrder) {
   const auto r = run_command("check " + example("01_missing_wait.trace") +
                              " --policy opportunistic=off --policy release_threshold=64 --policy opportunistic=on");

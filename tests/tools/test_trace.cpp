@@ -403,6 +403,18 @@ TEST(TraceLoad, AFileThatCannotBeReadSaysTheOsReasonWithoutAPosition) {
   }
 }
 
+TEST(TraceParse, ATraceOfDeclarationsOnlyHasNothingToCheck) {
+  try {
+    (void)parse_trace("stream s0\nevent e\nthread h\npolicy opportunistic = off\nresource budget 64\n", "decl.trace");
+    FAIL() << "accepted a trace with nothing that runs";
+  } catch (const TraceError& e) {
+    EXPECT_EQ(e.kind(), TraceError::Kind::NoStatements);
+    EXPECT_FALSE(e.has_position());
+    EXPECT_NE(std::string(e.what()).find("decl.trace: the trace has no statement that runs"), std::string::npos)
+        << e.what();
+  }
+}
+
 // S1: the largest size is accepted and runs (out of the simulated pool's
 // memory, a finding, not a wrap); one byte more is an input error.
 TEST(TraceParse, TheLargestBufferIsAcceptedAndRunsWithoutWrapping) {
@@ -427,6 +439,9 @@ TEST(TraceParse, NumbersAreCheckedAtEveryStep) {
   EXPECT_EQ(parse_number("17592186044416M").problem, NumberProblem::TooLarge);  // 2^44 M = 2^64
   EXPECT_EQ(parse_number("17592186044415M").value, 17592186044415ull * 1048576u);
   EXPECT_EQ(parse_number("256", 255).problem, NumberProblem::TooLarge);
+  EXPECT_EQ(parse_number("9", 5).problem, NumberProblem::TooLarge);
+  EXPECT_EQ(parse_number(std::string(40, '9'), 5).problem, NumberProblem::TooLarge);
+  EXPECT_EQ(parse_number("5", 5).value, 5u);
   for (const char* bad : {"", "K", "0x", "-1", "+1", " 1", "1k", "0x1g", "1.5"})
     EXPECT_EQ(parse_number(bad).problem, NumberProblem::NotANumber) << bad;
 }
