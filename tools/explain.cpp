@@ -123,15 +123,12 @@ std::string describe_coverage(const Coverage& c) {
         fmt::format_to(line, "coverage: exhaustive: dfs ran every schedule of the trace ({})\n", c.explored);
         break;
       }
-      fmt::format_to(line, "coverage: NOT exhaustive: dfs stopped at its bound of {} schedules", c.explored);
-      if (c.dfs && c.dfs->first_varied > 0)
-        fmt::format_to(line,
-                       "; it varied only choices {}..{} of the {} a run makes (the deepest first); the first {} are "
-                       "still at their first option: {}\n",
-                       c.dfs->first_varied + 1, c.dfs->choices_per_run, c.dfs->choices_per_run, c.dfs->first_varied,
-                       describe(c.unexplored));
-      else
-        fmt::format_to(line, "; it varied every choice point, but not every combination\n");
+      fmt::format_to(line,
+                     "coverage: NOT exhaustive: dfs stopped at its bound of {} schedules; it runs the schedules fewest "
+                     "deviations first (a deviation: a choice that took another option than its first, of the {} "
+                     "choices a run makes) and had run every schedule with at most {} deviation{}\n",
+                     c.explored, c.dfs ? c.dfs->choices_per_run : 0, c.dfs ? c.dfs->deviations_covered : 0,
+                     c.dfs && c.dfs->deviations_covered == 1 ? "" : "s");
       break;
   }
   for (const auto& s : c.to_finish) fmt::format_to(line, "  to explore the rest: {}  ({})\n", s.command, s.why);

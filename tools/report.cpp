@@ -158,7 +158,8 @@ Json coverage_json(const Coverage& c) {
   j["exhaustive"] = c.exhaustive;
   j["bound"] = c.bound ? Json(*c.bound) : Json(nullptr);
   j["unexplored"] = choices_json(c.unexplored);
-  if (c.dfs) j["dfs"] = {{"choices_per_run", c.dfs->choices_per_run}, {"first_varied", c.dfs->first_varied}};
+  if (c.dfs)
+    j["dfs"] = {{"choices_per_run", c.dfs->choices_per_run}, {"deviations_covered", c.dfs->deviations_covered}};
   j["to_finish"] = Json::array();
   for (const auto& s : c.to_finish) j["to_finish"].push_back({{"command", s.command}, {"why", s.why}});
   return j;

@@ -93,15 +93,16 @@ struct Coverage {
   /// the schedules; nullopt when it ran to its end (or ran one schedule).
   std::optional<std::uint64_t> bound;
   /// One schedule (check, replay): the choices its run made and did not
-  /// explore. DFS stopped by its bound: the choices of its runs that it never
-  /// varied (still at their first option).
+  /// explore.
   ChoiceSummary unexplored;
-  /// DFS stopped by its bound: how deep it got. It varied only the choices
-  /// from `first_varied` on (0-based) of the `choices_per_run` its last run
-  /// made; the ones before are `unexplored`.
+  /// DFS stopped by its bound: how far it got. DFS runs the schedules fewest
+  /// deviations first (sim::DeviationDfs; a deviation is a choice that took
+  /// another option than its first); it ran every schedule with at most
+  /// `deviations_covered` deviations, of runs of about `choices_per_run`
+  /// choices (its last run's).
   struct DfsDepth {
     std::uint64_t choices_per_run = 0;
-    std::uint64_t first_varied = 0;
+    std::uint32_t deviations_covered = 0;
   };
   std::optional<DfsDepth> dfs;
   /// What would explore the rest; empty when exhaustive.

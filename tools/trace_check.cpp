@@ -1,7 +1,6 @@
 #include "tools/trace_check.h"
 
 #include <algorithm>
-#include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -126,23 +125,14 @@ class Collector {
     }
     for (const auto& n : run.notes())
       if (notes_seen_.insert({n.line, n.message}).second) report_.notes.push_back(n);
-    // DFS backtracks to one choice per run: the first where this run differs
-    // from the one before. Choices before the shallowest such point were
-    // never varied.
-    const auto& choices = run.choices();
-    std::size_t differs = 0;
-    while (differs < choices.size() && differs < last_choices_.size() &&
-           choices[differs].taken == last_choices_[differs].taken)
-      ++differs;
-    if (report_.coverage.explored > 1) first_varied_ = std::min(first_varied_, differs);
-    last_choices_ = choices;
+    last_choices_ = run.choices();
     last_queries_ = run.query_answers();
   }
   Report& report() { return report_; }
 
   /// After the last run (`last`): says how far the exploration got and what
   /// would explore the rest.
-  Report& finish(bool exhaustive) {
+  Report& finish(bool exhaustive, std::uint32_t deviations_covered = 0) {
     Coverage& c = report_.coverage;
     c.exhaustive = exhaustive;
     const std::string file = report_.file;
@@ -167,13 +157,12 @@ class Collector {
       case Coverage::How::Dfs:
         if (exhaustive) break;
         c.bound = options_.max_schedules;
-        c.dfs = Coverage::DfsDepth{last_choices_.size(), std::min(first_varied_, last_choices_.size())};
-        c.unexplored = summarize(last_choices_, last_queries_, c.dfs->first_varied);
+        c.dfs = Coverage::DfsDepth{last_choices_.size(), deviations_covered};
         c.to_finish.push_back({fmt::format("streamcheck explore {} --strategy dfs --schedules {}{}", file,
                                            options_.max_schedules * 10, same),
                                "a larger bound"});
-        c.to_finish.push_back({fmt::format("streamcheck explore {}{}", file, same),
-                               "random schedules vary every choice point, the first ones too"});
+        c.to_finish.push_back(
+            {fmt::format("streamcheck explore {}{}", file, same), "random schedules, any number of deviations"});
         break;
     }
     return report_;
@@ -188,7 +177,6 @@ class Collector {
   std::set<std::pair<int, std::string>> notes_seen_;
   std::vector<ChoicePoint> last_choices_;  // of the last run added
   std::vector<QueryAnswer> last_queries_;
-  std::size_t first_varied_ = std::numeric_limits<std::size_t>::max();
 };
 
 }  // namespace
@@ -212,15 +200,18 @@ Report replay_trace(const Trace& trace, const std::string& schedule, const Trace
 Report explore_trace(const Trace& trace, const TraceCheckOptions& o, const Progress& progress) {
   const bool dfs = o.strategy == Strategy::Dfs;
   Collector c(trace, o, dfs ? Coverage::How::Dfs : Coverage::How::Random);
-  const sim::Strategy strategy = dfs ? sim::Strategy{sim::Dfs{}} : sim::Strategy{sim::Random{o.seed}};
+  // DFS fewest deviations first: a bound then stops it having tried every
+  // choice point (issue 10 S5), where plain DFS varies only the deepest.
+  const sim::Strategy strategy = dfs ? sim::Strategy{sim::DeviationDfs{}} : sim::Strategy{sim::Random{o.seed}};
   const auto explored = sim::explore(strategy, sim::Bounds{o.max_schedules}, [&](sim::Chooser& chooser) {
     const Execution run = run_on_simulator(trace, chooser, c.run_options());
+    if (sim::repeats_earlier_round(chooser)) return false;  // run and reported before
     c.add(run, chooser.schedule());
     const std::uint64_t n = c.report().coverage.explored;
     if (progress && n % 100 == 0) progress(n, c.report().findings.size());
     return false;
   });
-  return std::move(c.finish(explored.exhaustive));
+  return std::move(c.finish(explored.exhaustive, explored.deviations_covered));
 }
 
 HeldRun run_one(const Trace& trace, const TraceCheckOptions& o, const std::optional<std::string>& schedule) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -56,6 +57,50 @@ TEST(Explorer, AProgramWithoutChoicesHasOneSchedule) {
   const ExploreResult r = explore(Dfs{}, Bounds{100}, [](Chooser&) { return false; });
   EXPECT_EQ(r.explored, 1u);
   EXPECT_TRUE(r.exhaustive);
+}
+
+// --- DeviationDfs: every schedule, fewest deviations (non-first options) first
+
+/// Runs three_choices under DeviationDfs; the schedules reported (repeats of
+/// an earlier round left out), in order.
+std::vector<std::string> deviation_order(std::uint64_t bound, ExploreResult* result = nullptr) {
+  std::vector<std::string> out;
+  const ExploreResult r = explore(DeviationDfs{}, Bounds{bound}, [&](Chooser& c) {
+    three_choices(c);
+    if (!repeats_earlier_round(c)) out.push_back(c.schedule());
+    return false;
+  });
+  if (result) *result = r;
+  return out;
+}
+
+TEST(Explorer, DeviationDfsRunsEveryScheduleOnceLikeDfs) {
+  ExploreResult r;
+  const auto order = deviation_order(100, &r);
+  EXPECT_EQ(r.explored, 12u);
+  EXPECT_TRUE(r.exhaustive);
+  EXPECT_EQ(std::set<std::string>(order.begin(), order.end()).size(), 12u);
+}
+
+TEST(Explorer, DeviationDfsRunsFewestDeviationsFirstDeviatingEarlyFirst) {
+  const auto order = deviation_order(100);
+  ASSERT_EQ(order.size(), 12u);
+  // Round 0, then round 1 (one non-first option: 4 schedules), round 2 (5), round 3 (2).
+  EXPECT_EQ(order[0], "000");
+  EXPECT_EQ(std::vector<std::string>(order.begin() + 1, order.begin() + 5),
+            (std::vector<std::string>{"100", "010", "020", "001"}));
+  for (std::size_t i = 5; i < 10; ++i)
+    EXPECT_EQ(std::count_if(order[i].begin(), order[i].end(), [](char c) { return c != '0'; }), 2) << order[i];
+  EXPECT_EQ(std::vector<std::string>(order.begin() + 10, order.end()), (std::vector<std::string>{"111", "121"}));
+}
+
+TEST(Explorer, DeviationDfsStoppedByTheBoundSaysWhichRoundsItFinished) {
+  ExploreResult r;
+  const auto order = deviation_order(7, &r);
+  EXPECT_EQ(r.explored, 7u);
+  EXPECT_EQ(order.size(), 7u);
+  EXPECT_FALSE(r.exhaustive);
+  EXPECT_EQ(r.deviations_covered, 1u) << "every schedule with at most 1 deviation (5) was run, 2 of round 2";
 }
 
 TEST(Explorer, RandomRunsExactlyTheBoundAndIsDeterministicPerSeed) {
