@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <iterator>
+#include <span>
 #include <vector>
 
 #include "backend_sim/explain.h"
@@ -54,6 +55,40 @@ std::string describe_order(const ReportFinding& f) {
   return {};
 }
 
+namespace {
+
+std::string short_line(const ReportOp& op) { return op.origin ? fmt::format("line {}", op.origin->line) : op_name(op); }
+
+/// The fix of a finding a near miss explains: the edit, then why it works.
+std::string fix_of_near_miss(const ReportFinding& f) {
+  const NearMiss& n = *f.near_miss;
+  const std::string edits = describe(std::span<const TraceEdit>(f.edits));
+  switch (n.kind) {
+    case NearMiss::Kind::RecordTooEarly:
+      return fmt::format(
+          "{}: the record at line {} is too early; after {} it captures {}, and the wait at line {} "
+          "orders {} after it",
+          edits, n.statement.line, describe(*n.op), short_line(f.first), n.seen_by->line, short_line(*f.second));
+    case NearMiss::Kind::WaitNeverRecorded:
+      return fmt::format("{}: the wait at line {} orders nothing where it is; after {} it orders {} after {}", edits,
+                         n.statement.line, describe(*n.op), short_line(*f.second), short_line(f.first));
+    case NearMiss::Kind::StaleCapture:
+      return fmt::format(
+          "{}: the wait at line {} sees the capture of line {}, which replaced that of {}; waiting "
+          "right after line {} orders {} after {}",
+          edits, n.statement.line, n.seen_by->line, describe(*n.op), n.op->line, short_line(*f.second),
+          short_line(f.first));
+    case NearMiss::Kind::PrepareWithoutFinish:
+      return fmt::format(
+          "{}: {} is never finished, so the resource does not know of {} and does not order {} "
+          "after it",
+          edits, describe(n.statement), short_line(f.first), short_line(*f.second));
+  }
+  return edits;
+}
+
+}  // namespace
+
 std::string describe_fix(const ReportFinding& f) {
   switch (f.fix) {
     case Fix::FreeTheBuffer:
@@ -63,8 +98,56 @@ std::string describe_fix(const ReportFinding& f) {
     case Fix::RecordEventAndWait:
       return fmt::format("record an event on {} after {}; make {} wait on it before {}", f.first.stream,
                          line_ref(f.first), f.second->stream, line_ref(*f.second));
+    case Fix::MoveRecordAfterFirst:
+    case Fix::MoveWaitAfterRecord:
+    case Fix::WaitBeforeReRecord:
+    case Fix::FinishTheUse:
+      return fix_of_near_miss(f);
+    case Fix::PrepareAndFinishTheLaunch:
+      return fmt::format("{}: a raw kernel on a resource block must tell the resource of its use, as `run` does",
+                         describe(std::span<const TraceEdit>(f.edits)));
+    case Fix::ResourceOrdersThem:
+      return fmt::format(
+          "both are the resource's own calls, which must order them: the trace's `resource mutant` breaks that; no "
+          "edit of its calls fixes it (without the mutant the resource orders {} before {})",
+          short_line(f.first), short_line(*f.second));
   }
   return {};
+}
+
+std::string describe(const TraceLine& line) { return fmt::format("line {} ({})", line.line, line.text); }
+
+std::string to_string(NearMiss::Kind kind) {
+  switch (kind) {
+    case NearMiss::Kind::RecordTooEarly:
+      return "record too early";
+    case NearMiss::Kind::WaitNeverRecorded:
+      return "wait never recorded";
+    case NearMiss::Kind::StaleCapture:
+      return "stale capture";
+    case NearMiss::Kind::PrepareWithoutFinish:
+      return "prepare without finish";
+  }
+  return {};
+}
+
+std::string describe(const NearMiss& n) {
+  const std::string what = describe(n.statement);
+  switch (n.kind) {
+    case NearMiss::Kind::RecordTooEarly:
+      return fmt::format("{} captures its stream before {}, which the wait at {} needs", what, describe(*n.op),
+                         describe(*n.seen_by));
+    case NearMiss::Kind::WaitNeverRecorded:
+      return fmt::format("{} orders nothing: its event is not recorded before it{}", what,
+                         n.op ? fmt::format("; {} records it later", describe(*n.op)) : std::string(" nor after it"));
+    case NearMiss::Kind::StaleCapture:
+      return fmt::format("{} sees the capture of {}, which replaced the capture of {}", what, describe(*n.seen_by),
+                         describe(*n.op));
+    case NearMiss::Kind::PrepareWithoutFinish:
+      return fmt::format("{} has no matching finish{}: the resource never learns of the use", what,
+                         n.seen_by ? fmt::format(" before {}", describe(*n.seen_by)) : std::string());
+  }
+  return what;
 }
 
 std::string to_string(Coverage::How how) {
@@ -169,6 +252,18 @@ std::string_view to_string(Fix f) {
       return "keep alive until use";
     case Fix::RecordEventAndWait:
       return "record event and wait";
+    case Fix::MoveRecordAfterFirst:
+      return "move record after first";
+    case Fix::MoveWaitAfterRecord:
+      return "move wait after record";
+    case Fix::WaitBeforeReRecord:
+      return "wait before re-record";
+    case Fix::FinishTheUse:
+      return "finish the use";
+    case Fix::PrepareAndFinishTheLaunch:
+      return "prepare and finish the launch";
+    case Fix::ResourceOrdersThem:
+      return "resource orders them";
   }
   return {};
 }

@@ -29,6 +29,15 @@ std::string finding_label(const ReportFinding& f);
 std::string describe_order(const ReportFinding& f);
 /// The change that removes it, naming trace lines.
 std::string describe_fix(const ReportFinding& f);
+/// "record too early", "wait never recorded", "stale capture", "prepare
+/// without finish".
+std::string to_string(NearMiss::Kind kind);
+/// What the near miss's statement does and why it misses, naming lines:
+/// "line 8 (wait ready on s2) orders nothing: ready is not recorded before
+/// it (line 9 records it)".
+std::string describe(const NearMiss& near_miss);
+/// "line 4 (launch K on s1 writes A)".
+std::string describe(const TraceLine& line);
 /// "one schedule", "replay", "random" or "dfs".
 std::string to_string(Coverage::How how);
 /// "line 8: deallocate refused: ...".
@@ -42,11 +51,11 @@ std::string describe(const ChoiceSummary& s);
 
 // The words of the typed fields, as report_json writes them
 // (docs/report.schema.json).
-std::string_view to_string(Severity s);          // "error", "warning"
-std::string_view to_string(Verdict v);           // "clean", "findings", "errors"
-std::string_view to_string(Ordering o);          // "never freed", "freed before use", "missing edge"
-std::string_view to_string(Fix f);               // "free the buffer", "keep alive until use", "record event and wait"
-std::string_view to_string(NoteKind k);          // "out of memory", "refused", ...
+std::string_view to_string(Severity s);  // "error", "warning"
+std::string_view to_string(Verdict v);   // "clean", "findings", "errors"
+std::string_view to_string(Ordering o);  // "never freed", "freed before use", "missing edge"
+std::string_view to_string(Fix f);       // "free the buffer", "keep alive until use", "record event and wait", ...
+std::string_view to_string(NoteKind k);  // "out of memory", "refused", ...
 std::string_view to_string(InputError::Kind k);  // "usage", "trace", "schedule"
 /// A host action in the few words of an SVG box ("sync s1", "query e0:
 /// busy"); API calls without a short form read as sim::host_action.

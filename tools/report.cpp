@@ -54,6 +54,7 @@ std::string report_text(const Report& r) {
     fmt::format_to(line, "  fix:      {}\n", describe_fix(f));
     fmt::format_to(line, "  schedule: {}  (streamcheck replay {} --schedule {})\n", f.schedule, r.file, f.schedule);
   }
+  for (const auto& n : r.near_misses) fmt::format_to(line, "\nnear miss ({}): {}\n", to_string(n.kind), describe(n));
   std::size_t error_notes = 0;
   for (const auto& n : r.notes) {
     const bool error = severity(n.kind) == Severity::Error;
@@ -101,6 +102,13 @@ Json op_json(const ReportOp& op) {
           {"op", describe(op)}};
 }
 
+Json near_miss_json(const NearMiss& n) {
+  return {{"kind", to_string(n.kind)},
+          {"line", n.statement.line},
+          {"statement", n.statement.text},
+          {"message", describe(n)}};
+}
+
 /// One range: its addresses, and the buffer with the offsets into it when it lies in one.
 Json range_json(const ReportBytes& b) {
   Json o;
@@ -124,6 +132,7 @@ Json finding_json(const ReportFinding& f) {
   for (const auto& b : f.bytes) o["ranges"].push_back(range_json(b));
   o["order"] = {{"kind", to_string(f.order)}, {"text", describe_order(f)}};
   o["fix"] = {{"kind", to_string(f.fix)}, {"text", describe_fix(f)}};
+  if (f.near_miss) o["near_miss"] = near_miss_json(*f.near_miss);
   o["schedule"] = f.schedule;
   o["schedules"] = f.schedules;
   return o;
@@ -184,6 +193,8 @@ std::string report_json(const Report& r) {
   for (const auto& f : r.findings) j["findings"].push_back(finding_json(f));
   j["notes"] = Json::array();
   for (const auto& n : r.notes) j["notes"].push_back(note_json(n));
+  j["near_misses"] = Json::array();
+  for (const auto& n : r.near_misses) j["near_misses"].push_back(near_miss_json(n));
   if (const auto& g = r.gpu)
     j["gpu"] = {{"runs", g->runs},
                 {"runs_with_mismatches", g->runs_with_mismatches},

@@ -11,6 +11,7 @@
 
 #include "backend_sim/device_model.h"
 #include "model/pool_policy.h"
+#include "tools/fix.h"
 #include "tools/trace.h"
 
 namespace streamcheck::tools {
@@ -44,6 +45,52 @@ enum class Fix : std::uint8_t {
   FreeTheBuffer,       // free it once its last use is enqueued
   KeepAliveUntilUse,   // keep the buffer alive until after the second op
   RecordEventAndWait,  // record an event after first; make second's stream wait on it
+  // The trace's own synchronization almost orders the pair (a NearMiss
+  // explains the finding); the fix names its line instead of a new event.
+  MoveRecordAfterFirst,  // RecordTooEarly: move the record after first's line
+  MoveWaitAfterRecord,   // WaitNeverRecorded: move the wait after the record of first
+  WaitBeforeReRecord,    // StaleCapture: wait on the event before the re-record replaces the capture
+  // Resource mode (`resource`): the fix in resource calls, not raw CUDA.
+  FinishTheUse,               // PrepareWithoutFinish: add the missing `finish` after the raw use
+  PrepareAndFinishTheLaunch,  // a raw launch on a resource block: bracket it with `prepare`/`finish`
+  /// Both ops are the resource's own calls under a `mutant`: the resource
+  /// should order them; no edit of the trace does.
+  ResourceOrdersThem,
+};
+
+/// A statement of the trace: its line and text.
+using TraceLine = OpOrigin;
+
+/// Synchronization the trace has that almost does what the program needs:
+/// computed from the trace's statements in file order (record, wait,
+/// prepare, finish). A note of its own, never counted as a finding; when one
+/// explains a finding, the finding's fix names its line.
+struct NearMiss {
+  enum class Kind : std::uint8_t {
+    /// `record E on P` comes before `op`, which a later `wait E` on the
+    /// racing stream (`seen_by`) needed in the capture: moved after `op`,
+    /// the record would order it.
+    RecordTooEarly,
+    /// `wait E on S` with no `record E` before it: it orders nothing. `op`:
+    /// the first record of E after it, when there is one.
+    WaitNeverRecorded,
+    /// A wait (`statement`) saw the capture of a re-record (`seen_by`) of
+    /// its event that replaced the capture it needed (`op`'s record).
+    StaleCapture,
+    /// `prepare B on S ACCESS` with no matching `finish` before `seen_by`
+    /// (the deallocate or next use), or ever: the resource never learns of
+    /// the use, so it orders nothing after it.
+    PrepareWithoutFinish,
+  };
+  Kind kind = Kind::WaitNeverRecorded;
+  TraceLine statement;  // the record, wait or prepare that misses
+  /// RecordTooEarly: the op it should follow; WaitNeverRecorded: the record
+  /// after the wait; StaleCapture: the record whose capture was replaced.
+  std::optional<TraceLine> op;
+  /// RecordTooEarly: the wait that needed it; StaleCapture: the re-record;
+  /// PrepareWithoutFinish: the statement the missing finish had to precede.
+  std::optional<TraceLine> seen_by;
+  friend bool operator==(const NearMiss&, const NearMiss&) = default;
 };
 
 struct ReportFinding {
@@ -57,6 +104,13 @@ struct ReportFinding {
   std::vector<ReportBytes> bytes;
   Ordering order = Ordering::MissingEdge;
   Fix fix = Fix::RecordEventAndWait;
+  /// The near miss the fix moves or completes (MoveRecordAfterFirst ..
+  /// FinishTheUse); nullopt for the other fixes.
+  std::optional<NearMiss> near_miss;
+  /// The fix as edits of the trace, when it names lines of its own (a
+  /// near-miss move, a resource call); empty: the group's edits (record and
+  /// wait a new event) fix it, or no edit does (ReorderOrDoubleBuffer).
+  std::vector<TraceEdit> edits;
   std::string schedule;         // the first schedule that showed it
   std::uint64_t schedules = 0;  // how many schedules showed it
 };
@@ -136,6 +190,9 @@ struct Report {
   PoolPolicy policy;
   std::vector<ReportFinding> findings;
   std::vector<Note> notes;  // what went wrong that is no HB finding, with its line
+  /// Synchronization that almost orders what it should, each once, by line;
+  /// notes that do not count towards the verdict.
+  std::vector<NearMiss> near_misses;
   std::optional<GpuReplay> gpu;
 
   /// Findings when an error finding was found; else Errors when an error

@@ -236,6 +236,7 @@ Trace load_trace(const std::string& path);
 struct OpOrigin {
   int line = 0;
   std::string text;
+  friend bool operator==(const OpOrigin&, const OpOrigin&) = default;
 };
 
 /// A choice point of one run: what was chosen, among how many options, at

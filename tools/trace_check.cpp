@@ -8,6 +8,7 @@
 
 #include "backend_sim/explain.h"
 #include "backend_sim/explorer.h"
+#include "tools/near_miss.h"
 
 namespace streamcheck::tools {
 
@@ -54,6 +55,8 @@ ReportFinding report_finding(const Execution& run, const sim::Finding& f, const 
                     .bytes = report_bytes(run, f.bytes),
                     .order = Ordering::NeverFreed,
                     .fix = Fix::FreeTheBuffer,
+                    .near_miss = std::nullopt,
+                    .edits = {},
                     .schedule = schedule,
                     .schedules = 1};
   if (!f.second) return out;  // a leak
@@ -104,8 +107,11 @@ std::string run_options_text(const TraceCheckOptions& o) {
 class Collector {
  public:
   Collector(const Trace& trace, const TraceCheckOptions& o, Coverage::How how)
-      : options_(o), run_options_{apply_policy_overrides(trace.policy, o.policy_overrides), o.faults} {
+      : options_(o),
+        near_misses_(trace),
+        run_options_{apply_policy_overrides(trace.policy, o.policy_overrides), o.faults} {
     report_.file = trace.file;
+    for (NearMiss& n : near_misses_.statement_near_misses()) add_near_miss(std::move(n));
     report_.coverage.how = how;
     report_.coverage.seed = o.seed;
     report_.policy = run_options_.policy;
@@ -121,7 +127,15 @@ class Collector {
         continue;
       }
       index_[k] = report_.findings.size();
-      report_.findings.push_back(report_finding(run, f, schedule));
+      ReportFinding& added = report_.findings.emplace_back(report_finding(run, f, schedule));
+      // Only a finding whose fix would be a new event gets one of the trace's
+      // own lines instead; a fix that says no edge is right stays.
+      if (auto fix = added.fix == Fix::RecordEventAndWait ? near_misses_.fix_of(added) : std::nullopt) {
+        added.fix = fix->fix;
+        added.edits = std::move(fix->edits);
+        added.near_miss = fix->near_miss;
+        if (fix->near_miss) add_near_miss(std::move(*fix->near_miss));
+      }
     }
     for (const auto& n : run.notes())
       if (notes_seen_.insert({n.line, n.message}).second) report_.notes.push_back(n);
@@ -169,8 +183,19 @@ class Collector {
   }
 
  private:
+  /// Keeps each near miss once (by kind and line), in line order.
+  void add_near_miss(NearMiss n) {
+    auto& all = report_.near_misses;
+    const auto same = [&](const NearMiss& m) { return m.kind == n.kind && m.statement.line == n.statement.line; };
+    if (std::any_of(all.begin(), all.end(), same)) return;
+    const auto at =
+        std::find_if(all.begin(), all.end(), [&](const NearMiss& m) { return m.statement.line > n.statement.line; });
+    all.insert(at, std::move(n));
+  }
+
   using Key = std::tuple<sim::FindingKind, sim::OpRef, std::optional<sim::OpRef>, bool>;
   TraceCheckOptions options_;
+  NearMissAnalysis near_misses_;
   TraceRunOptions run_options_;
   Report report_;
   std::map<Key, std::size_t> index_;

@@ -1,13 +1,25 @@
 // Reports that point at the cause (issue 10 item 4): the bytes of a finding
-// range by range, each named by its buffer, never their hull (S8b).
+// range by range, each named by its buffer, never their hull (S8b); near
+// misses -- a record too early, a wait on a never-recorded event, a stale
+// capture -- whose fix moves or completes THAT line (S9b); resource-mode
+// fixes in resource calls (S9c). Every such fix, applied, removes its
+// finding and adds none.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "backend_sim/byte_range.h"
+#include "tests/tools/trace_generator.h"
 #include "tools/explain.h"
+#include "tools/fix.h"
 #include "tools/trace.h"
 #include "tools/trace_check.h"
 
@@ -16,12 +28,53 @@ namespace {
 
 Report check_text(const std::string& text) { return check_trace(parse_trace(text, "t.trace"), TraceCheckOptions{}); }
 
+/// Many schedules (DFS, every one for the small traces): a fix must hold in
+/// all of them. Findings are judged by happens-before at enqueue, so the
+/// schedules matter only where the pool or a query chooses.
+Report explore_all(const std::string& text, std::uint64_t schedules = 3000) {
+  TraceCheckOptions o;
+  o.strategy = Strategy::Dfs;
+  o.max_schedules = schedules;
+  return explore_trace(parse_trace(text, "t.trace"), o);
+}
+
 const ReportFinding& only_error(const Report& r) {
   std::vector<const ReportFinding*> errors;
   for (const auto& f : r.findings)
     if (f.severity == Severity::Error) errors.push_back(&f);
   EXPECT_EQ(errors.size(), 1u) << report_text(r);
   return *errors.at(0);
+}
+
+/// A finding as "kind first-line -> second-line", its lines mapped by `line`.
+std::string pair_of(const ReportFinding& f, const std::function<int(int)>& line) {
+  const auto at = [&](const ReportOp& op) { return op.origin ? line(op.origin->line) : 0; };
+  return fmt::format("{} {} -> {}", finding_label(f), at(f.first), f.second ? at(*f.second) : 0);
+}
+
+/// For every finding that has edits of its own (a near-miss move, a
+/// resource call): applies them alone and checks the trace again: that
+/// finding is gone, and every finding left was there before (none is new).
+void expect_own_fixes_remove_their_findings(const std::string& text, std::uint64_t schedules = 3000) {
+  const Report before = explore_all(text, schedules);
+  std::size_t own = 0;
+  for (const auto& fixed : before.findings) {
+    if (fixed.edits.empty()) continue;
+    ++own;
+    const EditedTrace edited = apply_edits(text, fixed.edits);
+    const auto moved = [&](int l) { return edited.new_line.at(l); };
+    std::multiset<std::string> expected;
+    for (const auto& f : before.findings) expected.insert(pair_of(f, moved));
+    const Report after = explore_all(edited.text, schedules);
+    const std::string context = "fix: " + describe_fix(fixed) + "\nbefore:\n" + report_text(before) + "edited:\n" +
+                                edited.text + "after:\n" + report_text(after);
+    for (const auto& f : after.findings) {
+      EXPECT_NE(pair_of(f, [](int l) { return l; }), pair_of(fixed, moved)) << context;
+      EXPECT_TRUE(expected.contains(pair_of(f, [](int l) { return l; }))) << context;
+    }
+    EXPECT_TRUE(after.notes.empty()) << context;
+  }
+  EXPECT_GT(own, 0u) << report_text(before);
 }
 
 TEST(ByteRanges, AddKeepsTheUnionSortedNeverTheHull) {
@@ -84,6 +137,158 @@ TEST(ByteRanges, ACopyRacesOnlyOnTheBytesTheWriterWrote) {
       "copy back on s2 from X to Y\n"
       "sync device\nfree X on s1\nfree Y on s1\n");
   EXPECT_EQ(describe(only_error(r).bytes), "X[0:64], X[192:256]") << report_text(r);
+}
+
+std::string example(const std::string& name) {
+  std::ifstream in(std::string(STREAMCHECK_EXAMPLES_DIR) + "/" + name);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_FALSE(text.str().empty()) << name;
+  return text.str();
+}
+
+bool has_near_miss(const Report& r, NearMiss::Kind kind, int line) {
+  return std::any_of(r.near_misses.begin(), r.near_misses.end(),
+                     [&](const NearMiss& n) { return n.kind == kind && n.statement.line == line; });
+}
+
+// S9b (a): the record is one op too early on its stream. The tool proposed a
+// new event (record after line 9, wait before line 11) instead of moving the
+// program's own record.
+constexpr const char* kRecordOneOpTooEarly =
+    "stream s1\n"
+    "stream s2\n"
+    "event ready\n"
+    "buffer A 256 on s1\n"
+    "buffer B 256 on s1\n"
+    "sync device\n"
+    "launch fill_B on s1 writes B\n"
+    "record ready on s1\n"  // line 8: one op too early
+    "launch fill_A on s1 writes A\n"
+    "wait ready on s2\n"
+    "launch use on s2 reads A, B\n"
+    "sync device\n"
+    "free A on s1\nfree B on s1\n";
+
+TEST(NearMiss, RecordOneOpTooEarlyIsMovedAfterTheRacingOp) {
+  const Report r = check_text(kRecordOneOpTooEarly);
+  const ReportFinding& f = only_error(r);
+  EXPECT_EQ(f.fix, Fix::MoveRecordAfterFirst);
+  EXPECT_EQ(f.edits, (std::vector<TraceEdit>{TraceEdit::move_after(8, 9)}));
+  ASSERT_TRUE(f.near_miss);
+  EXPECT_EQ(f.near_miss->kind, NearMiss::Kind::RecordTooEarly);
+  EXPECT_EQ(f.near_miss->seen_by->line, 10);
+  EXPECT_TRUE(has_near_miss(r, NearMiss::Kind::RecordTooEarly, 8));
+  EXPECT_EQ(describe_fix(f).rfind("move line 8 after line 9: ", 0), 0u) << describe_fix(f);
+  EXPECT_EQ(r.verdict(), Verdict::Findings);
+  expect_own_fixes_remove_their_findings(kRecordOneOpTooEarly);
+}
+
+TEST(NearMiss, WaitOnANeverRecordedEventOrdersNothingAndIsMovedAfterTheRecord) {
+  const std::string text = example("02_wait_before_record.trace");
+  const Report r = check_text(text);
+  const ReportFinding& f = only_error(r);
+  EXPECT_EQ(f.fix, Fix::MoveWaitAfterRecord);
+  EXPECT_EQ(f.edits, (std::vector<TraceEdit>{TraceEdit::move_after(8, 9)}));
+  EXPECT_TRUE(has_near_miss(r, NearMiss::Kind::WaitNeverRecorded, 8));
+  EXPECT_NE(report_text(r).find("line 8 (wait ready on s2) orders nothing"), std::string::npos) << report_text(r);
+  expect_own_fixes_remove_their_findings(text);
+}
+
+TEST(NearMiss, StaleCaptureAfterAReRecordWaitsBeforeTheReRecord) {
+  const std::string text = example("03_rerecorded_event.trace");
+  const Report r = check_text(text);
+  const ReportFinding& f = only_error(r);
+  EXPECT_EQ(f.fix, Fix::WaitBeforeReRecord);
+  EXPECT_EQ(f.edits, (std::vector<TraceEdit>{TraceEdit::insert_after(11, "wait ready on s3")}));
+  ASSERT_TRUE(f.near_miss);
+  EXPECT_EQ(f.near_miss->kind, NearMiss::Kind::StaleCapture);
+  EXPECT_EQ(f.near_miss->statement.line, 14);  // the wait
+  EXPECT_EQ(f.near_miss->op->line, 11);        // the capture it needed
+  EXPECT_EQ(f.near_miss->seen_by->line, 13);   // the re-record it saw
+  expect_own_fixes_remove_their_findings(text);
+}
+
+TEST(NearMiss, AWaitThatOrdersNothingIsANoteNotAFinding) {
+  const Report r = check_text(
+      "stream s1\nstream s2\nevent e\nbuffer A 256 on s1\n"
+      "wait e on s2\n"  // line 5: e is never recorded
+      "sync device\nlaunch k on s2 writes A\nsync device\nfree A on s1\n");
+  EXPECT_EQ(r.verdict(), Verdict::Clean) << report_text(r);
+  ASSERT_EQ(r.near_misses.size(), 1u);
+  EXPECT_EQ(r.near_misses[0].kind, NearMiss::Kind::WaitNeverRecorded);
+  EXPECT_FALSE(r.near_misses[0].op);
+  const auto j = nlohmann::json::parse(report_json(r));
+  EXPECT_EQ(j["near_misses"][0]["kind"], "wait never recorded");
+  EXPECT_EQ(j["near_misses"][0]["line"], 5);
+}
+
+// S9c: the forgotten finish of examples/21. The tool gave raw-CUDA advice
+// (record an event on s1 after line 9, make s0 wait on it before line 11).
+TEST(ResourceFix, AForgottenFinishIsAddedInResourceTerms) {
+  const std::string text = example("21_resource_forgotten_finish.trace");
+  const Report r = check_text(text);
+  const ReportFinding& f = only_error(r);
+  EXPECT_EQ(f.fix, Fix::FinishTheUse);
+  EXPECT_EQ(f.edits, (std::vector<TraceEdit>{TraceEdit::insert_after(9, "finish A on s1 read")}));
+  EXPECT_EQ(describe_fix(f).rfind("add `finish A on s1 read` after line 9: ", 0), 0u) << describe_fix(f);
+  EXPECT_TRUE(has_near_miss(r, NearMiss::Kind::PrepareWithoutFinish, 8));
+  expect_own_fixes_remove_their_findings(text);
+}
+
+constexpr const char* kRawLaunchOnABlock =
+    "resource\n"
+    "stream s0\n"
+    "stream s1\n"
+    "allocate A 4096 on s0\n"
+    "run fill on s0 writes A\n"
+    "launch peek on s1 reads A\n"  // line 6: the resource never hears of it
+    "deallocate A\n"
+    "reap\n";
+
+TEST(ResourceFix, ARawLaunchOnABlockIsBracketedWithPrepareAndFinish) {
+  const Report r = check_text(kRawLaunchOnABlock);
+  ASSERT_FALSE(r.findings.empty());
+  for (const auto& f : r.findings) {
+    EXPECT_EQ(f.fix, Fix::PrepareAndFinishTheLaunch) << describe_fix(f);
+    EXPECT_EQ(f.edits, (std::vector<TraceEdit>{TraceEdit::insert_before(6, "prepare A on s1 read"),
+                                               TraceEdit::insert_after(6, "finish A on s1 read")}));
+  }
+  expect_own_fixes_remove_their_findings(kRawLaunchOnABlock);
+}
+
+TEST(ResourceFix, UnderAMutantNoEditOfTheTraceIsOffered) {
+  const Report r = check_text(example("10_resource_mutant_m4.trace"));
+  const ReportFinding& f = only_error(r);
+  EXPECT_EQ(f.fix, Fix::ResourceOrdersThem);
+  EXPECT_TRUE(f.edits.empty());
+}
+
+TEST(NearMiss, EveryExampleWithAFixOfItsOwnLosesThoseFindingsAndGainsNone) {
+  std::size_t with_own_fix = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(STREAMCHECK_EXAMPLES_DIR)) {
+    if (entry.path().extension() != ".trace") continue;
+    const std::string text = example(entry.path().filename().string());
+    const Report r = check_text(text);
+    if (std::none_of(r.findings.begin(), r.findings.end(), [](const auto& f) { return !f.edits.empty(); })) continue;
+    SCOPED_TRACE(entry.path().filename().string());
+    ++with_own_fix;
+    expect_own_fixes_remove_their_findings(text);
+  }
+  EXPECT_GE(with_own_fix, 3u);  // 02, 03 and 21 at least
+}
+
+TEST(NearMiss, GeneratedProgramsFixesOfTheirOwnLoseThoseFindingsAndGainNone) {
+  std::size_t programs_with_own_fix = 0;
+  for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+    const std::string text = generate_trace_program(seed);
+    const Report r = check_text(text);
+    if (std::none_of(r.findings.begin(), r.findings.end(), [](const auto& f) { return !f.edits.empty(); })) continue;
+    SCOPED_TRACE(text);
+    ++programs_with_own_fix;
+    expect_own_fixes_remove_their_findings(text, 200);
+  }
+  EXPECT_GE(programs_with_own_fix, 15u) << programs_with_own_fix;
 }
 
 }  // namespace
