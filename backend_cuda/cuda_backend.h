@@ -135,6 +135,7 @@ class CudaBackend {
   void set_host_thread(HostThread) {}
   void set_op_origin(int) {}
   void set_op_label(const std::string&) {}
+  void set_event_label(const std::string&) {}
   std::optional<std::uint32_t> allocation_of(std::uint64_t) const { return std::nullopt; }
   /// Faults fire here only when armed, which trace replay never does.
   template <class Call>

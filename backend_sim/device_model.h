@@ -57,7 +57,9 @@ class DeviceModel {
   StreamIndex create_stream(std::string name = {}) { return hb_.create_stream(std::move(name)); }
   std::uint32_t stream_count() const { return hb_.stream_count(); }
   const std::string& stream_name(StreamIndex s) const { return hb_.stream_name(s); }
-  EventIndex create_event() { return hb_.create_event(); }
+  /// `name`: the trace's name of the event (empty: "e<N>"), as reports and pictures call it.
+  EventIndex create_event(std::string name = {}) { return hb_.create_event(std::move(name)); }
+  const std::string& event_name(EventIndex e) const { return hb_.event_name(e); }
   void destroy_event(EventIndex e) { hb_.destroy_event(e); }
   std::size_t live_event_count() const { return hb_.live_event_count(); }
   HostThread create_host_thread() { return hb_.create_host_thread(); }

@@ -16,8 +16,6 @@ std::string_view to_string(OpKind k) {
   return "?";
 }
 
-std::string event_name(EventIndex e) { return fmt::format("e{}", e.value); }
-
 std::string ref_name(const DeviceModel& model, OpRef op) {
   return fmt::format("{}#{}", model.stream_name(op.stream), op.index);
 }
@@ -31,19 +29,19 @@ std::string host_action(const DeviceModel& model, const LogEntry& entry) {
     case LogEntry::Kind::Enqueue:
       return "enqueue " + describe(model, entry.op);
     case LogEntry::Kind::Record:
-      return fmt::format("record {} on {}", event_name(entry.event), model.stream_name(entry.stream));
+      return fmt::format("record {} on {}", model.event_name(entry.event), model.stream_name(entry.stream));
     case LogEntry::Kind::Wait:
-      return fmt::format("{} waits for {}", model.stream_name(entry.stream), event_name(entry.event));
+      return fmt::format("{} waits for {}", model.stream_name(entry.stream), model.event_name(entry.event));
     case LogEntry::Kind::SyncStream:
       return "synchronize " + model.stream_name(entry.stream);
     case LogEntry::Kind::SyncEvent:
-      return "synchronize " + event_name(entry.event);
+      return "synchronize " + model.event_name(entry.event);
     case LogEntry::Kind::SyncDevice:
       return "synchronize device";
     case LogEntry::Kind::QueryDone:
-      return fmt::format("query {} -> done", event_name(entry.event));
+      return fmt::format("query {} -> done", model.event_name(entry.event));
     case LogEntry::Kind::QueryNotDone:
-      return fmt::format("query {} -> not done", event_name(entry.event));
+      return fmt::format("query {} -> not done", model.event_name(entry.event));
   }
   return "?";
 }

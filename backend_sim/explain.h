@@ -14,8 +14,6 @@ namespace streamcheck::sim {
 
 /// "alloc", "free" or "kernel".
 std::string_view to_string(OpKind k);
-/// An event as the log names it: "e0".
-std::string event_name(EventIndex e);
 /// The op's stream and position: "s1#2".
 std::string ref_name(const DeviceModel& model, OpRef op);
 /// The op with its kind and label: `s1#2 kernel "k"`.

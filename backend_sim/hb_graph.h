@@ -146,7 +146,10 @@ class HbGraph {
   using Vertex = Graph::vertex_descriptor;
 
   /// What write_dot adds on top of the graph: ops to fill red and extra
-  /// dashed red edges (a finding's missing edge), with a comment before them.
+  /// dashed red edges (a finding's missing edge), with a comment before them;
+  /// and how it draws the graph: only some nodes (and the edges between
+  /// them), cluster labels other than their ids ("stream2" -> the stream's
+  /// name), a second label line under some nodes (a trace statement).
   struct Highlight {
     struct DashedEdge {
       Vertex from;
@@ -157,6 +160,9 @@ class HbGraph {
     std::set<Vertex> red;
     std::vector<DashedEdge> dashed;
     std::optional<std::string> comment;
+    std::optional<std::set<Vertex>> only;
+    std::map<std::string, std::string> cluster_labels;
+    std::map<Vertex, std::string> notes;
   };
 
   /// Builds the graph from the model's log (the API calls in program order).
@@ -184,7 +190,7 @@ class HbGraph {
       } else {
         const bool record = entry.kind == LogEntry::Kind::Record;
         node.kind = record ? NodeKind::Record : NodeKind::Wait;
-        node.label = (record ? "record " : "wait ") + event_name(entry.event);
+        node.label = (record ? "record " : "wait ") + model.event_name(entry.event);
       }
       stream_vertex[n.entry] = add(std::move(node));
       if (entry.kind == LogEntry::Kind::Enqueue) ops_[entry.op] = stream_vertex[n.entry];
@@ -224,17 +230,23 @@ class HbGraph {
   void write_dot(std::ostream& os, const Highlight& highlight = {}) const {
     os << "digraph hb {\n  rankdir=TB;\n  node [shape=box, fontsize=10];\n";
     std::map<std::string, std::vector<Vertex>> clusters;
+    const auto drawn = [&](Vertex v) { return !highlight.only || highlight.only->count(v) != 0; };
     for (Vertex v = 0; v < boost::num_vertices(g_); ++v) {
+      if (!drawn(v)) continue;
       const Node& n = g_[v];
       clusters[n.kind == NodeKind::Host ? "host" + std::to_string(n.host.value)
                                         : "stream" + std::to_string(n.stream.value)]
           .push_back(v);
     }
     for (const auto& [cluster, vs] : clusters) {
-      os << "  subgraph cluster_" << cluster << " {\n    label=\"" << cluster << "\";\n";
+      const auto named = highlight.cluster_labels.find(cluster);
+      os << "  subgraph cluster_" << cluster << " {\n    label=\""
+         << escape(named == highlight.cluster_labels.end() ? cluster : named->second) << "\";\n";
       for (const Vertex v : vs) {
         const Node& n = g_[v];
-        os << "    n" << v << " [label=\"" << escape(n.label) << "\"";
+        const auto note = highlight.notes.find(v);
+        os << "    n" << v << " [label=\"" << escape(n.label)
+           << (note == highlight.notes.end() ? "" : "\\n" + escape(note->second)) << "\"";
         if (n.kind == NodeKind::Host) os << ", shape=ellipse";
         if (n.kind == NodeKind::Record || n.kind == NodeKind::Wait) os << ", shape=diamond";
         os << "];\n";
@@ -242,8 +254,9 @@ class HbGraph {
       os << "  }\n";
     }
     for (auto [e, end] = boost::edges(g_); e != end; ++e)
-      os << "  n" << boost::source(*e, g_) << " -> n" << boost::target(*e, g_) << " [label=\"" << to_string(g_[*e].rule)
-         << "\"];\n";
+      if (drawn(boost::source(*e, g_)) && drawn(boost::target(*e, g_)))
+        os << "  n" << boost::source(*e, g_) << " -> n" << boost::target(*e, g_) << " [label=\""
+           << to_string(g_[*e].rule) << "\"];\n";
     for (const Vertex v : highlight.red)
       os << "  n" << v << " [color=red, fontcolor=red, penwidth=2, style=filled, fillcolor=\"#ffe5e5\"];\n";
     if (highlight.comment) os << "  // " << *highlight.comment << "\n";

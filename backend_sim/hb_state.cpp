@@ -36,10 +36,16 @@ const std::string& HbState::stream_name(StreamIndex s) const { return stream(s).
 const VectorClock& HbState::stream_clock(StreamIndex s) const { return stream(s).vc; }
 std::uint32_t HbState::op_count(StreamIndex s) const { return static_cast<std::uint32_t>(stream(s).ops.size()); }
 
-EventIndex HbState::create_event() {
-  events_.push_back(Event{});
+EventIndex HbState::create_event(std::string name) {
+  const EventIndex id{static_cast<std::uint32_t>(events_.size())};
+  events_.push_back(Event{name.empty() ? fmt::format("e{}", id.value) : std::move(name), true, std::nullopt});
   ++live_events_;
-  return EventIndex{static_cast<std::uint32_t>(events_.size() - 1)};
+  return id;
+}
+
+const std::string& HbState::event_name(EventIndex e) const {
+  check_event(e);
+  return events_[e.value].name;
 }
 
 void HbState::check_event(EventIndex e) const {

@@ -70,7 +70,10 @@ class HbState {
   /// The clock of the next op on the stream: the joins of its waits and host actions.
   const VectorClock& stream_clock(StreamIndex s) const;
   std::uint32_t op_count(StreamIndex s) const;
-  EventIndex create_event();
+  /// `name` is how reports and pictures call the event (the trace's name);
+  /// empty: "e<N>".
+  EventIndex create_event(std::string name = {});
+  const std::string& event_name(EventIndex e) const;
   void destroy_event(EventIndex e);
   std::size_t live_event_count() const { return live_events_; }
   /// The capture of the event's last record; nullopt while never recorded.
@@ -128,6 +131,7 @@ class HbState {
     std::uint32_t executed = 0;  // ops[0..executed) have executed
   };
   struct Event {
+    std::string name;
     bool live = true;
     std::optional<VectorClock> capture;
   };

@@ -85,7 +85,7 @@ class SimBackend {
   // --- the Backend concept
   Result<Event> create_event() {
     if (auto f = enter("create_event")) return *f;
-    return Event(this, model_.create_event());
+    return Event(this, model_.create_event(event_label_));
   }
   Status record_event(Event& e, StreamRef s) {
     if (auto f = enter("record_event")) return *f;
@@ -194,6 +194,9 @@ class SimBackend {
   }
   /// Names the next pool op (alloc or free) in reports, e.g. "alloc b3".
   void set_op_label(std::string label) { next_label_ = std::move(label); }
+  /// Names every event created from now on in reports and pictures (empty:
+  /// the model's "e<N>").
+  void set_event_label(std::string label) { event_label_ = std::move(label); }
   /// Makes the `nth` backend call from now (0 = the next one) fail.
   void arm_fault(std::uint32_t nth) { faults_.arm_fault(nth); }
   void disarm_fault() { faults_.disarm_fault(); }
@@ -252,6 +255,7 @@ class SimBackend {
   DeviceModel& model_;
   SimBackendOptions options_;
   std::string next_label_;
+  std::string event_label_;
   std::map<StreamId, StreamRef> streams_;
   std::uint32_t next_stream_id_ = 0;
   FaultInjecting faults_;

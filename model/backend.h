@@ -95,6 +95,8 @@ static_assert(Backend<BackendArchetype>,
 ///                    the calls that follow; add_host_thread() starts one.
 /// Hooks: set_op_origin(line) tags every device op enqueued from now on with
 /// the trace line that enqueued it; set_op_label(label) names the next pool op;
+/// set_event_label(label) names every event created from now on (the trace's
+/// name of an event, or what the resource made it for; empty: the backend's own);
 /// allocation_of(ptr) is the backend's own index of the live allocation at
 /// ptr (nullopt where the backend has none); without_faults(f) runs f with
 /// no fault point firing (the program's own calls are not where --faults
@@ -114,6 +116,7 @@ concept ReplayBackend = Backend<B> &&
   { b.query_event(cevent) } -> std::same_as<Result<bool>>;
   b.set_op_origin(line);
   b.set_op_label(name);
+  b.set_event_label(name);
   { b.allocation_of(ptr) } -> std::same_as<std::optional<std::uint32_t>>;
   {
     b.without_faults([] { return Status{}; })

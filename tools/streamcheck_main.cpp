@@ -78,6 +78,8 @@ struct Options {
   std::string backend = "sim";
   std::string format;
   std::string output;
+  std::optional<std::size_t> finding;  // render --finding N
+  std::optional<std::string> window;   // render --window FROM:TO
   // `explore` without FILE
   tools::ExploreOptions builtin;
   std::string mutant;
@@ -85,17 +87,25 @@ struct Options {
   std::string faults = "off";
 };
 
+/// An option check that accepts what `parse` accepts; `parse`'s
+/// std::invalid_argument says what is wrong.
+template <class Parse>
+CLI::Validator accepted_by(Parse parse, const char* name) {
+  return CLI::Validator(
+      [parse](std::string& text) -> std::string {
+        try {
+          (void)parse(text);
+          return {};
+        } catch (const std::invalid_argument& e) {
+          return e.what();
+        }
+      },
+      name);
+}
+
 /// A schedule string as check/explore print it (decode_schedule's grammar).
-const CLI::Validator kScheduleString(
-    [](std::string& text) -> std::string {
-      try {
-        (void)sim::decode_schedule(text);
-        return {};
-      } catch (const std::invalid_argument& e) {
-        return e.what();
-      }
-    },
-    "SCHEDULE");
+const CLI::Validator kScheduleString =
+    accepted_by([](const std::string& text) { return sim::decode_schedule(text); }, "SCHEDULE");
 
 /// One pool switch override, SWITCH=VALUE.
 const CLI::Validator kPolicySwitch(
@@ -111,6 +121,9 @@ const CLI::Validator kPolicySwitch(
     },
     "SWITCH=VALUE");
 
+/// `render --window FROM:TO`.
+const CLI::Validator kCallWindow = accepted_by(tools::parse_call_window, "FROM:TO");
+
 const CLI::Validator kMutantName(
     [](std::string& text) -> std::string {
       return parse_mutant(text) ? std::string()
@@ -125,7 +138,7 @@ const std::map<std::string, tools::Strategy> kStrategies{{"random", tools::Strat
 const std::map<std::string, bool> kOnOff{{"on", true}, {"off", false}};
 enum class Backend : std::uint8_t { Sim, Cuda };
 const std::map<std::string, Backend> kBackends{{"sim", Backend::Sim}, {"cuda", Backend::Cuda}};
-using Renderer = std::string (*)(const sim::DeviceModel&);
+using Renderer = std::string (*)(const tools::RenderInput&, const tools::RenderOptions&);
 const std::map<std::string, Renderer> kFormats{{"text", tools::render_text},
                                                {"dot", tools::render_dot},
                                                {"svg", tools::render_svg},
@@ -293,8 +306,15 @@ Outcome replay(const Options& o) {
 Outcome render(const Options& o) {
   const tools::Trace trace = tools::load_trace(o.file);
   const tools::HeldRun held = tools::run_one(trace, with_policy(o), o.schedule);
-  const auto& model = held.run->model();
-  const std::string out = kFormats.at(o.format)(model);
+  tools::RenderOptions options;
+  options.finding = o.finding;
+  if (o.window) options.window = tools::parse_call_window(*o.window);
+  const tools::RenderInput input = tools::render_input(*held.run, held.report);
+  if (o.finding && *o.finding > input.findings.size())
+    throw UsageError(fmt::format("--finding {}: this schedule has {} finding{}{}", *o.finding, input.findings.size(),
+                                 input.findings.size() == 1 ? "" : "s",
+                                 input.findings.empty() ? "" : " (render --format text lists them)"));
+  const std::string out = kFormats.at(o.format)(input, options);
   if (!o.output.empty()) {
     std::ofstream f(o.output, std::ios::binary);
     if (!f)
@@ -435,6 +455,15 @@ int main(int argc, char** argv) {
       ->check(kScheduleString)
       ->excludes(render_seed);
   render_verb->add_option("-o", o.output, "write to this file instead of stdout");
+  render_verb
+      ->add_option("--finding", o.finding,
+                   "draw only what explains finding N (numbered as `render --format text` lists them)")
+      ->check(kPositive);
+  render_verb
+      ->add_option("--window", o.window,
+                   "draw only API calls FROM..TO-1 (numbered @N as `render --format text` lists them); an SVG draws "
+                   "at most 240 calls, the first ones unless told")
+      ->check(kCallWindow);
   add_policy(*render_verb, o);
 
   auto* counterexamples_verb = app.add_subcommand(

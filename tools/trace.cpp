@@ -588,7 +588,9 @@ Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const Trac
   sim::SimBackendOptions bo;
   bo.max_explored_faults = options.faults ? 1 : 0;
   sim::SimBackend backend(*model, bo);
-  Execution exec = TraceInterpreter<sim::SimBackend>(trace, backend).run();
+  TraceInterpreter<sim::SimBackend> interpreter(trace, backend);
+  Execution exec = interpreter.run();
+  if (const auto plain = backend.resolve_stream(interpreter.plain_alloc_stream())) exec.set_plain_alloc_stream(*plain);
   std::map<int, const std::string*> text;  // line -> statement text
   for (const auto& st : trace.statements) text[source(st).line] = &source(st).text;
   for (const auto& [op, line] : backend.op_origins()) exec.set_origin(op, OpOrigin{line, *text.at(line)});

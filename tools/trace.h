@@ -328,6 +328,10 @@ class Execution {
     choices_ = std::move(choices);
     query_answers_ = std::move(queries);
   }
+  /// The model's hidden stream of plain `buffer` / `free` (cudaMalloc /
+  /// cudaFree), which the trace never declares (pictures label it as such).
+  std::optional<sim::StreamIndex> plain_alloc_stream() const { return plain_alloc_stream_; }
+  void set_plain_alloc_stream(sim::StreamIndex s) { plain_alloc_stream_ = s; }
 
  private:
   std::unique_ptr<sim::DeviceModel> model_;
@@ -336,6 +340,7 @@ class Execution {
   std::map<sim::OpRef, OpOrigin> origins_;
   std::vector<ChoicePoint> choices_;
   std::vector<QueryAnswer> query_answers_;
+  std::optional<sim::StreamIndex> plain_alloc_stream_;
 };
 
 struct TraceRunOptions {

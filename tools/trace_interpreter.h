@@ -63,6 +63,8 @@ class TraceInterpreter {
     b_.drain();
     return std::move(exec_);
   }
+  /// The hidden stream of plain `buffer` / `free` that run() made.
+  StreamId plain_alloc_stream() const { return legacy_; }
 
  private:
   template <class P, class R>
@@ -76,6 +78,9 @@ class TraceInterpreter {
         continue;
       }
       std::visit([&](const auto& s) { step<P>(s, resource); }, st);
+      // Labels name what one statement makes; the next one names its own.
+      b_.set_op_label({});
+      b_.set_event_label({});
     }
   }
 
@@ -87,6 +92,7 @@ class TraceInterpreter {
   }
   template <class P, class R>
   void step(const ast::EventDecl& st, R*) {
+    b_.set_event_label(st.name);
     auto e = b_.without_faults([&] { return b_.create_event(); });
     if (!e) {
       note(st, NoteKind::BackendFailed, fmt::format("creating event {} failed: {}", st.name, e.error().to_string()));
@@ -165,7 +171,13 @@ class TraceInterpreter {
 
   template <class P, class R>
   void step(const ast::Allocate& st, R* resource) {
-    auto r = retried([&] { return resource->allocate(st.bytes, streams_.at(st.stream), AllocTag{}); });
+    // The resource's pool op and its allocation-ready event, by the block's
+    // name (labelled again for a retry: the failed attempt may have taken it).
+    b_.set_event_label(fmt::format("{} ready", st.buffer));
+    auto r = retried([&] {
+      b_.set_op_label(fmt::format("allocate {}", st.buffer));
+      return resource->allocate(st.bytes, streams_.at(st.stream), AllocTag{});
+    });
     if (!r) {
       refused(st, "allocate", r.error());
       missing_[st.buffer] = fmt::format("{} has no memory (line {}: allocate refused)", st.buffer, st.line);
@@ -180,7 +192,12 @@ class TraceInterpreter {
   void step(const ast::Deallocate& st, R* resource) {
     const DeviceBlock* block = resource_block(st, st.buffer, "deallocate takes resource blocks only");
     if (!block) return;
-    if (auto s = retried([&] { return resource->deallocate(*block); }); !s) refused(st, "deallocate", s.error());
+    if (auto s = retried([&] {
+          b_.set_op_label(fmt::format("deallocate {}", st.buffer));
+          return resource->deallocate(*block);
+        });
+        !s)
+      refused(st, "deallocate", s.error());
   }
   template <class P, class R, class Use>
   requires std::same_as<Use, ast::Prepare> || std::same_as<Use, ast::Finish>
@@ -190,6 +207,7 @@ class TraceInterpreter {
     if (!block) return;
     const BlockId id = BlockId::of(*block);
     const StreamId s = streams_.at(st.stream);
+    b_.set_event_label(fmt::format("{} used on {}", st.buffer, st.stream));  // finish records it
     if (auto done = retried([&] {
           return prepare ? resource->prepare_block_use(id, s, st.access) : resource->finish_block_use(id, s, st.access);
         });
@@ -213,6 +231,7 @@ class TraceInterpreter {
       return;
     }
     b_.launch(stream(st.stream), kernel_accesses(st.accesses), st.kernel);
+    b_.set_event_label(fmt::format("{} done", st.kernel));  // the use events commit records after the kernel
     if (auto s = retried([&] { return rec.commit(*resource); }); !s) {
       refused(st, "commit", s.error());
       rec.abandon();  // reported as a note; the destructor need not print it again

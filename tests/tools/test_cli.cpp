@@ -153,6 +153,22 @@ TEST(Cli, ArgumentsAreQuotedEscapedAndCut) {
   EXPECT_NE(long_value.out.find("... (100000 bytes)"), std::string::npos) << long_value.out.substr(0, 1000);
 }
 
+TEST(Cli, RenderFindingAndWindowOutOfRangeAreUsageErrorsThatSayWhy) {
+  const std::string render = "render " + example("01_missing_wait.trace") + " --format svg";
+  const auto beyond = run_command(render + " --finding 2");
+  EXPECT_EQ(beyond.exit_code, 2) << beyond.out;
+  EXPECT_NE(beyond.out.find("--finding 2: this schedule has 1 finding"), std::string::npos) << beyond.out;
+  for (const char* bad : {" --finding 0", " --window 3", " --window 4:2", " --window a:b"}) {
+    const auto r = run_command(render + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.out;
+    EXPECT_EQ(r.out.find("<svg"), std::string::npos) << bad << ": " << r.out;
+  }
+  const auto one = run_command(render + " --finding 1 --window 0:3");
+  EXPECT_EQ(one.exit_code, 1) << one.out;  // the schedule's findings, drawn or not
+  EXPECT_NE(one.out.find("finding 1 of 1: only the calls that explain it; API calls [0, 3) of 6"), std::string::npos)
+      << one.out;
+}
+
 TEST(Cli, RepeatedPolicySwitchesApplyInOrder) {
   const auto r = run_command("check " + example("01_missing_wait.trace") +
                              " --policy opportunistic=off --policy release_threshold=64 --policy opportunistic=on");
