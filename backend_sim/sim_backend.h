@@ -149,10 +149,12 @@ class SimBackend {
     return done;
   }
   /// Tags every op enqueued from now on with `line` (op_origin reads it
-  /// back), and every choice made from now on (line_starts reads it back).
+  /// back), every choice made from now on (line_starts reads it back), and
+  /// every log entry made from now on (log_line_starts).
   void set_op_origin(int line) {
     origin_line_ = line;
     starts_line(line);
+    log_line_starts_.push_back(LogLineStart{model_.log().size(), line});
   }
   /// Where the choices of each line begin: the chooser's choice count when
   /// set_op_origin(line) was called (line 0: drain(), after the last
@@ -170,6 +172,13 @@ class SimBackend {
     std::size_t after_choices = 0;  // the chooser's choice count when it was asked
   };
   const std::vector<QueryAnswer>& query_answers() const { return query_answers_; }
+  /// Where the log entries of each line begin: the log's size when
+  /// set_op_origin(line) was called, in call order.
+  struct LogLineStart {
+    std::size_t first_entry;
+    int line;
+  };
+  const std::vector<LogLineStart>& log_line_starts() const { return log_line_starts_; }
   /// The line set by set_op_origin when `op` was enqueued.
   std::optional<int> op_origin(OpRef op) const {
     auto it = op_origins_.find(op);
@@ -263,6 +272,7 @@ class SimBackend {
   std::map<OpRef, int> op_origins_;
   std::vector<LineStart> line_starts_;
   std::vector<QueryAnswer> query_answers_;
+  std::vector<LogLineStart> log_line_starts_;
   std::map<std::uint64_t, std::uint32_t> allocations_;  // ptr -> newest allocation made there
   std::uint32_t faults_paused_ = 0;
   std::size_t findings_seen_ = 0;

@@ -62,6 +62,12 @@ std::string report_text(const Report& r) {
     warnings += error ? 0 : 1;
     fmt::format_to(line, "\n{}: {}\n", error ? "error" : "warning", describe(n));
   }
+  if (r.redundant) {
+    for (const auto& rc : *r.redundant)
+      fmt::format_to(line, "\nnote: {} at line {} ({}): {}; removing it changes no ordering\n", redundant_label(rc),
+                     rc.call.line, rc.call.text, describe_why(rc));
+    if (r.redundant->empty()) fmt::format_to(line, "\nnote: no redundant wait or sync\n");
+  }
   fmt::format_to(line, "\n{}", describe_coverage(c));
   const std::string warned = warnings ? plural(warnings, "warning") : "";
   switch (r.verdict()) {
@@ -145,6 +151,19 @@ Json note_json(const Note& n) {
           {"message", n.message}};
 }
 
+/// A wait or sync that orders nothing new (--redundant), and the statements
+/// that already ordered what it orders.
+Json redundant_json(const RedundantCall& c) {
+  Json o;
+  o["rule"] = sim::to_string(c.rule);
+  o["line"] = c.call.line;
+  o["statement"] = c.call.text;
+  o["covered_by"] = Json::array();
+  for (const auto& by : c.covered_by) o["covered_by"].push_back({{"line", by.line}, {"statement", by.text}});
+  o["why"] = describe_why(c);
+  return o;
+}
+
 Json choice_json(const ChoicePoint& c) {
   return {{"line", line_or_null(c.line)}, {"options", c.options}, {"taken", c.taken}};
 }
@@ -195,6 +214,10 @@ std::string report_json(const Report& r) {
   for (const auto& n : r.notes) j["notes"].push_back(note_json(n));
   j["near_misses"] = Json::array();
   for (const auto& n : r.near_misses) j["near_misses"].push_back(near_miss_json(n));
+  if (r.redundant) {
+    j["redundant"] = Json::array();
+    for (const auto& c : *r.redundant) j["redundant"].push_back(redundant_json(c));
+  }
   if (const auto& g = r.gpu)
     j["gpu"] = {{"runs", g->runs},
                 {"runs_with_mismatches", g->runs_with_mismatches},

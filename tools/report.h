@@ -12,6 +12,7 @@
 #include "backend_sim/device_model.h"
 #include "model/pool_policy.h"
 #include "tools/fix.h"
+#include "tools/redundant.h"
 #include "tools/trace.h"
 
 namespace streamcheck::tools {
@@ -194,6 +195,10 @@ struct Report {
   /// notes that do not count towards the verdict.
   std::vector<NearMiss> near_misses;
   std::optional<GpuReplay> gpu;
+  /// --redundant: the `wait` and `sync` statements that ordered nothing new
+  /// in every schedule run; nullopt when not asked for. Warnings: they never
+  /// change the verdict.
+  std::optional<std::vector<RedundantCall>> redundant;
 
   /// Findings when an error finding was found; else Errors when an error
   /// note or a corrupted read on the GPU was; else Clean (leaks and warning

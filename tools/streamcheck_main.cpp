@@ -182,6 +182,11 @@ void add_json(CLI::App& verb, Options& o) {
 CLI::Option* add_seed(CLI::App& verb, Options& o, const char* what) {
   return verb.add_option("--seed", o.trace.seed, what)->check(kDecimal);
 }
+void add_redundant(CLI::App& verb, Options& o) {
+  verb.add_flag("--redundant", o.trace.redundant,
+                "also note each wait and sync that orders nothing new (over-synchronization; never changes the "
+                "verdict)");
+}
 void add_faults(CLI::App& verb, Options& o) {
   verb.add_option("--faults", o.faults, "inject one transient fault at a resource call per run")
       ->check(CLI::IsMember(kOnOff));
@@ -266,7 +271,7 @@ Outcome check(const Options& o) {
 }
 
 Outcome explore_builtin(const CLI::App& verb, Options o) {
-  for (const char* trace_only : {"--policy", "--json", "--strategy", "--faults"})
+  for (const char* trace_only : {"--policy", "--json", "--strategy", "--faults", "--redundant"})
     if (verb.count(trace_only) > 0) throw UsageError(std::string(trace_only) + " needs a trace FILE");
   if (verb.count("--schedules") > 0) {
     if (o.trace.max_schedules > 100000) throw UsageError("--schedules must be in 1..100000 without a trace FILE");
@@ -401,6 +406,7 @@ int main(int argc, char** argv) {
   add_seed(*check_verb, o, "seed of the schedule to run");
   add_policy(*check_verb, o);
   add_faults(*check_verb, o);
+  add_redundant(*check_verb, o);
   add_json(*check_verb, o);
 
   auto* explore_verb = app.add_subcommand(
@@ -421,6 +427,7 @@ int main(int argc, char** argv) {
       ->check(kPositive);
   add_policy(*explore_verb, o);
   add_faults(*explore_verb, o);
+  add_redundant(*explore_verb, o);
   add_json(*explore_verb, o);
   explore_verb->add_option("--programs", o.builtin.programs, "without FILE: client programs to generate")
       ->check(CLI::Range(1, 100000));
@@ -440,6 +447,7 @@ int main(int argc, char** argv) {
       ->check(kScheduleString);
   replay_verb->add_option("--backend", o.backend, "sim, or cuda to replay on the GPU")->check(CLI::IsMember(kBackends));
   add_policy(*replay_verb, o);
+  add_redundant(*replay_verb, o);
   add_json(*replay_verb, o);
 
   auto* render_verb = app.add_subcommand(

@@ -606,6 +606,10 @@ Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const Trac
   std::vector<QueryAnswer> queries;
   for (const auto& q : backend.query_answers()) queries.push_back(QueryAnswer{q.line, q.done, q.after_choices});
   exec.set_choices(std::move(choices), std::move(queries));
+  std::vector<Execution::LogStart> log_starts;
+  for (const auto& start : backend.log_line_starts())
+    log_starts.push_back({start.first_entry, OpOrigin{start.line, *text.at(start.line)}});
+  exec.set_log_starts(std::move(log_starts));
   exec.set_model(std::move(model));
   return exec;
 }
@@ -619,6 +623,15 @@ std::optional<OpOrigin> Execution::origin(sim::OpRef op) const {
   auto it = origins_.find(op);
   if (it == origins_.end()) return std::nullopt;
   return it->second;
+}
+
+std::optional<OpOrigin> Execution::log_origin(std::size_t entry) const {
+  // The last start at or before `entry` (starts with no entries share a
+  // first_entry with the next one; upper_bound skips them).
+  auto after = std::upper_bound(log_starts_.begin(), log_starts_.end(), entry,
+                                [](std::size_t e, const LogStart& s) { return e < s.first_entry; });
+  if (after == log_starts_.begin()) return std::nullopt;
+  return std::prev(after)->statement;
 }
 
 std::vector<NamedBytes> Execution::name_bytes(sim::ByteRange bytes) const {

@@ -318,6 +318,9 @@ class Execution {
   const std::vector<ChoicePoint>& choices() const { return choices_; }
   /// Every `query` the run answered (simulator), in order.
   const std::vector<QueryAnswer>& query_answers() const { return query_answers_; }
+  /// The statement that made log entry `entry` of the model (a wait, a
+  /// sync, ...); nullopt for an entry made before the first statement.
+  std::optional<OpOrigin> log_origin(std::size_t entry) const;
 
   // Recording (the interpreter and its drivers).
   void add_note(Note note) { notes_.push_back(std::move(note)); }
@@ -332,6 +335,13 @@ class Execution {
   /// cudaFree), which the trace never declares (pictures label it as such).
   std::optional<sim::StreamIndex> plain_alloc_stream() const { return plain_alloc_stream_; }
   void set_plain_alloc_stream(sim::StreamIndex s) { plain_alloc_stream_ = s; }
+  /// The statement of each run of log entries: `statement` made the entries
+  /// from `first_entry` up to the next start's.
+  struct LogStart {
+    std::size_t first_entry;
+    OpOrigin statement;
+  };
+  void set_log_starts(std::vector<LogStart> starts) { log_starts_ = std::move(starts); }
 
  private:
   std::unique_ptr<sim::DeviceModel> model_;
@@ -341,6 +351,7 @@ class Execution {
   std::vector<ChoicePoint> choices_;
   std::vector<QueryAnswer> query_answers_;
   std::optional<sim::StreamIndex> plain_alloc_stream_;
+  std::vector<LogStart> log_starts_;  // ascending first_entry
 };
 
 struct TraceRunOptions {

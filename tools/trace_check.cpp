@@ -109,8 +109,10 @@ class Collector {
   Collector(const Trace& trace, const TraceCheckOptions& o, Coverage::How how)
       : options_(o),
         near_misses_(trace),
+        trace_(trace),
         run_options_{apply_policy_overrides(trace.policy, o.policy_overrides), o.faults} {
     report_.file = trace.file;
+    if (o.redundant) report_.redundant.emplace();
     for (NearMiss& n : near_misses_.statement_near_misses()) add_near_miss(std::move(n));
     report_.coverage.how = how;
     report_.coverage.seed = o.seed;
@@ -141,6 +143,13 @@ class Collector {
       if (notes_seen_.insert({n.line, n.message}).second) report_.notes.push_back(n);
     last_choices_ = run.choices();
     last_queries_ = run.query_answers();
+    if (auto& redundant = report_.redundant) {
+      // Redundant only when redundant in every schedule run.
+      if (report_.coverage.explored == 1)
+        *redundant = redundant_calls(trace_, run);
+      else
+        keep_common(*redundant, redundant_calls(trace_, run));
+    }
   }
   Report& report() { return report_; }
 
@@ -196,6 +205,7 @@ class Collector {
   using Key = std::tuple<sim::FindingKind, sim::OpRef, std::optional<sim::OpRef>, bool>;
   TraceCheckOptions options_;
   NearMissAnalysis near_misses_;
+  const Trace& trace_;
   TraceRunOptions run_options_;
   Report report_;
   std::map<Key, std::size_t> index_;

@@ -24,6 +24,8 @@ struct TraceCheckOptions {
   /// Random: schedules to run. DFS: the bound (exploration stops there).
   std::uint64_t max_schedules = 1000;
   bool faults = false;
+  /// Report the waits and syncs that order nothing new (Report::redundant).
+  bool redundant = false;
   /// Overrides of the trace's own pool switches (--policy NAME=VALUE).
   std::vector<std::pair<std::string, std::string>> policy_overrides;
 };

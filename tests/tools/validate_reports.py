@@ -55,6 +55,7 @@ for trace in sorted(pathlib.Path(examples).glob("*.trace")):
     reports.append(run(["explore", t, "--schedules", "20", "--faults", "on"]))
     schedule = next((f["schedule"] for f in (one or {}).get("findings", [])), "")
     reports.append(run(["replay", t, "--schedule", schedule]))
+    reports.append(run(["check", t, "--redundant"]))
 
 # Input and usage errors (exit 2) print a JSON error object too (issue 10, S6).
 bad = str(pathlib.Path(__file__).parent / "unknown_stream.trace")  # line 2 names an undeclared stream
@@ -83,6 +84,8 @@ for want in ("clean", "findings", "errors"):
         failures.append(f"no report with verdict {want!r}")
 if not any(r["notes"] for r in reports):
     failures.append("no report carries a note (a refused resource call)")
+if not any(r.get("redundant") for r in reports):
+    failures.append("no report carries a redundant wait or sync (--redundant)")
 if not any(r["coverage"]["exhaustive"] for r in reports):
     failures.append("no report is exhaustive")
 if not any(r["coverage"].get("dfs") for r in reports):
@@ -95,6 +98,7 @@ for r in reports:
 sample = next(r for r in reports if any(f["kind"] != "leak" for f in r["findings"]))
 with_notes = next(r for r in reports if r["verdict"] == "errors")
 not_exhaustive = next(r for r in reports if not r["coverage"]["exhaustive"])
+with_redundant = next(r for r in reports if r.get("redundant"))
 
 
 def broken(edit, base=sample):
@@ -123,6 +127,8 @@ mutations = {
     "errors as clean": broken(lambda r: r.update(verdict="clean"), with_notes),
     "silent partial coverage": broken(lambda r: r["coverage"].update(to_finish=[]), not_exhaustive),
     "coverage missing": broken(lambda r: r.pop("coverage")),
+    "unknown redundancy rule": broken(lambda r: r["redundant"][0].update(rule="O9"), with_redundant),
+    "redundant without why": broken(lambda r: r["redundant"][0].pop("why"), with_redundant),
     "input error without its error": {"tool": "streamcheck", "schema_version": 2, "verdict": "input error"},
 }
 for name, report in mutations.items():
