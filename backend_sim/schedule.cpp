@@ -1,63 +1,217 @@
 #include "backend_sim/schedule.h"
 
+#include <set>
 #include <stdexcept>
 
 namespace streamcheck::sim {
 
 namespace {
+
 constexpr std::string_view kDigits = "0123456789abcdefghijklmnopqrstuvwxyz";
+/// Runs shorter than this stay written out: "00000000" reads at a glance.
+constexpr std::uint64_t kShortestCodedRun = 16;
+constexpr std::string_view kVersion2 = "v2";
+
+void append_choice(std::string& out, std::uint32_t choice) {
+  if (choice < kDigits.size())
+    out.push_back(kDigits[choice]);
+  else
+    out += "_" + std::to_string(choice) + "_";
+}
+
+[[noreturn]] void malformed(std::size_t at, const std::string& what, const std::string& hint = {}) {
+  throw std::invalid_argument("schedule: " + what + " at position " + std::to_string(at) + hint);
+}
+
+/// A body parser: `offset` is where the body starts in the whole text, so
+/// errors name positions in what the user typed.
+class BodyParser {
+ public:
+  BodyParser(std::string_view body, std::size_t offset) : text_(body), offset_(offset) {}
+
+  std::vector<ChoiceRun> runs() {
+    std::vector<ChoiceRun> out;
+    if (text_ == "-" || text_.empty()) return out;
+    while (i_ < text_.size()) {
+      const std::uint32_t choice = next_choice();
+      std::uint64_t count = 1;
+      if (i_ < text_.size() && text_[i_] == '.') {
+        const std::size_t open = i_++;
+        count = number_until('.', open, "run .count.");
+        if (count == 0) fail(open, "a run of 0 choices");
+      }
+      if (!out.empty() && out.back().choice == choice)
+        out.back().count += count;
+      else
+        out.push_back(ChoiceRun{choice, count});
+    }
+    return out;
+  }
+
+ private:
+  std::uint32_t next_choice() {
+    const char ch = text_[i_];
+    if (ch == '_' || ch == '(') {  // `(n)`: schedules written before version 2
+      const std::size_t open = i_++;
+      return static_cast<std::uint32_t>(number_until(ch == '_' ? '_' : ')', open, ch == '_' ? "_n_" : "(n)"));
+    }
+    const auto pos = kDigits.find(ch);
+    if (pos == std::string_view::npos)
+      fail(i_, "unexpected character '" + std::string(1, ch) + "'", " (expected 0-9, a-z, _n_ or a run .count.)");
+    ++i_;
+    return static_cast<std::uint32_t>(pos);
+  }
+
+  /// Decimal digits from i_ up to `close`; moves past `close`.
+  std::uint64_t number_until(char close, std::size_t open, const char* what) {
+    std::uint64_t v = 0;
+    const std::size_t start = i_;
+    for (; i_ < text_.size() && text_[i_] != close; ++i_) {
+      if (text_[i_] < '0' || text_[i_] > '9') fail(i_, std::string("non-digit inside ") + what);
+      v = v * 10 + static_cast<std::uint64_t>(text_[i_] - '0');
+      if (v > 0xffffffffu) fail(open, std::string(what) + ": number too large");
+    }
+    if (i_ >= text_.size() || i_ == start) fail(open, std::string("unterminated ") + what);
+    ++i_;
+    return v;
+  }
+
+  [[noreturn]] void fail(std::size_t at, const std::string& what, const std::string& hint = {}) const {
+    malformed(offset_ + at, what, hint);
+  }
+
+  std::string_view text_;
+  std::size_t offset_;
+  std::size_t i_ = 0;
+};
+
+/// The header's length (0: none) and what it says.
+std::pair<std::size_t, std::optional<ScheduleHeader>> parse_header(std::string_view text) {
+  // "v" then a version number then ',' or ':' is a header; a headerless
+  // body never holds ',' or ':'.
+  std::size_t i = 1;
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+  if (text.empty() || text[0] != 'v' || i == 1 || i >= text.size() || (text[i] != ',' && text[i] != ':'))
+    return {0, std::nullopt};
+  if (text.substr(0, i) != kVersion2)
+    throw std::invalid_argument("schedule: version " + std::string(text.substr(1, i - 1)) +
+                                " is not one this streamcheck reads (version 2, or a headerless schedule)");
+  ScheduleHeader h;
+  const auto colon = text.find(':');
+  if (colon == std::string_view::npos) malformed(i, "header without ':'", " (v2,OPTION,...:CHOICES)");
+  std::set<std::string> seen;
+  while (i < colon) {
+    const std::size_t start = i + 1;  // past ','
+    if (text[i] != ',') malformed(i, "expected ',' between header options");
+    std::size_t end = text.find_first_of(",:", start);
+    const std::string_view option = text.substr(start, end - start);
+    if (option.empty()) malformed(start, "empty header option");
+    const auto eq = option.find('=');
+    const std::string name(option.substr(0, eq));
+    if (!seen.insert(name).second) malformed(start, "header option '" + name + "' given twice");
+    if (eq == std::string_view::npos) {
+      if (name != "faults") malformed(start, "unknown header option '" + name + "' (faults, or SWITCH=VALUE)");
+      h.faults = true;
+    } else {
+      const std::string value(option.substr(eq + 1));
+      const auto bad_name = name.find_first_not_of("abcdefghijklmnopqrstuvwxyz_");
+      const auto bad_value = value.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ");
+      if (name.empty() || bad_name != std::string::npos || value.empty() || bad_value != std::string::npos)
+        malformed(start, "header option '" + std::string(option) + "' is not SWITCH=VALUE");
+      h.policy.emplace_back(name, value);
+    }
+    i = end;
+  }
+  return {colon + 1, h};
+}
+
+}  // namespace
+
+std::string_view to_string(ChoiceKind kind) {
+  switch (kind) {
+    case ChoiceKind::DeviceStep:
+      return "device step";
+    case ChoiceKind::PoolRange:
+      return "pool range";
+    case ChoiceKind::Fault:
+      return "fault point";
+    case ChoiceKind::Client:
+      return "client choice";
+  }
+  return "choice";
+}
+
+ScheduleMismatch::ScheduleMismatch(Divergence where)
+    : std::runtime_error([&] {
+        if (where.surplus > 0)
+          return "the program finished after " + std::to_string(where.choice) + " choices, but the schedule has " +
+                 std::to_string(where.surplus) + " more: it was recorded for another program or other options";
+        const std::string asked = "choice " + std::to_string(where.choice + 1) +
+                                  (where.line > 0 ? " (asked at line " + std::to_string(where.line) + ")"
+                                                  : " (asked while the device drains)") +
+                                  " has " + std::to_string(where.options) + " options";
+        if (!where.given) return "the schedule ended before " + asked;
+        return asked + ", the schedule gives " + std::to_string(*where.given) +
+               ": it was recorded for another program or other options";
+      }()),
+      where_(where) {}
+
+std::uint64_t ScheduleText::choices() const {
+  std::uint64_t n = 0;
+  for (const auto& r : runs) n += r.count;
+  return n;
 }
 
 std::string encode_schedule(const std::vector<Choice>& choices) {
   std::string out;
   out.reserve(choices.size());
-  for (const auto& c : choices) {
-    if (c.taken < kDigits.size())
-      out.push_back(kDigits[c.taken]);
-    else
-      out += "(" + std::to_string(c.taken) + ")";
+  for (std::size_t i = 0; i < choices.size();) {
+    std::size_t j = i + 1;
+    while (j < choices.size() && choices[j].taken == choices[i].taken) ++j;
+    const std::uint64_t count = j - i;
+    if (count >= kShortestCodedRun) {
+      append_choice(out, choices[i].taken);
+      out += "." + std::to_string(count) + ".";
+    } else {
+      for (std::size_t k = i; k < j; ++k) append_choice(out, choices[k].taken);
+    }
+    i = j;
   }
   return out.empty() ? std::string("-") : out;
 }
 
+std::string encode_schedule(const ScheduleHeader& header, const std::vector<Choice>& choices) {
+  std::string out(kVersion2);
+  if (header.faults) out += ",faults";
+  for (const auto& [name, value] : header.policy) out += "," + name + "=" + value;
+  return out + ":" + encode_schedule(choices);
+}
+
+ScheduleText parse_schedule(std::string_view text) {
+  const auto [length, header] = parse_header(text);
+  return ScheduleText{header, BodyParser(text.substr(length), length).runs()};
+}
+
 std::vector<std::uint32_t> decode_schedule(std::string_view text) {
   std::vector<std::uint32_t> out;
-  if (text == "-") return out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char ch = text[i];
-    if (ch == '(') {
-      const auto close = text.find(')', i);
-      if (close == std::string_view::npos || close == i + 1)
-        throw std::invalid_argument("schedule: unterminated '(' at position " + std::to_string(i));
-      std::uint64_t v = 0;
-      for (std::size_t j = i + 1; j < close; ++j) {
-        if (text[j] < '0' || text[j] > '9')
-          throw std::invalid_argument("schedule: non-digit inside () at position " + std::to_string(j));
-        v = v * 10 + static_cast<std::uint64_t>(text[j] - '0');
-        if (v > 0xffffffffu)
-          throw std::invalid_argument("schedule: choice index too large at position " + std::to_string(i));
-      }
-      out.push_back(static_cast<std::uint32_t>(v));
-      i = close;
-      continue;
-    }
-    const auto pos = kDigits.find(ch);
-    if (pos == std::string_view::npos)
-      throw std::invalid_argument("schedule: unexpected character '" + std::string(1, ch) + "' at position " +
-                                  std::to_string(i) + " (expected 0-9, a-z or (n))");
-    out.push_back(static_cast<std::uint32_t>(pos));
-  }
+  for (const auto& r : parse_schedule(text).runs) out.insert(out.end(), r.count, r.choice);
   return out;
+}
+
+Divergence Chooser::here(ChoiceKind kind, std::uint32_t options) const {
+  return Divergence{.choice = taken_.size(), .kind = kind, .options = options, .given = std::nullopt, .line = line_};
 }
 
 std::uint32_t Chooser::choose(ChoiceKind kind, std::uint32_t options) {
   if (options < 2) return 0;
   const std::uint32_t taken = pick(kind, options);
-  if (taken >= options)
-    throw ScheduleMismatch("schedule chose option " + std::to_string(taken) + " of " + std::to_string(options) +
-                           " at choice " + std::to_string(taken_.size()) +
-                           ": the schedule was recorded for a different program");
+  if (taken >= options) {
+    Divergence d = here(kind, options);
+    d.given = taken;
+    throw ScheduleMismatch(d);
+  }
   taken_.push_back(Choice{kind, options, taken});
+  if (observer_) observer_(taken_.size() - 1, taken_.back());
   return taken;
 }
 
@@ -82,9 +236,27 @@ std::uint32_t RandomChooser::pick(ChoiceKind kind, std::uint32_t options) {
   return 0;
 }
 
-std::uint32_t ReplayChooser::pick(ChoiceKind, std::uint32_t) {
-  if (next_ >= script_.size()) return 0;
-  return script_[next_++];
+ReplayChooser::ReplayChooser(std::vector<std::uint32_t> script, PastTheEnd past_end) : past_end_(past_end) {
+  for (const auto c : script) runs_.push_back(ChoiceRun{c, 1});
+}
+
+std::uint64_t ReplayChooser::remaining() const {
+  std::uint64_t n = 0;
+  for (std::size_t r = run_; r < runs_.size(); ++r) n += runs_[r].count;
+  return n - (run_ < runs_.size() ? used_ : 0);
+}
+
+std::uint32_t ReplayChooser::pick(ChoiceKind kind, std::uint32_t options) {
+  while (run_ < runs_.size() && used_ >= runs_[run_].count) {
+    ++run_;
+    used_ = 0;
+  }
+  if (run_ >= runs_.size()) {
+    if (past_end_ == PastTheEnd::Refuse) throw ScheduleMismatch(here(kind, options));
+    return 0;
+  }
+  ++used_;
+  return runs_[run_].choice;
 }
 
 std::uint32_t ByteChooser::pick(ChoiceKind, std::uint32_t options) {

@@ -8,9 +8,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace streamcheck::sim {
@@ -22,22 +25,81 @@ enum class ChoiceKind : std::uint8_t {
   Client,      // a choice made by a client workload (tests, explorer)
 };
 
+/// "device step", "pool range", "fault point", "client choice".
+std::string_view to_string(ChoiceKind kind);
+
 struct Choice {
   ChoiceKind kind;
   std::uint32_t options;  // n >= 2; forced choices are not recorded
   std::uint32_t taken;
 };
 
-/// Thrown when a schedule does not fit the program it is replayed on.
-class ScheduleMismatch : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
+/// Where a replayed schedule stopped fitting the program: choice `choice`
+/// (0-based) of kind `kind`, asked at trace line `line` (0: no line, e.g.
+/// while the device drains after the last statement) with `options`
+/// options. `given` is the schedule's answer, nullopt when the schedule had
+/// already ended; `surplus` counts the choices left over when the program
+/// finished first (then kind/options/given say nothing).
+struct Divergence {
+  std::uint64_t choice = 0;
+  ChoiceKind kind = ChoiceKind::DeviceStep;
+  std::uint32_t options = 0;
+  std::optional<std::uint32_t> given;
+  int line = 0;
+  std::uint64_t surplus = 0;
 };
 
-/// Encodes chosen indexes: base-36 digits, `(n)` for 36 and above.
+/// Thrown when a schedule does not fit the program it is replayed on; the
+/// message says where (tools rewrap it with the statement's text).
+class ScheduleMismatch : public std::runtime_error {
+ public:
+  explicit ScheduleMismatch(Divergence where);
+  ScheduleMismatch(Divergence where, const std::string& message) : std::runtime_error(message), where_(where) {}
+  const Divergence& where() const { return where_; }
+
+ private:
+  Divergence where_;
+};
+
+/// The options, besides the program, that decide which choices a run asks:
+/// schedule text version 2 carries them in its header, so a schedule always
+/// replays the run it was recorded from.
+struct ScheduleHeader {
+  /// --faults on: one injected fault per run is explored (a Fault choice at
+  /// every resource backend call until one fires).
+  bool faults = false;
+  /// Pool switches that differ from the program's own, SWITCH=VALUE as
+  /// --policy takes them (tools check the names; here they are text).
+  std::vector<std::pair<std::string, std::string>> policy;
+  bool operator==(const ScheduleHeader&) const = default;
+};
+
+/// `count` equal answers in a row (schedule bodies are run-length coded).
+struct ChoiceRun {
+  std::uint32_t choice = 0;
+  std::uint64_t count = 0;
+};
+
+/// A schedule string, parsed: its header (nullopt: a headerless schedule,
+/// as streamcheck wrote before version 2) and its answers.
+struct ScheduleText {
+  std::optional<ScheduleHeader> header;
+  std::vector<ChoiceRun> runs;
+  std::uint64_t choices() const;
+};
+
+/// The answers as schedule body text: base-36 digits 0-9a-z, `_n_` for 36
+/// and above, a run of 16 or more equal answers as the answer followed by
+/// `.count.`, and `-` for no answers at all. Shell-safe: letters, digits and
+/// `_ . - , = :` only.
 std::string encode_schedule(const std::vector<Choice>& choices);
-/// Parses what encode_schedule wrote; throws std::invalid_argument with the
-/// offending position on malformed input.
+/// The full schedule text: `v2` `,faults` `,SWITCH=VALUE`... `:` body.
+std::string encode_schedule(const ScheduleHeader& header, const std::vector<Choice>& choices);
+/// Parses a schedule text, with or without header (docs/TRACES.md
+/// "Schedules"); throws std::invalid_argument naming the offending position.
+ScheduleText parse_schedule(std::string_view text);
+/// The answers of a schedule text, one per choice (for short schedules:
+/// the runs are expanded).
 std::vector<std::uint32_t> decode_schedule(std::string_view text);
 
 class Chooser {
@@ -45,15 +107,27 @@ class Chooser {
   virtual ~Chooser() = default;
   /// Returns an index in [0, options). Calls with options < 2 return 0 and
   /// are not recorded.
+  /// Throws ScheduleMismatch when the answer is not below `options`.
   std::uint32_t choose(ChoiceKind kind, std::uint32_t options);
   const std::vector<Choice>& taken() const { return taken_; }
   std::string schedule() const { return encode_schedule(taken_); }
+  /// The program position asking the next choices: a trace line, 0 for none
+  /// (the device draining after the last statement). Divergences name it.
+  void set_line(int line) { line_ = line; }
+  int line() const { return line_; }
+  /// Called with each recorded choice (its index, the choice), before the
+  /// program acts on it: `streamcheck explain` reads the device state there.
+  void observe(std::function<void(std::uint64_t, const Choice&)> observer) { observer_ = std::move(observer); }
 
  protected:
   virtual std::uint32_t pick(ChoiceKind kind, std::uint32_t options) = 0;
+  /// Where choice number taken().size() of kind `kind` is being asked.
+  Divergence here(ChoiceKind kind, std::uint32_t options) const;
 
  private:
   std::vector<Choice> taken_;
+  int line_ = 0;
+  std::function<void(std::uint64_t, const Choice&)> observer_;
 };
 
 /// Deterministic across platforms: splitmix64, not <random> distributions.
@@ -88,19 +162,29 @@ class RandomChooser final : public Chooser {
   RandomChooserOptions options_;
 };
 
-/// Follows a recorded sequence exactly; past its end, always 0.
+/// Follows a recorded sequence exactly. Past its end it answers 0
+/// (AnswerZero: tests that script a prefix) or throws ScheduleMismatch
+/// (Refuse: replaying a schedule, which must fit the program exactly; the
+/// caller also checks remaining() == 0 once the program has finished).
 class ReplayChooser final : public Chooser {
  public:
-  explicit ReplayChooser(std::vector<std::uint32_t> script) : script_(std::move(script)) {}
-  explicit ReplayChooser(std::string_view schedule) : script_(decode_schedule(schedule)) {}
-  bool exhausted() const { return next_ >= script_.size(); }
+  enum class PastTheEnd : std::uint8_t { AnswerZero, Refuse };
+  explicit ReplayChooser(std::vector<std::uint32_t> script, PastTheEnd past_end = PastTheEnd::AnswerZero);
+  explicit ReplayChooser(std::string_view schedule, PastTheEnd past_end = PastTheEnd::AnswerZero)
+      : ReplayChooser(parse_schedule(schedule).runs, past_end) {}
+  ReplayChooser(std::vector<ChoiceRun> runs, PastTheEnd past_end) : runs_(std::move(runs)), past_end_(past_end) {}
+  bool exhausted() const { return remaining() == 0; }
+  /// Answers of the script not asked for yet.
+  std::uint64_t remaining() const;
 
  protected:
   std::uint32_t pick(ChoiceKind kind, std::uint32_t options) override;
 
  private:
-  std::vector<std::uint32_t> script_;
-  std::size_t next_ = 0;
+  std::vector<ChoiceRun> runs_;
+  PastTheEnd past_end_;
+  std::size_t run_ = 0;     // the run the next answer comes from
+  std::uint64_t used_ = 0;  // answers already taken from runs_[run_]
 };
 
 /// Answers from a byte string generated (and shrunk) by a property-testing

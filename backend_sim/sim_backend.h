@@ -149,11 +149,13 @@ class SimBackend {
     return done;
   }
   /// Tags every op enqueued from now on with `line` (op_origin reads it
-  /// back), every choice made from now on (line_starts reads it back), and
-  /// every log entry made from now on (log_line_starts).
+  /// back), every choice made from now on (line_starts reads it back; the
+  /// chooser is told the line too, so a divergence can name it), and every
+  /// log entry made from now on (log_line_starts).
   void set_op_origin(int line) {
     origin_line_ = line;
     starts_line(line);
+    model_.chooser().set_line(line);
     log_line_starts_.push_back(LogLineStart{model_.log().size(), line});
   }
   /// Where the choices of each line begin: the chooser's choice count when
@@ -226,9 +228,11 @@ class SimBackend {
     }
     return out;
   }
-  /// Lets all remaining device work complete (in chosen order).
+  /// Lets all remaining device work complete (in chosen order); its choices
+  /// are asked at no line (0).
   void drain() {
     starts_line(0);
+    model_.chooser().set_line(0);
     model_.finish();
   }
   DeviceModel& model() { return model_; }

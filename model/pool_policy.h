@@ -25,6 +25,8 @@ struct PoolPolicy {
   /// Address space the simulated pool may hand out, in bytes.
   std::uint64_t capacity = std::uint64_t{1} << 30;
 
+  bool operator==(const PoolPolicy&) const = default;
+
   /// Setting `k` (0..15) of the combinations of the four switches: bit 0
   /// follow event dependencies, bit 1 opportunistic, bit 2 internal
   /// dependencies, bit 3 a release threshold that keeps every freed range.

@@ -15,17 +15,57 @@ std::vector<Choice> choices(const std::vector<std::uint32_t>& taken) {
   return out;
 }
 
-TEST(ScheduleEncoding, RoundTripIncludingParenthesisedValues) {
+// Version 2 writes values of 36 and above as _n_ (shell-safe: `(n)` is a
+// syntax error in an unquoted shell command); `(n)`, as streamcheck wrote it
+// before, still reads.
+TEST(ScheduleEncoding, RoundTripIncludingLargeValues) {
   const std::vector<std::uint32_t> taken{0, 1, 9, 10, 35, 36, 100, 0};
   const std::string s = encode_schedule(choices(taken));
-  EXPECT_EQ(s, "019az(36)(100)0");
+  EXPECT_EQ(s, "019az_36__100_0");
   EXPECT_EQ(decode_schedule(s), taken);
+  EXPECT_EQ(decode_schedule("019az(36)(100)0"), taken);
 }
 
 TEST(ScheduleEncoding, EmptyScheduleIsADash) {
   EXPECT_EQ(encode_schedule({}), "-");
   EXPECT_TRUE(decode_schedule("-").empty());
   EXPECT_TRUE(decode_schedule("").empty());
+  EXPECT_EQ(encode_schedule(ScheduleHeader{}, {}), "v2:-");
+  EXPECT_TRUE(decode_schedule("v2:").empty());
+}
+
+// Long runs of one answer are the norm (the host going on, op after op):
+// 16 or more in a row are written as the answer and .count.; shorter runs
+// stay written out.
+TEST(ScheduleEncoding, LongRunsAreRunLengthCoded) {
+  std::vector<std::uint32_t> taken(15, 0);
+  EXPECT_EQ(encode_schedule(choices(taken)), std::string(15, '0'));
+  taken.assign(1000000, 0);
+  taken.push_back(1);
+  taken.insert(taken.end(), 20, 40);
+  taken.push_back(2);
+  const std::string s = encode_schedule(choices(taken));
+  EXPECT_EQ(s, "0.1000000.1_40_.20.2");
+  EXPECT_EQ(decode_schedule(s), taken);
+  const ScheduleText t = parse_schedule(s);
+  EXPECT_EQ(t.choices(), taken.size());
+  ASSERT_EQ(t.runs.size(), 4u);  // runs stay runs: a huge count is not expanded to parse it
+  EXPECT_EQ(t.runs[0].count, 1000000u);
+  EXPECT_EQ(decode_schedule("0.2.0.3."), std::vector<std::uint32_t>(5, 0));  // adjacent runs merge
+}
+
+TEST(ScheduleEncoding, HeaderCarriesTheOptionsOfTheRun) {
+  const ScheduleHeader h{true, {{"opportunistic", "off"}, {"release_threshold", "4096"}}};
+  const std::string s = encode_schedule(h, choices({1, 0}));
+  EXPECT_EQ(s, "v2,faults,opportunistic=off,release_threshold=4096:10");
+  EXPECT_EQ(s.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_.-,=:"), std::string::npos)
+      << "shell-safe characters only";
+  const ScheduleText t = parse_schedule(s);
+  ASSERT_TRUE(t.header.has_value());
+  EXPECT_EQ(*t.header, h);
+  EXPECT_EQ(decode_schedule(s), (std::vector<std::uint32_t>{1, 0}));
+  EXPECT_FALSE(parse_schedule("0101").header.has_value());  // headerless: written before version 2
+  EXPECT_FALSE(parse_schedule("v2").header.has_value());    // answers 31 and 2, no header
 }
 
 std::string decode_error(std::string_view text) {
@@ -38,15 +78,30 @@ std::string decode_error(std::string_view text) {
 }
 
 TEST(ScheduleEncoding, MalformedStringsThrowWithThePosition) {
-  EXPECT_NE(decode_error("01!2").find("'!' at position 2"), std::string::npos) << decode_error("01!2");
-  EXPECT_NE(decode_error("A").find("at position 0"), std::string::npos) << decode_error("A");
-  EXPECT_NE(decode_error("0(36").find("unterminated '(' at position 1"), std::string::npos) << decode_error("0(36");
-  EXPECT_NE(decode_error("00()").find("unterminated '(' at position 2"), std::string::npos) << decode_error("00()");
-  EXPECT_NE(decode_error("(3x)").find("non-digit inside () at position 2"), std::string::npos) << decode_error("(3x)");
-  EXPECT_NE(decode_error("--").find("at position 0"), std::string::npos) << decode_error("--");
-  EXPECT_NE(decode_error("1(99999999999)").find("too large at position 1"), std::string::npos)
-      << decode_error("1(99999999999)");
+  const auto expect = [](std::string_view text, std::string_view message) {
+    EXPECT_NE(decode_error(text).find(message), std::string::npos) << text << ": " << decode_error(text);
+  };
+  expect("01!2", "'!' at position 2");
+  expect("A", "at position 0");
+  expect("0(36", "unterminated (n) at position 1");
+  expect("00()", "unterminated (n) at position 2");
+  expect("(3x)", "non-digit inside (n) at position 2");
+  expect("--", "at position 0");
+  expect("1(99999999999)", "too large at position 1");
+  expect("1_99999999999_", "too large at position 1");
+  expect("0_7", "unterminated _n_ at position 1");
+  expect("0.5", "unterminated run .count. at position 1");
+  expect("0..", "unterminated run .count. at position 1");
+  expect("0.0.", "a run of 0 choices at position 1");
+  expect("v2,faults:01!", "'!' at position 12");
+  expect("v2,faults", "header without ':' at position 2");
+  expect("v2,faults,faults:0", "'faults' given twice at position 10");
+  expect("v2,fault:0", "unknown header option 'fault'");
+  expect("v2,opportunistic=:0", "is not SWITCH=VALUE");
+  expect("v2,:0", "empty header option at position 3");
+  expect("v3:0", "version 3 is not one this streamcheck reads");
   EXPECT_EQ(decode_schedule("(4294967295)").front(), 4294967295u);
+  EXPECT_EQ(decode_schedule("_4294967295_").front(), 4294967295u);
 }
 
 TEST(ScheduleChooser, ForcedChoicesAreNotRecorded) {
@@ -63,7 +118,40 @@ TEST(ScheduleChooser, ForcedChoicesAreNotRecorded) {
 
 TEST(ScheduleChooser, ReplayOutOfRangeThrowsScheduleMismatch) {
   ReplayChooser c("5");
-  EXPECT_THROW(c.choose(ChoiceKind::DeviceStep, 2), ScheduleMismatch);
+  c.set_line(8);
+  try {
+    c.choose(ChoiceKind::DeviceStep, 2);
+    ADD_FAILURE() << "no ScheduleMismatch";
+  } catch (const ScheduleMismatch& e) {
+    EXPECT_EQ(e.where().choice, 0u);
+    EXPECT_EQ(e.where().options, 2u);
+    EXPECT_EQ(e.where().given, 5u);
+    EXPECT_EQ(e.where().line, 8);
+    EXPECT_NE(std::string(e.what()).find("choice 1 (asked at line 8) has 2 options, the schedule gives 5"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Replaying a schedule (Refuse) asks for exactly its answers: one more
+// choice is a mismatch that says the schedule had ended, and remaining()
+// counts answers left over (the caller refuses those once the program ends).
+TEST(ScheduleChooser, StrictReplayRefusesAnEarlyEndAndCountsLeftovers) {
+  ReplayChooser c("1.20.0", ReplayChooser::PastTheEnd::Refuse);
+  EXPECT_EQ(c.remaining(), 21u);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(c.choose(ChoiceKind::DeviceStep, 2), 1u);
+  EXPECT_EQ(c.remaining(), 1u);
+  EXPECT_EQ(c.choose(ChoiceKind::PoolRange, 3), 0u);
+  EXPECT_TRUE(c.exhausted());
+  try {
+    c.choose(ChoiceKind::Fault, 2);
+    ADD_FAILURE() << "no ScheduleMismatch";
+  } catch (const ScheduleMismatch& e) {
+    EXPECT_EQ(e.where().choice, 21u);
+    EXPECT_EQ(e.where().kind, ChoiceKind::Fault);
+    EXPECT_FALSE(e.where().given.has_value());
+    EXPECT_NE(std::string(e.what()).find("the schedule ended before choice 22"), std::string::npos) << e.what();
+  }
 }
 
 // A program with device steps, pool choices and a query: its report (all
