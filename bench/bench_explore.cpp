@@ -34,7 +34,7 @@ tools::Trace load(const std::string& name) {
 
 /// log10 of the number of interleavings that keep only stream order.
 double log10_naive_interleavings(const tools::Trace& trace) {
-  const tools::HeldRun held = tools::run_one(trace, {}, std::nullopt);
+  const tools::HeldRun held = tools::run_one(trace, {});
   const sim::DeviceModel& m = held.run->model();
   double total = 0, log_fact_parts = 0;
   for (std::uint32_t s = 0; s < m.stream_count(); ++s) {

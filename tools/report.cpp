@@ -52,7 +52,10 @@ std::string report_text(const Report& r) {
     fmt::format_to(line, "  bytes:    {}\n", describe(f.bytes));
     fmt::format_to(line, "  order:    {}\n", describe_order(f));
     fmt::format_to(line, "  fix:      {}\n", describe_fix(f));
-    fmt::format_to(line, "  schedule: {}  (streamcheck replay {} --schedule {})\n", f.schedule, r.file, f.schedule);
+    if (f.schedule_file)
+      fmt::format_to(line, "  replay:   streamcheck replay {} --schedule-file {}\n", r.file, *f.schedule_file);
+    else
+      fmt::format_to(line, "  replay:   streamcheck replay {} --schedule {}\n", r.file, f.schedule);
   }
   for (const auto& n : r.near_misses) fmt::format_to(line, "\nnear miss ({}): {}\n", to_string(n.kind), describe(n));
   std::size_t error_notes = 0;

@@ -113,6 +113,9 @@ struct ReportFinding {
   /// wait a new event) fix it, or no edit does (ReorderOrDoubleBuffer).
   std::vector<TraceEdit> edits;
   std::string schedule;         // the first schedule that showed it
+  /// Where save_long_schedules wrote `schedule` (tools/schedule_io.h); the
+  /// text report then names the file instead of printing a long schedule.
+  std::optional<std::string> schedule_file;
   std::uint64_t schedules = 0;  // how many schedules showed it
 };
 

@@ -20,8 +20,10 @@
 #include <vector>
 
 #include "backend_sim/schedule.h"
+#include "tools/explain_schedule.h"
 #include "tools/explore.h"
 #include "tools/render.h"
+#include "tools/schedule_io.h"
 #include "tools/trace_check.h"
 #include "tools/trace_gpu.h"
 
@@ -75,6 +77,9 @@ struct Options {
   std::vector<std::string> policy;  // SWITCH=VALUE, in order
   tools::TraceCheckOptions trace;
   std::optional<std::string> schedule;
+  std::string schedule_file;
+  /// Where text reports write schedules too long to print (schedule_io.h).
+  std::string save_schedules = ".";
   std::string backend = "sim";
   std::string format;
   std::string output;
@@ -103,9 +108,9 @@ CLI::Validator accepted_by(Parse parse, const char* name) {
       name);
 }
 
-/// A schedule string as check/explore print it (decode_schedule's grammar).
+/// A schedule string as check/explore print it (parse_schedule's grammar).
 const CLI::Validator kScheduleString =
-    accepted_by([](const std::string& text) { return sim::decode_schedule(text); }, "SCHEDULE");
+    accepted_by([](const std::string& text) { return sim::parse_schedule(text); }, "SCHEDULE");
 
 /// One pool switch override, SWITCH=VALUE.
 const CLI::Validator kPolicySwitch(
@@ -187,9 +192,35 @@ void add_redundant(CLI::App& verb, Options& o) {
                 "also note each wait and sync that orders nothing new (over-synchronization; never changes the "
                 "verdict)");
 }
-void add_faults(CLI::App& verb, Options& o) {
-  verb.add_option("--faults", o.faults, "inject one transient fault at a resource call per run")
-      ->check(CLI::IsMember(kOnOff));
+void add_faults(CLI::App& verb, Options& o,
+                const char* what = "inject one transient fault at a resource call per run") {
+  verb.add_option("--faults", o.faults, what)->check(CLI::IsMember(kOnOff));
+}
+/// --faults of a verb that runs a given schedule.
+constexpr const char* kFaultsOfASchedule =
+    "for a schedule without a header (before version 2): whether it was recorded with --faults on; a schedule "
+    "with a header sets this itself";
+void add_save_schedules(CLI::App& verb, Options& o) {
+  verb.add_option("--save-schedules", o.save_schedules,
+                  "text report: write schedules longer than 200 characters to files in this folder (default: the "
+                  "current folder) and print the replay command that reads them")
+      ->check(CLI::ExistingDirectory);
+}
+/// --schedule S | --schedule-file F (one of them, `required` or not).
+CLI::Option* add_schedule(CLI::App& verb, Options& o, const char* what, bool required) {
+  auto* text = verb.add_option("--schedule", o.schedule, std::string(what) + ", as check/explore print it")
+                   ->check(kScheduleString);
+  auto* file = verb.add_option("--schedule-file", o.schedule_file,
+                               std::string(what) + ", read from a file (check/explore write long schedules to one)")
+                   ->check(CLI::ExistingFile)
+                   ->excludes(text);
+  if (required) {
+    auto* group = verb.add_option_group("schedule", "the schedule: --schedule S or --schedule-file F");
+    group->add_option(text);
+    group->add_option(file);
+    group->require_option(1);
+  }
+  return file;
 }
 
 /// Whether `arg` is written as an option (-x, --name, --name=value), not
@@ -250,8 +281,13 @@ Outcome outcome_of(const tools::Report& r) {
   return r.verdict() == tools::Verdict::Clean ? Outcome::Clean : Outcome::Findings;
 }
 
-Outcome print_report(const tools::Report& r, bool json) {
-  std::cout << (json ? tools::report_json(r) : tools::report_text(r));
+Outcome print_report(tools::Report r, const Options& o) {
+  if (o.json) {
+    std::cout << tools::report_json(r);  // JSON is data: the whole schedule stays in it
+  } else {
+    tools::save_long_schedules(r, o.save_schedules);
+    std::cout << tools::report_text(r);
+  }
   return outcome_of(r);
 }
 
@@ -267,7 +303,7 @@ tools::TraceCheckOptions with_policy(const Options& o) {
 }
 
 Outcome check(const Options& o) {
-  return print_report(tools::check_trace(tools::load_trace(o.file), with_policy(o)), o.json);
+  return print_report(tools::check_trace(tools::load_trace(o.file), with_policy(o)), o);
 }
 
 Outcome explore_builtin(const CLI::App& verb, Options o) {
@@ -293,24 +329,38 @@ Outcome explore(const CLI::App& verb, const Options& o) {
   };
   auto report = tools::explore_trace(trace, with_policy(o), progress);
   if (tty) std::cerr << "\r\033[K" << std::flush;
-  return print_report(report, o.json);
+  return print_report(std::move(report), o);
 }
 
-Outcome replay(const Options& o) {
+/// The schedule to replay: --schedule or --schedule-file, with the options
+/// its header names (the command line may repeat them, not change them).
+tools::ScheduleToReplay schedule_to_replay(const CLI::App& verb, const tools::Trace& trace, const Options& o) {
+  const std::string text = o.schedule ? *o.schedule : tools::read_schedule_file(o.schedule_file);
+  try {
+    return tools::schedule_to_replay(trace, text, with_policy(o), verb.count("--faults") > 0);
+  } catch (const std::invalid_argument& e) {  // a malformed --schedule-file; --schedule was checked by CLI11
+    throw UsageError(o.schedule_file + ": " + e.what());
+  }
+}
+
+Outcome replay(const CLI::App& verb, const Options& o) {
   const tools::Trace trace = tools::load_trace(o.file);
-  const tools::TraceCheckOptions options = with_policy(o);
-  auto report = tools::replay_trace(trace, *o.schedule, options);
+  const tools::ScheduleToReplay replay = schedule_to_replay(verb, trace, o);
+  const tools::TraceCheckOptions& options = replay.options;
+  auto report = tools::replay_trace(trace, replay);
   if (kBackends.at(o.backend) == Backend::Cuda) {
     const auto gpu = tools::replay_trace_on_gpu(trace, report, options);
     if (!gpu.available) throw UsageError("--backend cuda: " + gpu.why);
     report.gpu = tools::GpuReplay{gpu.device, gpu.runs, gpu.runs_with_mismatches, gpu.mismatching_words, gpu.notes};
   }
-  return print_report(report, o.json);
+  return print_report(std::move(report), o);
 }
 
-Outcome render(const Options& o) {
+Outcome render(const CLI::App& verb, const Options& o) {
   const tools::Trace trace = tools::load_trace(o.file);
-  const tools::HeldRun held = tools::run_one(trace, with_policy(o), o.schedule);
+  const bool replayed = o.schedule || !o.schedule_file.empty();
+  const tools::HeldRun held =
+      replayed ? tools::replay_one(trace, schedule_to_replay(verb, trace, o)) : tools::run_one(trace, with_policy(o));
   tools::RenderOptions options;
   options.finding = o.finding;
   if (o.window) options.window = tools::parse_call_window(*o.window);
@@ -330,6 +380,12 @@ Outcome render(const Options& o) {
     std::cout << out;
   }
   return outcome_of(held.report);
+}
+
+Outcome explain(const CLI::App& verb, const Options& o) {
+  const tools::Trace trace = tools::load_trace(o.file);
+  std::cout << tools::explain_schedule(trace, schedule_to_replay(verb, trace, o));
+  return Outcome::Clean;
 }
 
 Outcome counterexamples(const Options& o) {
@@ -372,6 +428,10 @@ Outcome outcome_of_failure(const CLI::App& app, bool json, const std::string& fi
     std::cerr << "streamcheck: " << e.what() << "\n";
     input.kind = tools::InputError::Kind::Schedule;
     input.message = e.what();
+  } catch (const tools::ScheduleError& e) {
+    std::cerr << "streamcheck: " << e.what() << "\n";
+    input.kind = tools::InputError::Kind::Schedule;
+    input.message = e.what();
   } catch (const std::exception& e) {
     std::cerr << "streamcheck: internal error: " << e.what()
               << "\nThis is a bug in streamcheck, not in the checked program; please report it with the command "
@@ -408,6 +468,7 @@ int main(int argc, char** argv) {
   add_faults(*check_verb, o);
   add_redundant(*check_verb, o);
   add_json(*check_verb, o);
+  add_save_schedules(*check_verb, o);
 
   auto* explore_verb = app.add_subcommand(
       "explore",
@@ -429,6 +490,7 @@ int main(int argc, char** argv) {
   add_faults(*explore_verb, o);
   add_redundant(*explore_verb, o);
   add_json(*explore_verb, o);
+  add_save_schedules(*explore_verb, o);
   explore_verb->add_option("--programs", o.builtin.programs, "without FILE: client programs to generate")
       ->check(CLI::Range(1, 100000));
   explore_verb->add_option("--length", o.builtin.program_length, "without FILE: ops per client program")
@@ -442,13 +504,13 @@ int main(int argc, char** argv) {
       "cuda it then runs the trace 10 times on the GPU, holding back the first op of every finding of that "
       "schedule, and reports the reads the stamp kernels saw corrupted (docs/GPU.md).");
   add_trace_file(*replay_verb, o);
-  replay_verb->add_option("--schedule", o.schedule, "the schedule to run, as check/explore print it")
-      ->required()
-      ->check(kScheduleString);
+  add_schedule(*replay_verb, o, "the schedule to run", true);
   replay_verb->add_option("--backend", o.backend, "sim, or cuda to replay on the GPU")->check(CLI::IsMember(kBackends));
   add_policy(*replay_verb, o);
   add_redundant(*replay_verb, o);
+  add_faults(*replay_verb, o, kFaultsOfASchedule);
   add_json(*replay_verb, o);
+  add_save_schedules(*replay_verb, o);
 
   auto* render_verb = app.add_subcommand(
       "render",
@@ -459,9 +521,8 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::IsMember(kFormats));
   auto* render_seed = add_seed(*render_verb, o, "seed of the schedule to draw");
-  render_verb->add_option("--schedule", o.schedule, "the schedule to draw, as check/explore print it")
-      ->check(kScheduleString)
-      ->excludes(render_seed);
+  add_schedule(*render_verb, o, "the schedule to draw", false)->excludes(render_seed);
+  render_verb->get_option("--schedule")->excludes(render_seed);
   render_verb->add_option("-o", o.output, "write to this file instead of stdout");
   render_verb
       ->add_option("--finding", o.finding,
@@ -473,6 +534,19 @@ int main(int argc, char** argv) {
                    "at most 240 calls, the first ones unless told")
       ->check(kCallWindow);
   add_policy(*render_verb, o);
+  add_faults(*render_verb, o,
+             "with --seed: inject one transient fault at a resource call; with a schedule without a header (before "
+             "version 2): whether it was recorded with --faults on (a header sets this itself)");
+
+  auto* explain_verb = app.add_subcommand(
+      "explain",
+      "Prints a schedule (as check/explore print it) as readable steps: for each choice, the trace line that asked "
+      "it and what its answer did -- which stream head completed, which range the pool handed out, where a fault "
+      "was injected. A schedule that does not fit the trace is an error that says where it diverged.");
+  add_trace_file(*explain_verb, o);
+  add_schedule(*explain_verb, o, "the schedule to explain", true);
+  add_policy(*explain_verb, o);
+  add_faults(*explain_verb, o, kFaultsOfASchedule);
 
   auto* counterexamples_verb = app.add_subcommand(
       "counterexamples",
@@ -488,8 +562,9 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
     if (check_verb->parsed()) outcome = check(o);
     if (explore_verb->parsed()) outcome = explore(*explore_verb, o);
-    if (replay_verb->parsed()) outcome = replay(o);
-    if (render_verb->parsed()) outcome = render(o);
+    if (replay_verb->parsed()) outcome = replay(*replay_verb, o);
+    if (render_verb->parsed()) outcome = render(*render_verb, o);
+    if (explain_verb->parsed()) outcome = explain(*explain_verb, o);
     if (counterexamples_verb->parsed()) outcome = counterexamples(o);
   } catch (...) {
     outcome = outcome_of_failure(app, wants_json(argc, argv), o.file);

@@ -583,8 +583,10 @@ std::optional<PoolSwitchProblem> set_pool_switch(PoolPolicy& policy, std::string
 
 // ----------------------------------------------------------------- running
 
-Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const TraceRunOptions& options) {
+Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const TraceRunOptions& options,
+                           const std::function<void(const sim::DeviceModel&)>& on_model) {
   auto model = std::make_unique<sim::DeviceModel>(chooser, options.policy);
+  if (on_model) on_model(*model);
   sim::SimBackendOptions bo;
   bo.max_explored_faults = options.faults ? 1 : 0;
   sim::SimBackend backend(*model, bo);

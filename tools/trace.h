@@ -362,6 +362,8 @@ struct TraceRunOptions {
 
 /// Runs `trace` once on the simulator, the schedule chosen by `chooser`
 /// (which must outlive the returned record: its model refers to it).
-Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const TraceRunOptions& options);
+/// `on_model` sees the simulated device before the first statement runs.
+Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const TraceRunOptions& options,
+                           const std::function<void(const sim::DeviceModel&)>& on_model = {});
 
 }  // namespace streamcheck::tools

@@ -9,6 +9,7 @@
 #include "backend_sim/explain.h"
 #include "backend_sim/explorer.h"
 #include "tools/near_miss.h"
+#include "tools/schedule_io.h"
 
 namespace streamcheck::tools {
 
@@ -33,11 +34,15 @@ PoolPolicy apply_policy_overrides(PoolPolicy p, const std::vector<std::pair<std:
   return p;
 }
 
-namespace {
+TraceRunOptions run_options_of(const Trace& trace, const TraceCheckOptions& o) {
+  return TraceRunOptions{apply_policy_overrides(trace.policy, o.policy_overrides), o.faults};
+}
 
 ReportOp report_op(const Execution& run, sim::OpRef op) {
   return ReportOp{op, run.model().stream_name(op.stream), run.origin(op), sim::describe(run.model(), op)};
 }
+
+namespace {
 
 std::vector<ReportBytes> report_bytes(const Execution& run, const std::vector<sim::ByteRange>& ranges) {
   std::vector<ReportBytes> out;
@@ -58,6 +63,7 @@ ReportFinding report_finding(const Execution& run, const sim::Finding& f, const 
                     .near_miss = std::nullopt,
                     .edits = {},
                     .schedule = schedule,
+                    .schedule_file = std::nullopt,
                     .schedules = 1};
   if (!f.second) return out;  // a leak
   out.second = report_op(run, *f.second);
@@ -103,14 +109,16 @@ std::string run_options_text(const TraceCheckOptions& o) {
 }
 
 /// Adds the findings and notes of each run to one report, each once, and
-/// keeps what its coverage needs.
+/// keeps what its coverage needs; a finding keeps the first schedule that
+/// showed it, with the header that makes it replay (tools/schedule_io.h).
 class Collector {
  public:
   Collector(const Trace& trace, const TraceCheckOptions& o, Coverage::How how)
       : options_(o),
         near_misses_(trace),
         trace_(trace),
-        run_options_{apply_policy_overrides(trace.policy, o.policy_overrides), o.faults} {
+        run_options_(run_options_of(trace, o)),
+        header_(schedule_header(trace, run_options_)) {
     report_.file = trace.file;
     if (o.redundant) report_.redundant.emplace();
     for (NearMiss& n : near_misses_.statement_near_misses()) add_near_miss(std::move(n));
@@ -119,17 +127,20 @@ class Collector {
     report_.policy = run_options_.policy;
   }
   const TraceRunOptions& run_options() const { return run_options_; }
+  std::string schedule_of(const sim::Chooser& chooser) const { return sim::encode_schedule(header_, chooser.taken()); }
 
-  void add(const Execution& run, const std::string& schedule) {
+  void add(const Execution& run, const sim::Chooser& chooser) {
     ++report_.coverage.explored;
+    std::optional<std::string> schedule;  // encoded once, when a new finding needs it
     for (const auto& f : run.model().findings()) {
       const Key k{f.kind, f.first, f.second, f.definite};
       if (auto it = index_.find(k); it != index_.end()) {
         ++report_.findings[it->second].schedules;
         continue;
       }
+      if (!schedule) schedule = schedule_of(chooser);
       index_[k] = report_.findings.size();
-      ReportFinding& added = report_.findings.emplace_back(report_finding(run, f, schedule));
+      ReportFinding& added = report_.findings.emplace_back(report_finding(run, f, *schedule));
       // Only a finding whose fix would be a new event gets one of the trace's
       // own lines instead; a fix that says no edge is right stays.
       if (auto fix = added.fix == Fix::RecordEventAndWait ? near_misses_.fix_of(added) : std::nullopt) {
@@ -207,6 +218,7 @@ class Collector {
   NearMissAnalysis near_misses_;
   const Trace& trace_;
   TraceRunOptions run_options_;
+  sim::ScheduleHeader header_;
   Report report_;
   std::map<Key, std::size_t> index_;
   std::set<std::pair<int, std::string>> notes_seen_;
@@ -220,16 +232,20 @@ Report check_trace(const Trace& trace, const TraceCheckOptions& o) {
   Collector c(trace, o, Coverage::How::OneSchedule);
   sim::RandomChooser chooser(o.seed);
   const Execution run = run_on_simulator(trace, chooser, c.run_options());
-  c.add(run, chooser.schedule());
+  c.add(run, chooser);
+  return std::move(c.finish(false));
+}
+
+Report replay_trace(const Trace& trace, const ScheduleToReplay& replay) {
+  Collector c(trace, replay.options, Coverage::How::Replay);
+  sim::ReplayChooser chooser(replay.schedule.runs, sim::ReplayChooser::PastTheEnd::Refuse);
+  const Execution run = replay_on_simulator(trace, chooser, c.run_options());
+  c.add(run, chooser);
   return std::move(c.finish(false));
 }
 
 Report replay_trace(const Trace& trace, const std::string& schedule, const TraceCheckOptions& o) {
-  Collector c(trace, o, Coverage::How::Replay);
-  sim::ReplayChooser chooser(schedule);
-  const Execution run = run_on_simulator(trace, chooser, c.run_options());
-  c.add(run, chooser.schedule());
-  return std::move(c.finish(false));
+  return replay_trace(trace, schedule_to_replay(trace, schedule, o, false));
 }
 
 Report explore_trace(const Trace& trace, const TraceCheckOptions& o, const Progress& progress) {
@@ -241,7 +257,7 @@ Report explore_trace(const Trace& trace, const TraceCheckOptions& o, const Progr
   const auto explored = sim::explore(strategy, sim::Bounds{o.max_schedules}, [&](sim::Chooser& chooser) {
     const Execution run = run_on_simulator(trace, chooser, c.run_options());
     if (sim::repeats_earlier_round(chooser)) return false;  // run and reported before
-    c.add(run, chooser.schedule());
+    c.add(run, chooser);
     const std::uint64_t n = c.report().coverage.explored;
     if (progress && n % 100 == 0) progress(n, c.report().findings.size());
     return false;
@@ -249,16 +265,25 @@ Report explore_trace(const Trace& trace, const TraceCheckOptions& o, const Progr
   return std::move(c.finish(explored.exhaustive, explored.deviations_covered));
 }
 
-HeldRun run_one(const Trace& trace, const TraceCheckOptions& o, const std::optional<std::string>& schedule) {
-  Collector c(trace, o, schedule ? Coverage::How::Replay : Coverage::How::OneSchedule);
+HeldRun run_one(const Trace& trace, const TraceCheckOptions& o) {
+  Collector c(trace, o, Coverage::How::OneSchedule);
   HeldRun held;
-  if (schedule)
-    held.chooser = std::make_unique<sim::ReplayChooser>(*schedule);
-  else
-    held.chooser = std::make_unique<sim::RandomChooser>(o.seed);
+  held.chooser = std::make_unique<sim::RandomChooser>(o.seed);
   held.run = std::make_unique<Execution>(run_on_simulator(trace, *held.chooser, c.run_options()));
-  held.schedule = held.chooser->schedule();
-  c.add(*held.run, held.schedule);
+  held.schedule = c.schedule_of(*held.chooser);
+  c.add(*held.run, *held.chooser);
+  held.report = std::move(c.finish(false));
+  return held;
+}
+
+HeldRun replay_one(const Trace& trace, const ScheduleToReplay& replay) {
+  Collector c(trace, replay.options, Coverage::How::Replay);
+  HeldRun held;
+  auto chooser = std::make_unique<sim::ReplayChooser>(replay.schedule.runs, sim::ReplayChooser::PastTheEnd::Refuse);
+  held.run = std::make_unique<Execution>(replay_on_simulator(trace, *chooser, c.run_options()));
+  held.chooser = std::move(chooser);
+  held.schedule = c.schedule_of(*held.chooser);
+  c.add(*held.run, *held.chooser);
   held.report = std::move(c.finish(false));
   return held;
 }

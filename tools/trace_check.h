@@ -34,16 +34,27 @@ struct TraceCheckOptions {
 /// with the offending text.
 PoolPolicy apply_policy_overrides(PoolPolicy p, const std::vector<std::pair<std::string, std::string>>& overrides);
 
+/// What one run of `trace` needs from the options: the pool (the trace's
+/// switches with the overrides applied) and --faults.
+TraceRunOptions run_options_of(const Trace& trace, const TraceCheckOptions& options);
+/// An op of a run as a report names it (its stream, statement, description).
+ReportOp report_op(const Execution& run, sim::OpRef op);
+
 using Progress = std::function<void(std::uint64_t schedules, std::size_t findings)>;
 
 Report check_trace(const Trace& trace, const TraceCheckOptions& options);  // one schedule
 Report explore_trace(const Trace& trace, const TraceCheckOptions& options, const Progress& progress = {});
-/// Throws std::invalid_argument on a malformed schedule string and
-/// sim::ScheduleMismatch on one recorded for another program.
+struct ScheduleToReplay;  // tools/schedule_io.h
+/// Runs exactly the schedule, with the options it was recorded with
+/// (schedule_to_replay). Throws sim::ScheduleMismatch, saying where, when it
+/// does not fit the program.
+Report replay_trace(const Trace& trace, const ScheduleToReplay& replay);
+/// As above for a schedule string, `options` as a command line without
+/// --faults would give them (std::invalid_argument when malformed).
 Report replay_trace(const Trace& trace, const std::string& schedule, const TraceCheckOptions& options);
 
-/// One schedule (the seed's, or the given schedule string), kept for
-/// rendering; the chooser lives as long as the run that refers to it.
+/// One schedule (the seed's, or a schedule to replay), kept for rendering;
+/// the chooser lives as long as the run that refers to it.
 struct HeldRun {
   std::unique_ptr<sim::Chooser> chooser;
   std::unique_ptr<Execution> run;
@@ -51,6 +62,7 @@ struct HeldRun {
   /// The run's findings and notes (coverage: one schedule, or replay).
   Report report;
 };
-HeldRun run_one(const Trace& trace, const TraceCheckOptions& options, const std::optional<std::string>& schedule);
+HeldRun run_one(const Trace& trace, const TraceCheckOptions& options);
+HeldRun replay_one(const Trace& trace, const ScheduleToReplay& replay);
 
 }  // namespace streamcheck::tools

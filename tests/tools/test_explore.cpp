@@ -168,9 +168,9 @@ TEST(TraceCommand, VerbsExitCodes) {
 
 TEST(TraceCommand, ReplayOfAReportedScheduleReproducesIt) {
   const auto r = run_command("check " + examples("01_missing_wait.trace") + " --seed 3");
-  const auto at = r.out.find("schedule: ");
+  const auto at = r.out.find(" --schedule ");
   ASSERT_NE(at, std::string::npos) << r.out;
-  const std::string schedule = r.out.substr(at + 10, r.out.find(' ', at + 10) - at - 10);
+  const std::string schedule = r.out.substr(at + 12, r.out.find('\n', at + 12) - at - 12);
   const auto again = run_command("replay " + examples("01_missing_wait.trace") + " --schedule " + schedule);
   EXPECT_EQ(again.exit_code, 1);
   EXPECT_NE(again.out.find("data race"), std::string::npos) << again.out;
