@@ -97,6 +97,8 @@ class DeviceModel {
   std::optional<std::uint64_t> completion_index(OpRef a) const { return hb_.op(a).completion; }
   const std::vector<Finding>& findings() const { return race_.findings(); }
   const std::vector<ValueMismatch>& value_mismatches() const { return race_.value_mismatches(); }
+  /// The bytes op `a` touches, and how (tools/producers.h reads them).
+  std::vector<OpAccess> accesses(OpRef a) const { return race_.accesses(a); }
   const std::vector<LogEntry>& log() const { return hb_.log(); }
   std::uint32_t op_count(StreamIndex stream) const { return hb_.op_count(stream); }
   OpKind op_kind(OpRef op) const { return hb_.op(op).kind; }

@@ -105,6 +105,13 @@ void RaceChecker::executed(OpRef r) {
                         [&](std::uint64_t, std::uint64_t, std::uint64_t& v) { v = rec.stamp; });
 }
 
+std::vector<OpAccess> RaceChecker::accesses(OpRef r) const {
+  std::vector<OpAccess> out;
+  if (r.stream.value >= ops_.size() || r.index >= ops_[r.stream.value].size()) return out;
+  for (const Checked& c : ops_[r.stream.value][r.index].accesses) out.push_back(c.access);
+  return out;
+}
+
 void RaceChecker::leaked(const Allocation& a) {
   report(FindingKind::Leak, a.alloc_op, std::nullopt, ByteRange{a.range.lo, a.range.lo + a.bytes}, false);
 }

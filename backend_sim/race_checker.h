@@ -68,6 +68,8 @@ class RaceChecker {
 
   const std::vector<Finding>& findings() const { return findings_; }
   const std::vector<ValueMismatch>& value_mismatches() const { return mismatches_; }
+  /// The accesses op `r` was enqueued with (none for an op never checked).
+  std::vector<OpAccess> accesses(OpRef r) const;
 
  private:
   struct Checked {

@@ -14,6 +14,8 @@ namespace streamcheck::tools {
 
 /// The op's stream (the trace's name) and position: "s1#0".
 std::string op_name(const ReportOp& op);
+/// "line 4", or the op's name ("s1#0") for an op of no trace statement.
+std::string short_ref(const ReportOp& op);
 /// "line 4 (launch K1 on s1 writes A)", or the simulator's description of an
 /// op of no trace statement.
 std::string line_ref(const ReportOp& op);
@@ -38,6 +40,16 @@ std::string to_string(NearMiss::Kind kind);
 std::string describe(const NearMiss& near_miss);
 /// "line 4 (launch K on s1 writes A)".
 std::string describe(const TraceLine& line);
+/// What a group's findings have in common: "nothing orders s1 before s2
+/// (one missing edge)", or the finding's label.
+std::string describe_cause(const Report& r, const FindingGroup& g);
+/// The racing pairs of a group by their lines, "line 5 -> line 40, ...",
+/// at most `at_most` of them and then the count.
+std::string describe_pairs(const Report& r, const FindingGroup& g, std::size_t at_most);
+/// "it would change what line 10 reads of A[0:4096]: line 8 instead of line 6".
+std::string describe(const ProducerChange& change);
+/// The group's edits, or (none) its first finding's fix.
+std::string describe_fix(const Report& r, const FindingGroup& g);
 /// "one schedule", "replay", "random" or "dfs".
 std::string to_string(Coverage::How how);
 /// "line 8: deallocate refused: ...".

@@ -34,6 +34,9 @@ namespace {
 
 std::string plural(std::size_t n, const char* noun) { return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s"); }
 
+/// A cause's racing pairs in the text report: the first few, then the count.
+constexpr std::size_t kPairsShown = 8;
+
 }  // namespace
 
 std::string report_text(const Report& r) {
@@ -58,6 +61,13 @@ std::string report_text(const Report& r) {
       fmt::format_to(line, "  replay:   streamcheck replay {} --schedule {}\n", r.file, f.schedule);
   }
   for (const auto& n : r.near_misses) fmt::format_to(line, "\nnear miss ({}): {}\n", to_string(n.kind), describe(n));
+  for (std::size_t k = 0; k < r.groups.size(); ++k) {
+    const FindingGroup& g = r.groups[k];
+    fmt::format_to(line, "\ncause {} of {}: {}: {}\n", k + 1, r.groups.size(), plural(g.findings.size(), "finding"),
+                   describe_cause(r, g));
+    fmt::format_to(line, "  pairs:    {}\n", describe_pairs(r, g, kPairsShown));
+    fmt::format_to(line, "  fix:      {}\n", describe_fix(r, g));
+  }
   std::size_t error_notes = 0;
   for (const auto& n : r.notes) {
     const bool error = severity(n.kind) == Severity::Error;
@@ -129,6 +139,35 @@ Json range_json(const ReportBytes& b) {
   return o;
 }
 
+std::string to_string(TraceEdit::Kind k) {
+  switch (k) {
+    case TraceEdit::Kind::Declare:
+      return "declare";
+    case TraceEdit::Kind::InsertBefore:
+      return "insert before";
+    case TraceEdit::Kind::InsertAfter:
+      return "insert after";
+    case TraceEdit::Kind::MoveBefore:
+      return "move before";
+    case TraceEdit::Kind::MoveAfter:
+      return "move after";
+    case TraceEdit::Kind::Remove:
+      return "remove";
+  }
+  return {};
+}
+
+Json edits_json(const std::vector<TraceEdit>& edits) {
+  auto out = Json::array();
+  for (const TraceEdit& e : edits) {
+    Json o{{"kind", to_string(e.kind)}, {"line", e.line}};
+    if (!e.text.empty()) o["text"] = e.text;
+    if (e.anchor != 0) o["anchor"] = e.anchor;
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
 Json finding_json(const ReportFinding& f) {
   Json o;
   o["kind"] = sim::to_string(f.kind);
@@ -142,6 +181,8 @@ Json finding_json(const ReportFinding& f) {
   o["order"] = {{"kind", to_string(f.order)}, {"text", describe_order(f)}};
   o["fix"] = {{"kind", to_string(f.fix)}, {"text", describe_fix(f)}};
   if (f.near_miss) o["near_miss"] = near_miss_json(*f.near_miss);
+  if (!f.edits.empty()) o["edits"] = edits_json(f.edits);
+  if (f.producer) o["producer"] = op_json(*f.producer);
   o["schedule"] = f.schedule;
   o["schedules"] = f.schedules;
   return o;
@@ -213,6 +254,13 @@ std::string report_json(const Report& r) {
   j["policy"] = r.policy.describe();
   j["findings"] = Json::array();
   for (const auto& f : r.findings) j["findings"].push_back(finding_json(f));
+  j["groups"] = Json::array();
+  for (const FindingGroup& g : r.groups)
+    j["groups"].push_back({{"cause", describe_cause(r, g)},
+                           {"count", g.findings.size()},
+                           {"findings", g.findings},
+                           {"fix", describe_fix(r, g)},
+                           {"edits", edits_json(g.edits)}});
   j["notes"] = Json::array();
   for (const auto& n : r.notes) j["notes"].push_back(note_json(n));
   j["near_misses"] = Json::array();

@@ -13,6 +13,7 @@
 #include "model/pool_policy.h"
 #include "tools/fix.h"
 #include "tools/redundant.h"
+#include "tools/producers.h"
 #include "tools/trace.h"
 
 namespace streamcheck::tools {
@@ -46,6 +47,11 @@ enum class Fix : std::uint8_t {
   FreeTheBuffer,       // free it once its last use is enqueued
   KeepAliveUntilUse,   // keep the buffer alive until after the second op
   RecordEventAndWait,  // record an event after first; make second's stream wait on it
+  /// first writes what second reads, and second already reads an earlier
+  /// write (its producer): the edge first -> second would make it read the
+  /// wrong data, and the edge second -> first inverts the enqueue order.
+  /// Reorder the host code or double-buffer (no edit is offered).
+  ReorderOrDoubleBuffer,
   // The trace's own synchronization almost orders the pair (a NearMiss
   // explains the finding); the fix names its line instead of a new event.
   MoveRecordAfterFirst,  // RecordTooEarly: move the record after first's line
@@ -112,11 +118,27 @@ struct ReportFinding {
   /// near-miss move, a resource call); empty: the group's edits (record and
   /// wait a new event) fix it, or no edit does (ReorderOrDoubleBuffer).
   std::vector<TraceEdit> edits;
+  /// ReorderOrDoubleBuffer: the write `second` reads today (its last
+  /// HB-ordered writer of these bytes, tools/producers.h).
+  std::optional<ReportOp> producer;
   std::string schedule;         // the first schedule that showed it
   /// Where save_long_schedules wrote `schedule` (tools/schedule_io.h); the
   /// text report then names the file instead of printing a long schedule.
   std::optional<std::string> schedule_file;
   std::uint64_t schedules = 0;  // how many schedules showed it
+};
+
+/// Findings with one root cause: the ones one edit set removes (one missing
+/// edge: a record after the last racing op on one stream and a wait before
+/// the first racing op on the other).
+struct FindingGroup {
+  std::vector<std::size_t> findings;  // indices into Report::findings, ascending
+  /// The fix of them all, applied by `streamcheck fix`; empty when no edit is
+  /// offered (the findings' fix says why: ReorderOrDoubleBuffer, a leak).
+  std::vector<TraceEdit> edits;
+  /// Set (and no edits) when the record/wait pair that would remove the
+  /// finding changes which write some read sees: the first such read.
+  std::optional<ProducerChange> breaks_producer;
 };
 
 /// The choice points of (part of) a run, as a report names them: pool reuse
@@ -193,6 +215,8 @@ struct Report {
   Coverage coverage;
   PoolPolicy policy;
   std::vector<ReportFinding> findings;
+  /// Every finding in exactly one group, in the order of their first finding.
+  std::vector<FindingGroup> groups;
   std::vector<Note> notes;  // what went wrong that is no HB finding, with its line
   /// Synchronization that almost orders what it should, each once, by line;
   /// notes that do not count towards the verdict.

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -21,7 +22,9 @@
 
 #include "backend_sim/schedule.h"
 #include "tools/explain_schedule.h"
+#include "tools/explain.h"
 #include "tools/explore.h"
+#include "tools/fix_plan.h"
 #include "tools/render.h"
 #include "tools/schedule_io.h"
 #include "tools/trace_check.h"
@@ -388,6 +391,36 @@ Outcome explain(const CLI::App& verb, const Options& o) {
   return Outcome::Clean;
 }
 
+/// `fix`: the report's fixes applied (each checked by fix_plan's apply_fixes),
+/// the fixed trace written, and checked again.
+Outcome fix(const Options& o) {
+  std::ifstream in(o.file, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  const tools::Trace trace = tools::load_trace(o.file);
+  const tools::TraceCheckOptions options = with_policy(o);
+  const tools::Report report = tools::explore_trace(trace, options);
+  const tools::AppliedFixes fixed = tools::apply_fixes(text.str(), trace, report, options);
+  for (const std::size_t g : fixed.applied)
+    std::cout << "fixed cause " << g + 1 << " (" << report.groups[g].findings.size()
+              << " findings): " << tools::describe_fix(report, report.groups[g]) << "\n";
+  for (const auto& [g, why] : fixed.not_applied)
+    std::cout << "not fixed: cause " << g + 1 << " (" << tools::describe_cause(report, report.groups[g]) << "): " << why
+              << "\n";
+  {
+    std::ofstream out(o.output, std::ios::binary);
+    if (!out) throw UsageError("cannot write " + o.output);
+    out << fixed.trace.text;
+  }
+  const tools::Report after = tools::explore_trace(tools::load_trace(o.output), options);
+  std::cout << "wrote " << o.output << ": " << fixed.applied.size() << " of " << report.groups.size()
+            << " causes fixed; checked again: "
+            << (after.verdict() == tools::Verdict::Clean ? "clean"
+                                                         : "findings remain (streamcheck explore " + o.output + ")")
+            << "\n";
+  return outcome_of(after);
+}
+
 Outcome counterexamples(const Options& o) {
   for (const auto& f : tools::write_counterexample_pages(o.dir)) std::cout << "wrote " << o.dir << "/" << f << "\n";
   return Outcome::Clean;
@@ -548,6 +581,20 @@ int main(int argc, char** argv) {
   add_policy(*explain_verb, o);
   add_faults(*explain_verb, o, kFaultsOfASchedule);
 
+  auto* fix_verb = app.add_subcommand(
+      "fix",
+      "Explores the trace as `explore` does, applies the fix of every cause it reports (each checked first: no "
+      "fix is kept that changes which write a read sees) and writes the fixed trace to FIXED; then checks FIXED "
+      "again. Exit 0 when FIXED is clean, 1 when findings remain (each cause not fixed says why).");
+  add_trace_file(*fix_verb, o);
+  fix_verb->add_option("-o", o.output, "where to write the fixed trace")->required();
+  fix_verb->add_option("--strategy", o.strategy, "random, or dfs: every schedule up to --schedules")
+      ->check(CLI::IsMember(kStrategies));
+  add_seed(*fix_verb, o, "seed of the exploration");
+  fix_verb->add_option("--schedules", o.trace.max_schedules, "schedules to run (random), or the bound (dfs)")
+      ->check(kPositive);
+  add_policy(*fix_verb, o);
+
   auto* counterexamples_verb = app.add_subcommand(
       "counterexamples",
       "Writes DIR/Mk.md and DIR/Mk.svg for every mutant (M1..M11) and DIR/README.md; docs/counterexamples is "
@@ -565,6 +612,7 @@ int main(int argc, char** argv) {
     if (replay_verb->parsed()) outcome = replay(*replay_verb, o);
     if (render_verb->parsed()) outcome = render(*render_verb, o);
     if (explain_verb->parsed()) outcome = explain(*explain_verb, o);
+    if (fix_verb->parsed()) outcome = fix(o);
     if (counterexamples_verb->parsed()) outcome = counterexamples(o);
   } catch (...) {
     outcome = outcome_of_failure(app, wants_json(argc, argv), o.file);

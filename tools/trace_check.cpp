@@ -8,8 +8,10 @@
 
 #include "backend_sim/explain.h"
 #include "backend_sim/explorer.h"
+#include "tools/fix_plan.h"
 #include "tools/near_miss.h"
 #include "tools/schedule_io.h"
+#include "tools/producers.h"
 
 namespace streamcheck::tools {
 
@@ -51,6 +53,25 @@ std::vector<ReportBytes> report_bytes(const Execution& run, const std::vector<si
   return out;
 }
 
+/// When `first` writes bytes that `second` reads, and the original trace
+/// already orders a write of those bytes before `second` (its producer), the
+/// edge first -> second would make `second` read first's data instead: that
+/// producer. The other edge, second -> first, inverts the enqueue order.
+std::optional<sim::OpRef> producer_an_edge_would_replace(const sim::DeviceModel& model, const sim::Finding& f) {
+  if (!f.second || f.definite) return std::nullopt;
+  const auto overlaps = [&](sim::ByteRange b) {
+    return std::any_of(f.bytes.begin(), f.bytes.end(), [&](sim::ByteRange r) { return b.lo < r.hi && r.lo < b.hi; });
+  };
+  const auto first_writes = model.accesses(f.first);
+  if (std::none_of(first_writes.begin(), first_writes.end(),
+                   [&](const sim::OpAccess& a) { return writes(a.access) && overlaps(a.range); }))
+    return std::nullopt;
+  for (const Produced& p : producers(model, *f.second))
+    if (overlaps(p.bytes) && std::find(p.writers.begin(), p.writers.end(), f.first) == p.writers.end())
+      return p.writers.front();
+  return std::nullopt;
+}
+
 ReportFinding report_finding(const Execution& run, const sim::Finding& f, const std::string& schedule) {
   ReportFinding out{.kind = f.kind,
                     .definite = f.definite,
@@ -62,6 +83,7 @@ ReportFinding report_finding(const Execution& run, const sim::Finding& f, const 
                     .fix = Fix::FreeTheBuffer,
                     .near_miss = std::nullopt,
                     .edits = {},
+                    .producer = std::nullopt,
                     .schedule = schedule,
                     .schedule_file = std::nullopt,
                     .schedules = 1};
@@ -69,6 +91,10 @@ ReportFinding report_finding(const Execution& run, const sim::Finding& f, const 
   out.second = report_op(run, *f.second);
   out.order = f.definite ? Ordering::FreedBeforeUse : Ordering::MissingEdge;
   out.fix = f.definite ? Fix::KeepAliveUntilUse : Fix::RecordEventAndWait;
+  if (const auto producer = producer_an_edge_would_replace(run.model(), f)) {
+    out.fix = Fix::ReorderOrDoubleBuffer;
+    out.producer = report_op(run, *producer);
+  }
   return out;
 }
 
@@ -114,9 +140,9 @@ std::string run_options_text(const TraceCheckOptions& o) {
 class Collector {
  public:
   Collector(const Trace& trace, const TraceCheckOptions& o, Coverage::How how)
-      : options_(o),
+      : trace_(trace),
+        options_(o),
         near_misses_(trace),
-        trace_(trace),
         run_options_(run_options_of(trace, o)),
         header_(schedule_header(trace, run_options_)) {
     report_.file = trace.file;
@@ -163,10 +189,10 @@ class Collector {
     }
   }
   Report& report() { return report_; }
-
   /// After the last run (`last`): says how far the exploration got and what
   /// would explore the rest.
   Report& finish(bool exhaustive, std::uint32_t deviations_covered = 0) {
+    group_findings(trace_, report_, options_);
     Coverage& c = report_.coverage;
     c.exhaustive = exhaustive;
     const std::string file = report_.file;
@@ -214,9 +240,9 @@ class Collector {
   }
 
   using Key = std::tuple<sim::FindingKind, sim::OpRef, std::optional<sim::OpRef>, bool>;
+  const Trace& trace_;
   TraceCheckOptions options_;
   NearMissAnalysis near_misses_;
-  const Trace& trace_;
   TraceRunOptions run_options_;
   sim::ScheduleHeader header_;
   Report report_;

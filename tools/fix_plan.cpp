@@ -1,0 +1,256 @@
+#include "tools/fix_plan.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "backend_sim/schedule.h"
+#include "tools/explain.h"
+
+namespace streamcheck::tools {
+
+namespace {
+
+/// Every name the trace uses (a new event must not take one).
+std::set<std::string> used_names(const Trace& trace) {
+  std::set<std::string> names;
+  for (const Statement& st : trace.statements)
+    std::visit(
+        [&](const auto& s) {
+          if constexpr (requires { s.name; }) names.insert(s.name);
+          if constexpr (requires { s.kernel; }) names.insert(s.kernel);
+          if constexpr (requires { s.buffer; }) names.insert(s.buffer);
+        },
+        st);
+  return names;
+}
+
+/// "@worker " for a statement on a host thread other than main.
+std::string thread_prefix(const Trace& trace, int line) {
+  for (const Statement& st : trace.statements)
+    if (source(st).line == line) return source(st).thread == "main" ? "" : "@" + source(st).thread + " ";
+  return "";
+}
+
+/// The trace's text rebuilt from its statements, each on its own line
+/// (comments and blank lines left empty): what the report's edits apply to
+/// when the report checks them.
+std::string trace_text(const Trace& trace) {
+  std::vector<std::string> lines;
+  for (const Statement& st : trace.statements) {
+    const ast::Source& src = source(st);
+    if (static_cast<int>(lines.size()) < src.line) lines.resize(static_cast<std::size_t>(src.line));
+    lines[static_cast<std::size_t>(src.line - 1)] = src.text;
+  }
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+/// A finding a new event fixes: first's line on its stream, second's on its.
+struct Edge {
+  std::string from_stream, to_stream;
+  int from_line = 0, to_line = 0;
+};
+
+std::optional<Edge> missing_edge(const ReportFinding& f) {
+  if (f.fix != Fix::RecordEventAndWait || !f.edits.empty() || !f.second || !f.first.origin || !f.second->origin)
+    return std::nullopt;
+  return Edge{f.first.stream, f.second->stream, f.first.origin->line, f.second->origin->line};
+}
+
+/// The record after the last first op and the wait before the earliest
+/// second op of a group of missing edges, on `event`.
+std::vector<TraceEdit> edge_edits(const Trace& trace, const Report& report, const FindingGroup& g,
+                                  const std::string& event) {
+  int record_after = 0, wait_before = 0;
+  for (const std::size_t i : g.findings) {
+    const Edge e = *missing_edge(report.findings[i]);
+    record_after = std::max(record_after, e.from_line);
+    wait_before = wait_before == 0 ? e.to_line : std::min(wait_before, e.to_line);
+  }
+  const Edge head = *missing_edge(report.findings[g.findings.front()]);
+  return {
+      TraceEdit::declare("event " + event),
+      TraceEdit::insert_after(record_after,
+                              thread_prefix(trace, record_after) + "record " + event + " on " + head.from_stream),
+      TraceEdit::insert_before(wait_before,
+                               thread_prefix(trace, wait_before) + "wait " + event + " on " + head.to_stream),
+  };
+}
+
+/// The first read of `was` that reads other writes in `now` (nullopt: none).
+std::optional<ProducerChange> changed_producer(const ReadProducers& was, const ReadProducers& now) {
+  for (const auto& [read, writers] : was) {
+    const auto it = now.find(read);
+    if (it == now.end() || it->second != writers)
+      return ProducerChange{read, writers, it == now.end() ? std::set<int>{} : it->second};
+  }
+  return std::nullopt;
+}
+
+/// Edits checked against the producers of a trace, on one schedule.
+class ProducerCheck {
+ public:
+  ProducerCheck(const Trace& trace, std::string text, const TraceCheckOptions& options)
+      : trace_(trace),
+        text_(std::move(text)),
+        seed_(options.seed),
+        run_options_{apply_policy_overrides(trace.policy, options.policy_overrides), false},
+        was_(producers_of(trace, {})) {}
+
+  /// The first read whose producer the edited trace changes (nullopt:
+  /// none). Throws std::invalid_argument for
+  /// edits that do not apply, TraceError for edits whose trace does not parse.
+  std::optional<ProducerChange> change(std::span<const TraceEdit> edits) const {
+    return change(apply_edits(text_, edits));
+  }
+  std::optional<ProducerChange> change(const EditedTrace& edited) const {
+    return changed_producer(was_, producers_of(parse_trace(edited.text, trace_.file), edited.to_original()));
+  }
+
+ private:
+  ReadProducers producers_of(const Trace& t, std::span<const int> to_original) const {
+    sim::RandomChooser chooser(seed_);
+    return read_producers(run_on_simulator(t, chooser, run_options_), to_original);
+  }
+
+  const Trace& trace_;
+  std::string text_;
+  std::uint64_t seed_;
+  TraceRunOptions run_options_;
+  ReadProducers was_;
+};
+
+/// Findings into groups: missing edges per (from stream, to stream) cut into
+/// the fewest groups that one record and one wait fix; findings with their
+/// own edits by those edits; every other finding alone. Edge groups get
+/// their edits later (edge_edits), once their events are named.
+std::vector<FindingGroup> partition(const Report& report) {
+  const auto& findings = report.findings;
+  std::vector<FindingGroup> groups;
+  std::map<std::pair<std::string, std::string>, std::vector<std::size_t>> by_streams;
+  std::map<std::vector<TraceEdit>, std::size_t> by_edits;  // -> index in groups
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    const ReportFinding& f = findings[i];
+    if (const auto e = missing_edge(f)) {
+      by_streams[{e->from_stream, e->to_stream}].push_back(i);
+    } else if (!f.edits.empty()) {
+      const auto [it, fresh] = by_edits.try_emplace(f.edits, groups.size());
+      if (fresh) groups.push_back(FindingGroup{{}, f.edits, std::nullopt});
+      groups[it->second].findings.push_back(i);
+    } else {
+      groups.push_back(FindingGroup{{i}, {}, std::nullopt});
+    }
+  }
+  // A record after the last first op and a wait before the earliest second
+  // op fix every finding whose first op is enqueued before that wait: the
+  // fewest such cuts, greedily by the second op's line.
+  for (auto& [streams, members] : by_streams) {
+    std::sort(members.begin(), members.end(), [&](std::size_t a, std::size_t b) {
+      return std::tuple(missing_edge(findings[a])->to_line, a) < std::tuple(missing_edge(findings[b])->to_line, b);
+    });
+    const std::size_t first_of_pair = groups.size();
+    for (const std::size_t i : members) {
+      if (groups.size() > first_of_pair &&
+          missing_edge(findings[i])->from_line < missing_edge(findings[groups.back().findings.front()])->to_line) {
+        groups.back().findings.push_back(i);
+        continue;
+      }
+      groups.push_back(FindingGroup{{i}, {}, std::nullopt});
+    }
+  }
+  return groups;
+}
+
+}  // namespace
+
+void group_findings(const Trace& trace, Report& report, const TraceCheckOptions& options) {
+  std::vector<FindingGroup> groups = partition(report);
+  const auto is_edge_group = [&](const FindingGroup& g) {
+    return g.edits.empty() && missing_edge(report.findings[g.findings.front()]).has_value();
+  };
+  // Each edge checked against the producers (the event's name does not
+  // matter): a group whose edge changes what some read reads is split into
+  // its findings, and a finding whose own edge does too gets no edge.
+  const std::set<std::string> taken = used_names(trace);
+  int next_event = 1;
+  const auto fresh_event = [&] {
+    std::string event;
+    do event = "fix_" + std::to_string(next_event++);
+    while (taken.contains(event));
+    return event;
+  };
+  const std::string checking_event = fresh_event();
+  next_event = 1;
+  const bool small = trace.statements.size() <= kMaxStatementsCheckedForProducers;
+  std::optional<ProducerCheck> check;  // made when the first edge is checked
+  const auto change = [&](const FindingGroup& one) -> std::optional<ProducerChange> {
+    if (!check) check.emplace(trace, trace_text(trace), options);
+    try {
+      return check->change(edge_edits(trace, report, one, checking_event));
+    } catch (const std::invalid_argument&) {
+      return std::nullopt;  // edits that do not apply: `streamcheck fix` says so
+    } catch (const TraceError&) {
+      return std::nullopt;
+    }
+  };
+  std::vector<FindingGroup> checked;
+  for (FindingGroup& g : groups) {
+    if (!small || !is_edge_group(g) || !change(g)) {
+      checked.push_back(std::move(g));
+      continue;
+    }
+    for (const std::size_t i : g.findings) {
+      FindingGroup alone{{i}, {}, std::nullopt};
+      alone.breaks_producer = change(alone);
+      checked.push_back(std::move(alone));
+    }
+  }
+  for (FindingGroup& g : checked)
+    if (is_edge_group(g) && !g.breaks_producer) g.edits = edge_edits(trace, report, g, fresh_event());
+  for (FindingGroup& g : checked) std::sort(g.findings.begin(), g.findings.end());
+  std::sort(checked.begin(), checked.end(),
+            [](const FindingGroup& a, const FindingGroup& b) { return a.findings.front() < b.findings.front(); });
+  report.groups = std::move(checked);
+}
+
+AppliedFixes apply_fixes(std::string_view text, const Trace& trace, const Report& report,
+                         const TraceCheckOptions& options) {
+  std::optional<ProducerCheck> check;
+  if (trace.statements.size() <= kMaxStatementsCheckedForProducers) check.emplace(trace, std::string(text), options);
+  AppliedFixes out;
+  out.trace = apply_edits(text, {});
+  std::vector<TraceEdit> kept;
+  for (std::size_t g = 0; g < report.groups.size(); ++g) {
+    const FindingGroup& group = report.groups[g];
+    if (group.edits.empty()) {
+      out.not_applied.push_back({g, describe_fix(report, group)});
+      continue;
+    }
+    std::vector<TraceEdit> candidate = kept;
+    candidate.insert(candidate.end(), group.edits.begin(), group.edits.end());
+    try {
+      EditedTrace edited = apply_edits(text, candidate);
+      (void)parse_trace(edited.text, trace.file);
+      if (const auto change = check ? check->change(edited) : std::nullopt) {
+        out.not_applied.push_back({g, describe(*change)});
+        continue;
+      }
+      kept = std::move(candidate);
+      out.trace = std::move(edited);
+      out.applied.push_back(g);
+    } catch (const std::invalid_argument& e) {
+      out.not_applied.push_back({g, e.what()});
+    } catch (const TraceError& e) {
+      out.not_applied.push_back({g, std::string("the edits make a trace that does not parse: ") + e.what()});
+    }
+  }
+  return out;
+}
+
+}  // namespace streamcheck::tools
