@@ -161,228 +161,229 @@ std::string describe(const NearMiss& n) {
                          n.seen_by ? fmt::format(" before {}", describe(*n.seen_by)) : std::string());
   }
   return what;
-  std::string describe_cause(const Report& r, const FindingGroup& g) {
-    const ReportFinding& head = r.findings.at(g.findings.front());
-    if (!g.edits.empty() && head.edits.empty() && head.second)
-      return fmt::format("nothing orders {} before {} (one missing edge)", head.first.stream, head.second->stream);
-    if (g.breaks_producer)
-      return fmt::format("nothing orders {} before {}, and no edge may: it would change what line {} reads",
-                         short_ref(head.first), short_ref(*head.second), g.breaks_producer->read.line);
-    if (head.fix == Fix::ReorderOrDoubleBuffer)
-      return fmt::format(
-          "{} writes before {} reads the earlier data (the only race-free order inverts the enqueue order)",
-          short_ref(head.first), short_ref(*head.second));
-    return finding_label(head);
-  }
+}
 
-  std::string describe_pairs(const Report& r, const FindingGroup& g, std::size_t at_most) {
+std::string describe_cause(const Report& r, const FindingGroup& g) {
+  const ReportFinding& head = r.findings.at(g.findings.front());
+  if (!g.edits.empty() && head.edits.empty() && head.second)
+    return fmt::format("nothing orders {} before {} (one missing edge)", head.first.stream, head.second->stream);
+  if (g.breaks_producer)
+    return fmt::format("nothing orders {} before {}, and no edge may: it would change what line {} reads",
+                       short_ref(head.first), short_ref(*head.second), g.breaks_producer->read.line);
+  if (head.fix == Fix::ReorderOrDoubleBuffer)
+    return fmt::format(
+        "{} writes before {} reads the earlier data (the only race-free order inverts the enqueue order)",
+        short_ref(head.first), short_ref(*head.second));
+  return finding_label(head);
+}
+
+std::string describe_pairs(const Report& r, const FindingGroup& g, std::size_t at_most) {
+  std::string out;
+  for (std::size_t k = 0; k < g.findings.size() && k < at_most; ++k) {
+    const ReportFinding& f = r.findings.at(g.findings[k]);
+    out += (out.empty() ? "" : ", ") +
+           (f.second ? short_ref(f.first) + " -> " + short_ref(*f.second) : short_ref(f.first));
+  }
+  if (g.findings.size() > at_most) out += fmt::format(", ... ({} in all)", g.findings.size());
+  return out;
+}
+
+std::string describe(const ProducerChange& change) {
+  const auto lines = [](const std::set<int>& writers) {
     std::string out;
-    for (std::size_t k = 0; k < g.findings.size() && k < at_most; ++k) {
-      const ReportFinding& f = r.findings.at(g.findings[k]);
-      out += (out.empty() ? "" : ", ") +
-             (f.second ? short_ref(f.first) + " -> " + short_ref(*f.second) : short_ref(f.first));
-    }
-    if (g.findings.size() > at_most) out += fmt::format(", ... ({} in all)", g.findings.size());
-    return out;
+    for (const int w : writers) out += (out.empty() ? "line " : " and line ") + std::to_string(w);
+    return out.empty() ? std::string("no ordered write") : out;
+  };
+  const ReadBytes& r = change.read;
+  return fmt::format("it would change what line {} reads of {}[{}:{}]: {} instead of {}", r.line, r.buffer, r.lo, r.hi,
+                     lines(change.now), lines(change.was));
+}
+
+std::string describe_fix(const Report& r, const FindingGroup& g) {
+  if (!g.edits.empty()) return describe(g.edits);
+  if (const auto& change = g.breaks_producer) {
+    const ReportFinding& f = r.findings.at(g.findings.front());
+    return fmt::format(
+        "no edge: ordering {} before {} (a record after one, a wait before the other) is race-free, but {}. "
+        "Reorder the host code so that the reads are enqueued before the writes they must not see, or "
+        "double-buffer (give the later write its own buffer)",
+        short_ref(f.first), short_ref(*f.second), describe(*change));
   }
+  return describe_fix(r.findings.at(g.findings.front()));
+}
 
-  std::string describe(const ProducerChange& change) {
-    const auto lines = [](const std::set<int>& writers) {
-      std::string out;
-      for (const int w : writers) out += (out.empty() ? "line " : " and line ") + std::to_string(w);
-      return out.empty() ? std::string("no ordered write") : out;
-    };
-    const ReadBytes& r = change.read;
-    return fmt::format("it would change what line {} reads of {}[{}:{}]: {} instead of {}", r.line, r.buffer, r.lo,
-                       r.hi, lines(change.now), lines(change.was));
+std::string to_string(Coverage::How how) {
+  switch (how) {
+    case Coverage::How::OneSchedule:
+      return "one schedule";
+    case Coverage::How::Replay:
+      return "replay";
+    case Coverage::How::Random:
+      return "random";
+    case Coverage::How::Dfs:
+      return "dfs";
   }
+  return {};
+}
 
-  std::string describe_fix(const Report& r, const FindingGroup& g) {
-    if (!g.edits.empty()) return describe(g.edits);
-    if (const auto& change = g.breaks_producer) {
-      const ReportFinding& f = r.findings.at(g.findings.front());
-      return fmt::format(
-          "no edge: ordering {} before {} (a record after one, a wait before the other) is race-free, but {}. "
-          "Reorder the host code so that the reads are enqueued before the writes they must not see, or "
-          "double-buffer (give the later write its own buffer)",
-          short_ref(f.first), short_ref(*f.second), describe(*change));
-    }
-    return describe_fix(r.findings.at(g.findings.front()));
-  }
+std::string describe(const Note& note) { return fmt::format("line {}: {}", note.line, note.message); }
 
-  std::string to_string(Coverage::How how) {
-    switch (how) {
-      case Coverage::How::OneSchedule:
-        return "one schedule";
-      case Coverage::How::Replay:
-        return "replay";
-      case Coverage::How::Random:
-        return "random";
-      case Coverage::How::Dfs:
-        return "dfs";
-    }
-    return {};
-  }
+namespace {
 
-  std::string describe(const Note& note) { return fmt::format("line {}: {}", note.line, note.message); }
+std::string at_line(int line) { return line > 0 ? fmt::format("line {}", line) : "the end (device drain)"; }
 
-  namespace {
+}  // namespace
 
-  std::string at_line(int line) { return line > 0 ? fmt::format("line {}", line) : "the end (device drain)"; }
+std::string describe(const ChoiceSummary& s) {
+  std::vector<std::string> parts;
+  for (const auto& c : s.pool_reuse)
+    parts.push_back(fmt::format("pool reuse at {} (took option {} of {})", at_line(c.line), c.taken, c.options));
+  for (const auto& q : s.queries)
+    parts.push_back(fmt::format("query at {} answered \"{}\"", at_line(q.line), q.done ? "done" : "not done"));
+  for (const auto& c : s.faults)
+    parts.push_back(fmt::format("fault point at {} ({})", at_line(c.line), c.taken ? "fired" : "did not fire"));
+  if (s.device_steps > 0)
+    parts.push_back(fmt::format("{} device step{} (which stream head completes next)", s.device_steps,
+                                s.device_steps == 1 ? "" : "s"));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
 
-  }  // namespace
-
-  std::string describe(const ChoiceSummary& s) {
-    std::vector<std::string> parts;
-    for (const auto& c : s.pool_reuse)
-      parts.push_back(fmt::format("pool reuse at {} (took option {} of {})", at_line(c.line), c.taken, c.options));
-    for (const auto& q : s.queries)
-      parts.push_back(fmt::format("query at {} answered \"{}\"", at_line(q.line), q.done ? "done" : "not done"));
-    for (const auto& c : s.faults)
-      parts.push_back(fmt::format("fault point at {} ({})", at_line(c.line), c.taken ? "fired" : "did not fire"));
-    if (s.device_steps > 0)
-      parts.push_back(fmt::format("{} device step{} (which stream head completes next)", s.device_steps,
-                                  s.device_steps == 1 ? "" : "s"));
-    return fmt::format("{}", fmt::join(parts, ", "));
-  }
-
-  std::string describe_coverage(const Coverage& c) {
-    std::string out;
-    auto line = std::back_inserter(out);
-    switch (c.how) {
-      case Coverage::How::OneSchedule:
-      case Coverage::How::Replay:
-        if (c.exhaustive)
-          fmt::format_to(line, "coverage: exhaustive: the run made no choice, so this schedule is the only one\n");
-        else
-          fmt::format_to(line, "coverage: NOT exhaustive: one schedule; it made choices that were not explored: {}\n",
-                         describe(c.unexplored));
+std::string describe_coverage(const Coverage& c) {
+  std::string out;
+  auto line = std::back_inserter(out);
+  switch (c.how) {
+    case Coverage::How::OneSchedule:
+    case Coverage::How::Replay:
+      if (c.exhaustive)
+        fmt::format_to(line, "coverage: exhaustive: the run made no choice, so this schedule is the only one\n");
+      else
+        fmt::format_to(line, "coverage: NOT exhaustive: one schedule; it made choices that were not explored: {}\n",
+                       describe(c.unexplored));
+      break;
+    case Coverage::How::Random:
+      fmt::format_to(line, "coverage: NOT exhaustive: {} random schedules (seed {}), a sample\n", c.explored, c.seed);
+      break;
+    case Coverage::How::Dfs:
+      if (c.exhaustive) {
+        fmt::format_to(line, "coverage: exhaustive: dfs ran every schedule of the trace ({})\n", c.explored);
         break;
-      case Coverage::How::Random:
-        fmt::format_to(line, "coverage: NOT exhaustive: {} random schedules (seed {}), a sample\n", c.explored, c.seed);
-        break;
-      case Coverage::How::Dfs:
-        if (c.exhaustive) {
-          fmt::format_to(line, "coverage: exhaustive: dfs ran every schedule of the trace ({})\n", c.explored);
-          break;
-        }
-        fmt::format_to(
-            line,
-            "coverage: NOT exhaustive: dfs stopped at its bound of {} schedules; it runs the schedules fewest "
-            "deviations first (a deviation: a choice that took another option than its first, of the {} "
-            "choices a run makes) and had run every schedule with at most {} deviation{}\n",
-            c.explored, c.dfs ? c.dfs->choices_per_run : 0, c.dfs ? c.dfs->deviations_covered : 0,
-            c.dfs && c.dfs->deviations_covered == 1 ? "" : "s");
-        break;
-    }
-    for (const auto& s : c.to_finish) fmt::format_to(line, "  to explore the rest: {}  ({})\n", s.command, s.why);
-    return out;
+      }
+      fmt::format_to(line,
+                     "coverage: NOT exhaustive: dfs stopped at its bound of {} schedules; it runs the schedules fewest "
+                     "deviations first (a deviation: a choice that took another option than its first, of the {} "
+                     "choices a run makes) and had run every schedule with at most {} deviation{}\n",
+                     c.explored, c.dfs ? c.dfs->choices_per_run : 0, c.dfs ? c.dfs->deviations_covered : 0,
+                     c.dfs && c.dfs->deviations_covered == 1 ? "" : "s");
+      break;
+  }
+  for (const auto& s : c.to_finish) fmt::format_to(line, "  to explore the rest: {}  ({})\n", s.command, s.why);
+  return out;
+}
+
+std::string_view to_string(Severity s) { return s == Severity::Warning ? "warning" : "error"; }
+
+std::string_view to_string(Verdict v) {
+  switch (v) {
+    case Verdict::Clean:
+      return "clean";
+    case Verdict::Findings:
+      return "findings";
+    case Verdict::Errors:
+      return "errors";
+  }
+  return {};
+}
+
+std::string_view to_string(Ordering o) {
+  switch (o) {
+    case Ordering::NeverFreed:
+      return "never freed";
+    case Ordering::FreedBeforeUse:
+      return "freed before use";
+    case Ordering::MissingEdge:
+      return "missing edge";
+  }
+  return {};
+}
+
+std::string_view to_string(Fix f) {
+  switch (f) {
+    case Fix::FreeTheBuffer:
+      return "free the buffer";
+    case Fix::KeepAliveUntilUse:
+      return "keep alive until use";
+    case Fix::RecordEventAndWait:
+      return "record event and wait";
+    case Fix::MoveRecordAfterFirst:
+      return "move record after first";
+    case Fix::MoveWaitAfterRecord:
+      return "move wait after record";
+    case Fix::WaitBeforeReRecord:
+      return "wait before re-record";
+    case Fix::FinishTheUse:
+      return "finish the use";
+    case Fix::PrepareAndFinishTheLaunch:
+      return "prepare and finish the launch";
+    case Fix::ResourceOrdersThem:
+      return "resource orders them";
+    case Fix::ReorderOrDoubleBuffer:
+      return "reorder or double-buffer";
+  }
+  return {};
+}
+
+std::string_view to_string(NoteKind k) {
+  switch (k) {
+    case NoteKind::OutOfMemory:
+      return "out of memory";
+    case NoteKind::NotLive:
+      return "not live";
+    case NoteKind::Refused:
+      return "refused";
+    case NoteKind::NotAResourceBlock:
+      return "not a resource block";
+    case NoteKind::Skipped:
+      return "skipped";
+    case NoteKind::BackendFailed:
+      return "backend failed";
+  }
+  return {};
+}
+
+std::string_view to_string(InputError::Kind k) {
+  switch (k) {
+    case InputError::Kind::Usage:
+      return "usage";
+    case InputError::Kind::Trace:
+      return "trace";
+    case InputError::Kind::Schedule:
+      return "schedule";
+  }
+  return {};
+}
+
+std::string host_action_short(const sim::DeviceModel& model, const sim::LogEntry& entry) {
+  using Kind = sim::LogEntry::Kind;
+  switch (entry.kind) {
+    case Kind::SyncStream:
+      return "sync " + model.stream_name(entry.stream);
+    case Kind::SyncEvent:
+      return "sync " + model.event_name(entry.event);
+    case Kind::SyncDevice:
+      return "sync device";
+    case Kind::QueryDone:
+      return fmt::format("query {}: done", model.event_name(entry.event));
+    case Kind::QueryNotDone:
+      return fmt::format("query {}: busy", model.event_name(entry.event));
+    default:
+      return sim::host_action(model, entry);
   }
 
-  std::string_view to_string(Severity s) { return s == Severity::Warning ? "warning" : "error"; }
-
-  std::string_view to_string(Verdict v) {
-    switch (v) {
-      case Verdict::Clean:
-        return "clean";
-      case Verdict::Findings:
-        return "findings";
-      case Verdict::Errors:
-        return "errors";
-    }
-    return {};
+  std::string held_back(const Report& r) {
+    std::string held;
+    for (const auto& f : r.findings)
+      if (f.severity == Severity::Error) held += (held.empty() ? "" : ", ") + op_name(f.first);
+    return held.empty() ? "nothing" : held;
   }
 
-  std::string_view to_string(Ordering o) {
-    switch (o) {
-      case Ordering::NeverFreed:
-        return "never freed";
-      case Ordering::FreedBeforeUse:
-        return "freed before use";
-      case Ordering::MissingEdge:
-        return "missing edge";
-    }
-    return {};
-  }
-
-  std::string_view to_string(Fix f) {
-    switch (f) {
-      case Fix::FreeTheBuffer:
-        return "free the buffer";
-      case Fix::KeepAliveUntilUse:
-        return "keep alive until use";
-      case Fix::RecordEventAndWait:
-        return "record event and wait";
-      case Fix::MoveRecordAfterFirst:
-        return "move record after first";
-      case Fix::MoveWaitAfterRecord:
-        return "move wait after record";
-      case Fix::WaitBeforeReRecord:
-        return "wait before re-record";
-      case Fix::FinishTheUse:
-        return "finish the use";
-      case Fix::PrepareAndFinishTheLaunch:
-        return "prepare and finish the launch";
-      case Fix::ResourceOrdersThem:
-        return "resource orders them";
-      case Fix::ReorderOrDoubleBuffer:
-        return "reorder or double-buffer";
-    }
-    return {};
-  }
-
-  std::string_view to_string(NoteKind k) {
-    switch (k) {
-      case NoteKind::OutOfMemory:
-        return "out of memory";
-      case NoteKind::NotLive:
-        return "not live";
-      case NoteKind::Refused:
-        return "refused";
-      case NoteKind::NotAResourceBlock:
-        return "not a resource block";
-      case NoteKind::Skipped:
-        return "skipped";
-      case NoteKind::BackendFailed:
-        return "backend failed";
-    }
-    return {};
-  }
-
-  std::string_view to_string(InputError::Kind k) {
-    switch (k) {
-      case InputError::Kind::Usage:
-        return "usage";
-      case InputError::Kind::Trace:
-        return "trace";
-      case InputError::Kind::Schedule:
-        return "schedule";
-    }
-    return {};
-  }
-
-  std::string host_action_short(const sim::DeviceModel& model, const sim::LogEntry& entry) {
-    using Kind = sim::LogEntry::Kind;
-    switch (entry.kind) {
-      case Kind::SyncStream:
-        return "sync " + model.stream_name(entry.stream);
-      case Kind::SyncEvent:
-        return "sync " + model.event_name(entry.event);
-      case Kind::SyncDevice:
-        return "sync device";
-      case Kind::QueryDone:
-        return fmt::format("query {}: done", model.event_name(entry.event));
-      case Kind::QueryNotDone:
-        return fmt::format("query {}: busy", model.event_name(entry.event));
-      default:
-        return sim::host_action(model, entry);
-    }
-
-    std::string held_back(const Report& r) {
-      std::string held;
-      for (const auto& f : r.findings)
-        if (f.severity == Severity::Error) held += (held.empty() ? "" : ", ") + op_name(f.first);
-      return held.empty() ? "nothing" : held;
-    }
-
-  }  // namespace streamcheck::tools
+}  // namespace streamcheck::tools
