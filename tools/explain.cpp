@@ -378,12 +378,13 @@ std::string host_action_short(const sim::DeviceModel& model, const sim::LogEntry
     default:
       return sim::host_action(model, entry);
   }
+}
 
-  std::string held_back(const Report& r) {
-    std::string held;
-    for (const auto& f : r.findings)
-      if (f.severity == Severity::Error) held += (held.empty() ? "" : ", ") + op_name(f.first);
-    return held.empty() ? "nothing" : held;
-  }
+std::string held_back(const Report& r) {
+  std::string held;
+  for (const auto& f : r.findings)
+    if (f.severity == Severity::Error) held += (held.empty() ? "" : ", ") + op_name(f.first);
+  return held.empty() ? "nothing" : held;
+}
 
 }  // namespace streamcheck::tools
