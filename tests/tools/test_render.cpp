@@ -398,7 +398,7 @@ TEST(RenderDeterminism, SameModelAndSameProgramGiveIdenticalBytes) {
 /// One schedule of a trace, as `streamcheck render` draws it.
 struct DrawnTrace {
   explicit DrawnTrace(const std::string& text) : trace(parse_trace(text, "t.trace")) {
-    held = run_one(trace, TraceCheckOptions{}, std::nullopt);
+    held = run_one(trace, TraceCheckOptions{});
   }
   RenderInput input() const { return render_input(*held.run, held.report); }
   const DeviceModel& model() const { return held.run->model(); }
