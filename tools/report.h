@@ -12,8 +12,8 @@
 #include "backend_sim/device_model.h"
 #include "model/pool_policy.h"
 #include "tools/fix.h"
-#include "tools/redundant.h"
 #include "tools/producers.h"
+#include "tools/redundant.h"
 #include "tools/trace.h"
 
 namespace streamcheck::tools {
@@ -121,7 +121,7 @@ struct ReportFinding {
   /// ReorderOrDoubleBuffer: the write `second` reads today (its last
   /// HB-ordered writer of these bytes, tools/producers.h).
   std::optional<ReportOp> producer;
-  std::string schedule;         // the first schedule that showed it
+  std::string schedule;  // the first schedule that showed it
   /// Where save_long_schedules wrote `schedule` (tools/schedule_io.h); the
   /// text report then names the file instead of printing a long schedule.
   std::optional<std::string> schedule_file;

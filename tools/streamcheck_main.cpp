@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "backend_sim/schedule.h"
-#include "tools/explain_schedule.h"
 #include "tools/explain.h"
+#include "tools/explain_schedule.h"
 #include "tools/explore.h"
 #include "tools/fix_plan.h"
 #include "tools/render.h"

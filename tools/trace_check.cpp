@@ -10,8 +10,8 @@
 #include "backend_sim/explorer.h"
 #include "tools/fix_plan.h"
 #include "tools/near_miss.h"
-#include "tools/schedule_io.h"
 #include "tools/producers.h"
+#include "tools/schedule_io.h"
 
 namespace streamcheck::tools {
 
