@@ -75,6 +75,7 @@ CudaBackend::~CudaBackend() {
     std::cerr << "streamcheck: cuCtxSynchronize failed while destroying the CUDA backend: " << driver().describe(r)
               << "\n";
   streams_.clear();
+  free_fences_.clear();  // their events go back to the cache while the context lives
   // Allocations the client never freed: cuMemFree takes pool memory back
   // synchronously (the device is idle by now).
   for (const auto& [ptr, bytes] : live_allocations_) {
@@ -117,7 +118,7 @@ std::uint32_t CudaBackend::stream_index(StreamRef s) const {
 }
 
 Result<CudaBackend::Event> CudaBackend::create_event() {
-  if (auto f = faults_.fault_at("create_event")) return *f;
+  if (auto f = enter("create_event")) return *f;
   auto lease = events_->acquire();
   if (!lease) return lease.error();
   live_events_.fetch_add(1);
@@ -125,17 +126,18 @@ Result<CudaBackend::Event> CudaBackend::create_event() {
 }
 
 Status CudaBackend::record_event(Event& e, StreamRef s) {
-  if (auto f = faults_.fault_at("record_event")) return *f;
+  if (auto f = enter("record_event")) return *f;
   return cuda::record_event(e.ref().get(), s.get());
 }
 
 Status CudaBackend::wait_event(StreamRef s, const Event& e) {
-  if (auto f = faults_.fault_at("wait_event")) return *f;
+  if (auto f = enter("wait_event")) return *f;
   return cuda::wait_event(s.get(), e.ref().get());
 }
 
 Result<std::uint64_t> CudaBackend::alloc_async(std::size_t bytes, StreamRef s) {
-  if (auto f = faults_.fault_at("alloc_async")) return *f;
+  if (auto f = enter("alloc_async")) return *f;
+  if (auto live = std::exchange(collision_, std::nullopt)) return *live;  // a broken driver: allocates nothing
   CUdeviceptr ptr = 0;
   if (auto st = driver().check(driver().api().mem_alloc_from_pool_async(&ptr, bytes, pool_, s.get()),
                                "cuMemAllocFromPoolAsync");
@@ -151,7 +153,7 @@ Result<std::uint64_t> CudaBackend::alloc_async(std::size_t bytes, StreamRef s) {
 }
 
 Status CudaBackend::free_async(std::uint64_t ptr, StreamRef s) {
-  if (auto f = faults_.fault_at("free_async")) return *f;
+  if (auto f = enter("free_async")) return *f;
   auto it = live_allocations_.find(ptr);
   if (it == live_allocations_.end())
     return ResourceError::driver("free_async: " + std::to_string(ptr) + " is not a live allocation of this backend");
@@ -168,11 +170,29 @@ Status CudaBackend::free_async(std::uint64_t ptr, StreamRef s) {
   }
   if (auto st = driver().check(driver().api().mem_free_async(ptr, s.get()), "cuMemFreeAsync"); !st) return st;
   live_allocations_.erase(it);
+  if (options_.stamp_pool_ops) {
+    // Reap's promise (P3 reap ordering) is checked against this fence: an
+    // event recorded right after the free, which must have completed once
+    // a reap that released the free succeeded.
+    auto fence = CompletionFence::after(*events_, s);
+    if (!fence) return ResourceError::driver_caused_by("free_async: fence after the free", fence.error());
+    free_fences_.emplace(next_free_, std::move(fence).value());
+    last_free_ = next_free_++;
+  }
   return {};
 }
 
+bool CudaBackend::host_after_free(std::size_t free_number) {
+  auto it = free_fences_.find(free_number);
+  if (it == free_fences_.end()) return true;  // seen complete before
+  auto ready = it->second.is_ready();
+  if (!ready.ok() || !ready.value()) return false;
+  free_fences_.erase(it);
+  return true;
+}
+
 Status CudaBackend::synchronize_stream(StreamRef s) {
-  if (auto f = faults_.fault_at("synchronize_stream")) return *f;
+  if (auto f = enter("synchronize_stream")) return *f;
   return cuda::synchronize_stream(s.get());
 }
 

@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -118,6 +119,19 @@ class CudaBackend {
   /// Waits for all work and reads the mismatch counter.
   void drain();
 
+  // --- corners the property harness drives (props/harness.h)
+  /// The next alloc_async (once its fault point passed) returns `live_ptr`
+  /// without allocating: a driver bug the resource must refuse (P5).
+  void arm_collision(std::uint64_t live_ptr) { collision_ = live_ptr; }
+  /// Runs `fn` once, at the start of the next backend call: another host
+  /// thread acting while the caller is inside that call.
+  void on_next_call(std::function<void()> fn) { next_call_hook_ = std::move(fn); }
+  /// The number of the last free_async's completion fence (validation mode).
+  std::optional<std::size_t> last_free() const { return last_free_; }
+  /// Whether that free has completed (cuEventQuery on its fence): after a
+  /// successful reap it must have (P3 reap ordering).
+  bool host_after_free(std::size_t free_number);
+
   // --- forcing and observation
   /// Delays the memory access of these ops (stream index, op index on that
   /// stream) by `spin_ns`, so that whatever races with them runs first.
@@ -164,6 +178,12 @@ class CudaBackend {
   void stamp(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint64_t stamp, std::uint64_t spin);
   void check(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint64_t spin);
   Status launch_kernel(CUfunction f, std::uint64_t words, StreamRef s, void** args);
+  /// Every Backend call begins here: the hook of on_next_call, then the
+  /// fault point.
+  std::optional<ResourceError> enter(const char* call) {
+    if (auto hook = std::exchange(next_call_hook_, nullptr)) hook();
+    return faults_.fault_at(call);
+  }
 
   CudaBackendOptions options_;
   std::optional<Context> context_;
@@ -184,7 +204,12 @@ class CudaBackend {
   std::uint32_t next_stream_id_ = 0;
   std::uint32_t next_stream_index_ = 0;
   std::map<std::uint64_t, std::uint64_t> live_allocations_;  // ptr -> bytes
-  sim::IntervalMap<std::uint64_t> last_stamp_;               // host view: last write enqueued per word
+  std::optional<std::uint64_t> collision_;
+  std::function<void()> next_call_hook_;
+  std::map<std::size_t, CompletionFence> free_fences_;  // free number -> fence after it
+  std::optional<std::size_t> last_free_;
+  std::size_t next_free_ = 0;
+  sim::IntervalMap<std::uint64_t> last_stamp_;  // host view: last write enqueued per word
   std::uint64_t next_stamp_ = 1;
   std::atomic<std::size_t> live_events_{0};
   FaultInjecting faults_;

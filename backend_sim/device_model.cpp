@@ -23,9 +23,10 @@ OpRef DeviceModel::launch(StreamIndex stream, const std::vector<KernelAccess>& a
   return ref;
 }
 
-std::optional<AllocResult> DeviceModel::alloc(StreamIndex stream, std::uint64_t bytes, std::string label) {
+std::optional<AllocResult> DeviceModel::alloc(StreamIndex stream, std::uint64_t bytes, std::string label,
+                                              std::optional<std::uint64_t> preferred) {
   hb_.check_stream(stream);
-  const auto id = pool_.place(stream, bytes, hb_, chooser_);  // R7
+  const auto id = pool_.place(stream, bytes, hb_, chooser_, preferred);  // R7
   if (!id) return std::nullopt;
   const Allocation& a = pool_.allocation(*id);
   const OpRef ref = hb_.enqueue(stream, OpKind::Alloc, std::move(label), a.pool_dep());

@@ -70,7 +70,9 @@ class DeviceModel {
   void record(EventIndex event, StreamIndex stream) { hb_.record(event, stream); }  // R2
   void wait(StreamIndex stream, EventIndex event) { hb_.wait(stream, event); }      // R3
   OpRef launch(StreamIndex stream, const std::vector<KernelAccess>& accesses, std::string label);
-  std::optional<AllocResult> alloc(StreamIndex stream, std::uint64_t bytes, std::string label = "alloc");  // R7
+  /// R7; `preferred`: see Pool::place.
+  std::optional<AllocResult> alloc(StreamIndex stream, std::uint64_t bytes, std::string label = "alloc",
+                                   std::optional<std::uint64_t> preferred = std::nullopt);
   /// False (and nothing enqueued) when ptr is not the start of a live allocation.
   bool free(StreamIndex stream, std::uint64_t ptr, std::string label = "free");  // R7
 

@@ -32,8 +32,8 @@ std::string_view to_string(ReuseKind k) {
 
 Pool::Pool(PoolPolicy policy) : policy_(policy), bump_(kPoolBase) {}
 
-std::optional<AllocationIndex> Pool::place(StreamIndex stream, std::uint64_t bytes, const HbState& hb,
-                                           Chooser& chooser) {
+std::optional<AllocationIndex> Pool::place(StreamIndex stream, std::uint64_t bytes, const HbState& hb, Chooser& chooser,
+                                           std::optional<std::uint64_t> preferred) {
   if (bytes == 0) throw std::invalid_argument("DeviceModel::alloc: zero bytes");
   // More than the pool holds never fits (and rounding a size near 2^64 up to
   // the granule would wrap to a small one).
@@ -69,7 +69,11 @@ std::optional<AllocationIndex> Pool::place(StreamIndex stream, std::uint64_t byt
   const bool fresh = released_fit || bump_ - kPoolBase + rounded <= policy_.capacity;
   const std::uint32_t options = static_cast<std::uint32_t>(candidates.size()) + (fresh ? 1 : 0);
   if (options == 0) return std::nullopt;  // out of memory
-  const std::uint32_t pick = chooser.choose(ChoiceKind::PoolRange, options);
+  std::optional<std::uint32_t> forced;
+  for (std::size_t c = 0; preferred && c < candidates.size() && !forced; ++c)
+    if (free_ranges_[candidates[c].index].range.lo == *preferred)
+      forced = static_cast<std::uint32_t>(c) + (fresh ? 1 : 0);
+  const std::uint32_t pick = forced ? *forced : chooser.choose(ChoiceKind::PoolRange, options);
 
   Allocation a{};
   a.bytes = bytes;

@@ -57,7 +57,10 @@ class Pool {
   /// Chooses where `bytes` on `stream` go (a choice point among fresh memory
   /// and the allowed reuses) and takes the range; nullopt when out of memory.
   /// Its alloc_op is set by set_alloc_op() once the alloc is enqueued.
-  std::optional<AllocationIndex> place(StreamIndex stream, std::uint64_t bytes, const HbState& hb, Chooser& chooser);
+  /// `preferred`: when a reuse the policy allows starts at this address, it
+  /// is taken without asking the chooser (a test forcing address reuse).
+  std::optional<AllocationIndex> place(StreamIndex stream, std::uint64_t bytes, const HbState& hb, Chooser& chooser,
+                                       std::optional<std::uint64_t> preferred = std::nullopt);
   void set_alloc_op(AllocationIndex a, OpRef op) { allocations_.at(a.value).alloc_op = op; }
   /// The live allocation that starts at ptr; nullopt when there is none.
   std::optional<AllocationIndex> live_at(std::uint64_t ptr) const;

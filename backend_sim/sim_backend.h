@@ -5,10 +5,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend_sim/device_model.h"
@@ -99,7 +101,8 @@ class SimBackend {
   }
   Result<std::uint64_t> alloc_async(std::size_t bytes, StreamRef s) {
     if (auto f = enter("alloc_async")) return *f;
-    auto a = model_.alloc(s, bytes, take_label("alloc"));
+    if (auto live = std::exchange(collision_, std::nullopt)) return *live;  // a broken driver: allocates nothing
+    auto a = model_.alloc(s, bytes, take_label("alloc"), std::exchange(preferred_address_, std::nullopt));
     if (!a) return ResourceError::driver("alloc_async: out of memory (" + std::to_string(bytes) + " bytes)");
     allocations_[a->ptr] = a->allocation.value;
     tag(OpRef{s, model_.op_count(s) - 1});
@@ -109,7 +112,8 @@ class SimBackend {
     if (auto f = enter("free_async")) return *f;
     if (!model_.free(s, ptr, take_label("free")))
       return ResourceError::driver("free_async: invalid device pointer " + std::to_string(ptr));
-    tag(OpRef{s, model_.op_count(s) - 1});
+    last_free_ = OpRef{s, model_.op_count(s) - 1};
+    tag(*last_free_);
     return {};
   }
   Status synchronize_stream(StreamRef s) {
@@ -208,6 +212,24 @@ class SimBackend {
   /// Names every event created from now on in reports and pictures (empty:
   /// the model's "e<N>").
   void set_event_label(std::string label) { event_label_ = std::move(label); }
+  // --- corners the property harness drives (props/harness.h)
+
+  /// The next alloc_async (once its fault point passed) returns `live_ptr`,
+  /// an address still handed out, and allocates nothing: a driver bug the
+  /// resource must refuse without touching the block there (P5, M13).
+  void arm_collision(std::uint64_t live_ptr) { collision_ = live_ptr; }
+  /// The next allocation takes the freed range at `ptr` when the pool may
+  /// reuse it (Pool::place): address reuse on demand.
+  void prefer_address(std::uint64_t ptr) { preferred_address_ = ptr; }
+  /// Runs `fn` once, at the start of the next backend call: another host
+  /// thread acting while the caller is inside that call (e.g. between
+  /// finish_block_use's validation and its re-validation).
+  void on_next_call(std::function<void()> fn) { next_call_hook_ = std::move(fn); }
+  /// The free op the last successful free_async enqueued.
+  std::optional<OpRef> last_free() const { return last_free_; }
+  /// R4: whether the host is ordered after that free (reap's promise).
+  bool host_after_free(OpRef free_op) const { return model_.host_after(free_op); }
+
   /// Makes the `nth` backend call from now (0 = the next one) fail.
   void arm_fault(std::uint32_t nth) { faults_.arm_fault(nth); }
   void disarm_fault() { faults_.disarm_fault(); }
@@ -242,6 +264,7 @@ class SimBackend {
   /// Every Backend call begins with a device-progress choice point, then a
   /// fault point (the order in which schedule strings record them).
   std::optional<ResourceError> enter(const char* call) {
+    if (auto hook = std::exchange(next_call_hook_, nullptr)) hook();
     model_.device_steps();
     if (faults_paused_ > 0) return std::nullopt;
     return faults_.fault_at(call);
@@ -279,6 +302,10 @@ class SimBackend {
   std::vector<LogLineStart> log_line_starts_;
   std::map<std::uint64_t, std::uint32_t> allocations_;  // ptr -> newest allocation made there
   std::uint32_t faults_paused_ = 0;
+  std::optional<std::uint64_t> collision_;
+  std::optional<std::uint64_t> preferred_address_;
+  std::function<void()> next_call_hook_;
+  std::optional<OpRef> last_free_;
   std::size_t findings_seen_ = 0;
   std::size_t mismatches_seen_ = 0;
 };

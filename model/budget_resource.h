@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "model/memory_resource.h"
+#include "model/mutants.h"
 #include "model/types.h"
 
 namespace streamcheck {
@@ -24,7 +25,9 @@ class BudgetResource {
     std::lock_guard lock(mutex_);
     const std::size_t used = inner_.bytes_outstanding();
     const std::size_t remaining = used >= limit_ ? 0 : limit_ - used;
-    if (bytes > remaining) return ResourceError::out_of_budget(bytes, remaining);
+    // M14 compares the request with the whole limit.
+    const std::size_t allowed = protocol_of_t<Inner>::has(MutantId::M14) ? limit_ : remaining;
+    if (bytes > allowed) return ResourceError::out_of_budget(bytes, remaining);
     return inner_.allocate(bytes, stream, tag);
   }
   Status deallocate(const DeviceBlock& block) { return inner_.deallocate(block); }

@@ -1,4 +1,4 @@
-// Protocol variants: the correct protocol and the mutants M1..M11 (SPEC §5).
+// Protocol variants: the correct protocol and the mutants M1..M15 (SPEC §5).
 //
 // A protocol is a type with `static constexpr bool has(MutantId)`. The core
 // tests it with `if constexpr`, so the correct build carries no trace of any
@@ -15,7 +15,7 @@
 
 namespace streamcheck {
 
-enum class MutantId : std::uint8_t { M1 = 1, M2, M3, M4, M5, M6, M7, M8, M9, M10, M11 };
+enum class MutantId : std::uint8_t { M1 = 1, M2, M3, M4, M5, M6, M7, M8, M9, M10, M11, M12, M13, M14, M15 };
 
 template <MutantId... Ids>
 struct MutantSet {
@@ -31,7 +31,7 @@ struct MutantInfo {
   std::string_view description;
 };
 
-inline constexpr std::array<MutantInfo, 11> kMutants{{
+inline constexpr std::array<MutantInfo, 15> kMutants{{
     {MutantId::M1, "M1", "a writing prepare skips the waits on outstanding reads"},
     {MutantId::M2, "M2", "a reading prepare skips the wait on last_write"},
     {MutantId::M3, "M3", "allocate records no allocation-ready event"},
@@ -43,6 +43,12 @@ inline constexpr std::array<MutantInfo, 11> kMutants{{
     {MutantId::M9, "M9", "recorder dedup keyed on ptr alone"},
     {MutantId::M10, "M10", "deallocate removes the entry before its waits succeed"},
     {MutantId::M11, "M11", "one event per block, re-recorded on every read"},
+    // M12-M15: the classes issue 11's reviewers found the M1-M11 suite
+    // missing (docs/MUTATION.md).
+    {MutantId::M12, "M12", "a successful reap synchronizes the first pending stream for every entry"},
+    {MutantId::M13, "M13", "allocate overwrites the live entry when the backend returns a still-live address"},
+    {MutantId::M14, "M14", "the budget compares a request with the whole limit, not with what remains"},
+    {MutantId::M15, "M15", "finish re-validates the address but not the generation after recording its event"},
 }};
 
 constexpr const MutantInfo& info(MutantId id) { return kMutants[static_cast<std::size_t>(id) - 1]; }
@@ -52,6 +58,21 @@ inline std::optional<MutantId> parse_mutant(std::string_view name) {
     if (m.name == name) return m.id;
   return std::nullopt;
 }
+
+/// The protocol a resource (or a decorator) was built with: its `Protocol`
+/// member type where it has one, else the correct protocol. Decorators read
+/// it so that one MutantSet selects the variant of every layer (M14).
+template <class R>
+struct protocol_of {
+  using type = CorrectProtocol;
+};
+template <class R>
+requires requires { typename R::Protocol; }
+struct protocol_of<R> {
+  using type = typename R::Protocol;
+};
+template <class R>
+using protocol_of_t = typename protocol_of<R>::type;
 
 /// Calls `fn.template operator()<Protocol>()` with the protocol type that
 /// matches `mutant` (nullopt = the correct protocol).
@@ -81,6 +102,14 @@ decltype(auto) with_protocol(std::optional<MutantId> mutant, Fn&& fn) {
       return fn.template operator()<MutantSet<MutantId::M10>>();
     case MutantId::M11:
       return fn.template operator()<MutantSet<MutantId::M11>>();
+    case MutantId::M12:
+      return fn.template operator()<MutantSet<MutantId::M12>>();
+    case MutantId::M13:
+      return fn.template operator()<MutantSet<MutantId::M13>>();
+    case MutantId::M14:
+      return fn.template operator()<MutantSet<MutantId::M14>>();
+    case MutantId::M15:
+      return fn.template operator()<MutantSet<MutantId::M15>>();
   }
   throw std::invalid_argument("with_protocol: unknown mutant id " + std::to_string(static_cast<int>(*mutant)));
 }

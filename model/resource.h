@@ -39,10 +39,11 @@
 
 namespace streamcheck {
 
-template <Backend B, class Protocol = CorrectProtocol>
+template <Backend B, class P = CorrectProtocol>
 class Resource {
  public:
   using BackendType = B;
+  using Protocol = P;
   using Mutex = typename B::Mutex;
 
   explicit Resource(B& backend) : backend_(backend), device_ordinal_(backend.device_ordinal()) {}
@@ -98,9 +99,13 @@ class Resource {
   // from `use_stream` when they are one stream (R1). M6 compares the wrong
   // pair of streams.
   static bool needs_wait(StreamId event_stream, StreamId use_stream, StreamId alloc_stream) {
-    if constexpr (Protocol::has(MutantId::M6)) return event_stream != alloc_stream;
+    if constexpr (P::has(MutantId::M6)) return event_stream != alloc_stream;
     (void)alloc_stream;
     return event_stream != use_stream;
+  }
+  ResourceError collision(std::uint64_t ptr) const {
+    return ResourceError::driver(where("allocate") + ": pointer collision on allocation at address " +
+                                 std::to_string(ptr) + " (a live block is there; the address is not released)");
   }
   Status wait_for_uses(const char* fn, const LiveEntry& entry, typename B::StreamRef target, StreamId target_id,
                        StreamId alloc_stream, bool wait_last_write, bool wait_reads);
@@ -123,6 +128,13 @@ Result<DeviceBlock> Resource<B, P>::allocate(std::size_t bytes, StreamId stream,
   if (!s) return s.error();
   auto ptr = backend_.alloc_async(bytes, s.value());
   if (!ptr) return ResourceError::driver_caused_by(where("allocate") + ": alloc_async", ptr.error());
+  if constexpr (!P::has(MutantId::M13)) {
+    // The backend handed out an address we still track (a driver bug):
+    // refuse before anything else, and never free it, which would release
+    // the live block there (P5). M13 goes on and overwrites its entry.
+    std::lock_guard lock(live_mutex_);
+    if (live_.contains(ptr.value())) return collision(ptr.value());
+  }
 
   // Undo the allocation on any later failure, so that a failed allocate
   // changes nothing the caller can observe.
@@ -147,14 +159,14 @@ Result<DeviceBlock> Resource<B, P>::allocate(std::size_t bytes, StreamId stream,
   }
 
   std::lock_guard lock(live_mutex_);
-  if (live_.contains(ptr.value())) {
-    // The backend handed out an address we still track: refuse without
-    // touching the live entry (freeing would release the other block).
-    return ResourceError::driver(where("allocate") + ": pointer collision on allocation at address " +
-                                 std::to_string(ptr.value()));
-  }
   const Generation generation = Generation::next();
-  live_.emplace(ptr.value(), LiveEntry{generation, bytes, std::move(ready), {}});
+  LiveEntry entry{generation, bytes, std::move(ready), {}};
+  if constexpr (P::has(MutantId::M13)) {
+    live_.insert_or_assign(ptr.value(), std::move(entry));
+  } else if (!live_.try_emplace(ptr.value(), std::move(entry)).second) {
+    // Another host thread was handed the same address since the check above.
+    return collision(ptr.value());
+  }
   live_bytes_.fetch_add(bytes);
   return DeviceBlock{ptr.value(), device_ordinal_, stream, bytes, 1, tag, generation, BlockState::Live};
 }
@@ -212,9 +224,12 @@ Status Resource<B, P>::finish_block_use(BlockId id, StreamId use_stream, Access 
 
   std::lock_guard lock(live_mutex_);
   auto it = live_.find(id.ptr);
-  // Re-validate: a racing deallocate may have removed the entry. The event
-  // is released when `ev` goes out of scope.
-  if (it == live_.end() || it->second.generation != id.generation) return ResourceError::use_after_free(id.generation);
+  // Re-validate: a racing deallocate may have removed the entry, and a
+  // racing allocate may have put a new block at the same address (P5); the
+  // event is then released when `ev` goes out of scope. M15 checks the
+  // address only.
+  const bool same_block = it != live_.end() && (P::has(MutantId::M15) || it->second.generation == id.generation);
+  if (!same_block) return ResourceError::use_after_free(id.generation);
   LiveEntry& entry = it->second;
   if (writes(access)) {
     // P-finish (write): the writer waited on everything, so its event
@@ -299,7 +314,9 @@ Status Resource<B, P>::reap_pending() {
   std::optional<ResourceError> failure;
   std::vector<std::pair<StreamId, std::size_t>> unsynced;
   for (auto it = drained.begin(); it != drained.end(); ++it) {
-    auto stream = backend_.resolve_stream(it->first);
+    // M12 synchronizes the first pending stream for every entry.
+    const StreamId to_sync = P::has(MutantId::M12) ? drained.begin()->first : it->first;
+    auto stream = backend_.resolve_stream(to_sync);
     // A stream that no longer resolves has nothing left to wait for.
     Status st = stream ? backend_.synchronize_stream(*stream) : Status{};
     if (st) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <type_traits>
 #include <vector>
 
 namespace streamcheck::props {
@@ -10,16 +11,26 @@ namespace {
 
 namespace gen = rc::gen;
 
-/// The weight of each op kind: the one table every generated program uses.
+/// The weight of each op kind: the one table every generated program uses
+/// (swarm testing then switches whole kinds off per program).
 struct OpWeights {
-  std::size_t allocate = 14, begin_launch = 24, commit = 20, deallocate = 10, reap = 5, sync_stream = 4, stale_use = 5,
-              inject_fault = 5, misuse = 3;
+  std::size_t allocate = 14, begin_launch = 24, commit = 20, deallocate = 10, reap = 6, sync_stream = 4, stale_use = 5,
+              inject_fault = 5, misuse = 3, collide = 3, racing_reuse = 4;
 };
 constexpr OpWeights kOpWeights;
 
 /// RapidCheck's nominal size: field ranges do not grow or shrink with the
 /// size parameter, which sets only how many commands a program has.
 constexpr int kFullRange = 100;
+
+/// The index of `Op` among ClientOp's alternatives: its op kind.
+template <class Op, std::size_t I = 0>
+constexpr std::size_t variant_index() {
+  if constexpr (std::is_same_v<std::variant_alternative_t<I, ClientOp>, Op>)
+    return I;
+  else
+    return variant_index<Op, I + 1>();
+}
 
 template <class Op>
 rc::Gen<ClientOp> as_op(rc::Gen<Op> g) {
@@ -44,7 +55,11 @@ rc::Gen<ClientOp> gen_client_op(const ProtocolModel& model) {
   const std::size_t live = model.live().size(), freed = model.freed().size(), flying = model.in_flight().size();
   std::size_t freeable = 0;
   for (BlockNumber b : model.live()) freeable += model.in_flight_use(b, false) ? 0 : 1;
-  auto when = [](bool possible, std::size_t weight) { return possible ? weight : 0; };
+  // An op kind is drawn only where it can act and the program's swarm mask
+  // enables it.
+  auto when_kind = [&](std::size_t kind, bool possible, std::size_t weight) {
+    return possible && model.enabled().test(kind) ? weight : 0;
+  };
 
   auto allocate = gen::build<AllocateOp>(gen::set(&AllocateOp::bytes, gen::inRange<std::uint32_t>(1, 4097)),
                                          gen::set(&AllocateOp::stream, stream()));
@@ -72,29 +87,55 @@ rc::Gen<ClientOp> gen_client_op(const ProtocolModel& model) {
           : gen::build<MisuseOp>(
                 gen::set(&MisuseOp::how, gen::element(MisuseHow::ZeroBytes, MisuseHow::UnknownStreamAllocate)));
 
+  auto collide = gen::build<CollideOp>(gen::set(&CollideOp::block, handle(live)),
+                                       gen::set(&CollideOp::bytes, gen::inRange<std::uint32_t>(1, 4097)),
+                                       gen::set(&CollideOp::stream, stream()));
+  auto racing_reuse = gen::build<RacingReuseOp>(
+      gen::set(&RacingReuseOp::block, handle(freeable)), gen::set(&RacingReuseOp::stream, stream()),
+      gen::set(&RacingReuseOp::access, gen::element(Access::Read, Access::Write, Access::ReadWrite)));
+
   const OpWeights& w = kOpWeights;
-  return gen::resize(kFullRange, gen::weightedOneOf<ClientOp>({
-                                     {w.allocate, as_op(allocate)},
-                                     {when(live > 0, w.begin_launch), as_op(begin_launch)},
-                                     {when(flying > 0, w.commit), as_op(commit)},
-                                     {when(freeable > 0, w.deallocate), as_op(deallocate)},
-                                     {w.reap, gen::just(ClientOp{ReapOp{}})},
-                                     {w.sync_stream, as_op(sync_stream)},
-                                     {when(freed > 0, w.stale_use), as_op(stale_use)},
-                                     {w.inject_fault, as_op(inject_fault)},
-                                     {w.misuse, as_op(misuse)},
-                                 }));
+  // Allocation is never switched off: without it no other op can act.
+  const std::size_t allocate_weight = w.allocate;
+  return gen::resize(kFullRange,
+                     gen::weightedOneOf<ClientOp>({
+                         {allocate_weight, as_op(allocate)},
+                         {when_kind(variant_index<BeginLaunchOp>(), live > 0, w.begin_launch), as_op(begin_launch)},
+                         {when_kind(variant_index<CommitOp>(), flying > 0, w.commit), as_op(commit)},
+                         {when_kind(variant_index<DeallocateOp>(), freeable > 0, w.deallocate), as_op(deallocate)},
+                         {when_kind(variant_index<ReapOp>(), true, w.reap), gen::just(ClientOp{ReapOp{}})},
+                         {when_kind(variant_index<SyncStreamOp>(), true, w.sync_stream), as_op(sync_stream)},
+                         {when_kind(variant_index<StaleUseOp>(), freed > 0, w.stale_use), as_op(stale_use)},
+                         {when_kind(variant_index<InjectFaultOp>(), true, w.inject_fault), as_op(inject_fault)},
+                         {when_kind(variant_index<MisuseOp>(), true, w.misuse), as_op(misuse)},
+                         {when_kind(variant_index<CollideOp>(), live > 0, w.collide), as_op(collide)},
+                         {when_kind(variant_index<RacingReuseOp>(), freeable > 0, w.racing_reuse), as_op(racing_reuse)},
+                     }));
+}
+
+rc::Gen<ProtocolModel::OpKindMask> gen_swarm() {
+  // Each kind is off with probability 1/4 (a value of 3 of 0..3); shrinking
+  // goes towards 0, i.e. towards every kind on.
+  return gen::map(gen::container<std::vector<std::uint8_t>>(kOpKinds, gen::inRange<std::uint8_t>(0, 4)),
+                  [](const std::vector<std::uint8_t>& draws) {
+                    ProtocolModel::OpKindMask enabled;
+                    for (std::size_t k = 0; k < draws.size(); ++k) enabled.set(k, draws[k] != 3);
+                    return enabled;
+                  });
 }
 
 rc::Gen<ClientProgram> gen_client_program() {
-  return gen::map(
-      rc::state::gen::commands(ProtocolModel{}, [](const ProtocolModel& m) { return gen_client_command<NoSystem>(m); }),
-      [](const rc::state::Commands<rc::state::Command<ProtocolModel, NoSystem>>& commands) {
-        ClientProgram program;
-        program.reserve(commands.size());
-        for (const auto& c : commands) program.push_back(static_cast<const ClientCommand<NoSystem>&>(*c).op());
-        return program;
-      });
+  return gen::mapcat(gen_swarm(), [](ProtocolModel::OpKindMask enabled) {
+    return gen::map(rc::state::gen::commands(ProtocolModel{enabled},
+                                             [](const ProtocolModel& m) { return gen_client_command<NoSystem>(m); }),
+                    [](const rc::state::Commands<rc::state::Command<ProtocolModel, NoSystem>>& commands) {
+                      ClientProgram program;
+                      program.reserve(commands.size());
+                      for (const auto& c : commands)
+                        program.push_back(static_cast<const ClientCommand<NoSystem>&>(*c).op());
+                      return program;
+                    });
+  });
 }
 
 }  // namespace streamcheck::props

@@ -63,7 +63,10 @@ rc::Gen<ClientCommandPtr<Sut>> gen_client_command(const ProtocolModel& model) {
                       [](ClientOp op) -> ClientCommandPtr<Sut> { return std::make_shared<ClientCommand<Sut>>(op); });
 }
 
-/// Whole programs: between 1 and size + 1 ops (RapidCheck's size), each one
+/// A swarm mask: which op kinds one program may use (ProtocolModel::enabled).
+rc::Gen<ProtocolModel::OpKindMask> gen_swarm();
+
+/// Whole programs (each with its own swarm mask): between 1 and size + 1 ops (RapidCheck's size), each one
 /// valid in the state the ops before it leave; shrinks as commands do.
 rc::Gen<ClientProgram> gen_client_program();
 

@@ -56,6 +56,16 @@ std::string show(const ClientOp& op) {
           [](const StaleUseOp& o) { return fmt::format("stale use of freed f-{} via {}", o.block, name(o.how)); },
           [](const InjectFaultOp& o) { return fmt::format("inject a fault at backend call +{}", o.nth); },
           [](const MisuseOp& o) { return fmt::format("misuse: {}", name(o.how)); },
+          [](const CollideOp& o) {
+            return fmt::format("allocate {} bytes on s{} while the driver returns live b-{}'s address", o.bytes,
+                               o.stream, o.block);
+          },
+          [](const RacingReuseOp& o) {
+            return fmt::format(
+                "{} use of freeable b-{} on s{}; inside its finish another thread frees it and allocates its address "
+                "again",
+                to_string(o.access), o.block, o.stream);
+          },
       },
       op);
 }

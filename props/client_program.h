@@ -70,8 +70,32 @@ struct MisuseOp {
   friend bool operator==(const MisuseOp&, const MisuseOp&) = default;
 };
 
+/// An allocation during which the backend (a broken driver) returns the
+/// address of a live block: the resource must refuse it and leave that
+/// block's entry as it was (P5; M13 overwrites it).
+struct CollideOp {
+  std::uint32_t block;  // relative handle: k-th newest live block
+  std::uint32_t bytes;
+  std::uint32_t stream;
+  friend bool operator==(const CollideOp&, const CollideOp&) = default;
+};
+/// A use of a block (prepare, then finish with no kernel between) during
+/// whose finish another host thread frees the block and allocates its
+/// address again: the finish, caught between its validation and its
+/// re-validation, must answer UseAfterFree and leave the new block alone
+/// (P5; M15 attaches the event to the new block).
+struct RacingReuseOp {
+  std::uint32_t block;  // relative handle: k-th newest freeable block
+  std::uint32_t stream;
+  Access access;
+  friend bool operator==(const RacingReuseOp&, const RacingReuseOp&) = default;
+};
+
+/// The alternatives in this order are the op kinds: the swarm mask
+/// (ProtocolModel::enabled) and the generator's weights index them.
 using ClientOp = std::variant<AllocateOp, BeginLaunchOp, CommitOp, DeallocateOp, ReapOp, SyncStreamOp, StaleUseOp,
-                              InjectFaultOp, MisuseOp>;
+                              InjectFaultOp, MisuseOp, CollideOp, RacingReuseOp>;
+inline constexpr std::size_t kOpKinds = std::variant_size_v<ClientOp>;
 using ClientProgram = std::vector<ClientOp>;
 
 /// One line of a readable program, e.g. `launch on s2: read b0, write b1`.

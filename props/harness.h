@@ -3,11 +3,19 @@
 //   P1 race freedom   - the backend reports no finding (sim: HB checker)
 //   P2 data oracle    - every read sees the last write ordered before it
 //   P3 accounting     - outstanding = live + pending, pending = Σ per stream,
-//                       live = Σ live blocks, and a clean reap leaves 0
+//                       live = Σ live blocks, and a clean reap leaves 0;
+//                       reap ordering: after a successful reap the host is
+//                       ordered after every free it released (where the
+//                       backend can tell: sim R4 clocks, GPU event queries)
 //   P4 error atomicity- a failed call changes nothing; a retry after the
 //                       fault clears succeeds; a failing reap loses nothing
-//   P5 generation     - stale ids get UseAfterFree and change nothing
-//   P7 budget         - through a BudgetResource: never above the limit
+//   P5 generation     - stale ids get UseAfterFree and change nothing, also
+//                       when the address is live again (an allocation the
+//                       driver placed on a live block, a free and
+//                       re-allocation racing a finish)
+//   P7 budget         - through a BudgetResource: never above the limit, and
+//                       a request is refused exactly when it exceeds what
+//                       remains, with the exact fields
 //   P9 no leaks       - after teardown every event is given back
 // The client calls the resource directly or through a decorator (Layer,
 // resource_layer.h); the checks read the resource underneath. Violations are
@@ -23,6 +31,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "model/backend.h"
@@ -48,6 +59,18 @@ concept ValidationBackend = Backend<B> &&
   { b.live_event_count() } -> std::convertible_to<std::size_t>;
   { b.new_problems() } -> std::same_as<std::vector<Violation>>;
   b.drain();
+};
+
+/// What a backend's last_free() names a free by (reap ordering), where it
+/// has one.
+template <class B>
+struct FreeMarker {
+  using type = std::monostate;
+};
+template <class B>
+requires requires(const B& b) { b.last_free(); }
+struct FreeMarker<B> {
+  using type = typename decltype(std::declval<const B&>().last_free())::value_type;
 };
 
 template <ValidationBackend B, class P = CorrectProtocol, class Layer = Direct>
@@ -197,9 +220,13 @@ class Harness {
   }
 
   /// A call that must be refused with `kind` and change nothing (P5, misuse).
+  /// `guards_generation`: the call touches a live block's address, so
+  /// accepting it breaks P5 even though the expected error is not
+  /// UseAfterFree (CollideOp).
   template <class Call>
-  void refused(const std::string& what, ErrorKind kind, std::optional<Generation> generation, Call&& call) {
-    const bool stale = kind == ErrorKind::UseAfterFree;
+  void refused(const std::string& what, ErrorKind kind, std::optional<Generation> generation, Call&& call,
+               bool guards_generation = false) {
+    const bool stale = kind == ErrorKind::UseAfterFree || guards_generation;
     const ResourceSnapshot before = snapshot();
     Status st = call();
     if (!st.ok() && injected(st.error())) st = call();  // an armed fault fired first: try again
@@ -220,6 +247,7 @@ class Harness {
   void run(const AllocateOp& o) {
     const StreamId stream = streams_[o.stream % kClientStreams];
     const std::string blk_name = name(model_.next_block());
+    if (refused_over_budget(o.bytes, stream)) return;
     auto r = checked("allocate", [&] {
       label_next_pool_op(fmt::format("alloc {}", blk_name));
       return front_.allocate(o.bytes, stream);
@@ -227,6 +255,50 @@ class Harness {
     if (!r.ok()) return;
     blocks_[model_.allocated()] = r.value();
     say(fmt::format("allocate {} bytes on {} -> {}", o.bytes, stream_name(stream), blk_name));
+  }
+
+  /// P7: a request above what remains of the budget is refused, exactly
+  /// (checked by over_budget); true when `bytes` is such a request.
+  bool refused_over_budget(std::size_t bytes, StreamId stream) {
+    const auto remaining = budget_remaining();
+    if (!remaining || bytes <= *remaining) return false;
+    if constexpr (requires { front_.limit(); }) {
+      say(fmt::format("allocate {} bytes on {} (over budget: {} of {} remain)", bytes, stream_name(stream), *remaining,
+                      front_.limit()));
+      over_budget(bytes, *remaining, stream);
+    }
+    return true;
+  }
+
+  /// What remains of the budget, through a BudgetResource.
+  std::optional<std::size_t> budget_remaining() const {
+    if constexpr (requires { front_.limit(); }) {
+      const std::size_t used = res_.bytes_outstanding();
+      return used >= front_.limit() ? 0 : front_.limit() - used;
+    }
+    return std::nullopt;
+  }
+
+  /// P7: an allocation over the budget is refused with the exact request
+  /// and remainder, and changes nothing.
+  void over_budget(std::size_t bytes, std::size_t remaining, StreamId stream) {
+    const ResourceSnapshot before = snapshot();
+    auto r = front_.allocate(bytes, stream);
+    if (!r.ok() && injected(r.error())) r = front_.allocate(bytes, stream);  // an armed fault fired first
+    if (r.ok()) {
+      problem(Property::P7Budget, fmt::format("allocate {} bytes succeeded with {} of the budget {} remaining", bytes,
+                                              remaining, front_.limit()));
+      blocks_[model_.allocated()] = r.value();  // the client holds it now: teardown frees it
+      return;
+    }
+    const ResourceError& e = r.error();
+    if (e.kind != ErrorKind::OutOfBudget || e.requested != bytes || e.remaining != remaining)
+      problem(Property::P7Budget, fmt::format("allocate {} bytes with {} remaining: got {}, expected out of budget "
+                                              "(requested {}, remaining {})",
+                                              bytes, remaining, e.to_string(), bytes, remaining));
+    if (snapshot() != before)
+      problem(Property::P4ErrorAtomicity, fmt::format("refused allocate changed state: before {{{}}} after {{{}}}",
+                                                      to_string(before), to_string(snapshot())));
   }
 
   void run(const BeginLaunchOp& o) {
@@ -243,15 +315,31 @@ class Harness {
                     flight.name, stream_name(stream), text));
     auto st = checked("preflight", [&] { return rec->preflight(front_); });
     if (!st.ok()) return;
+    // The kernel touches what the client asked for, not what the recorder
+    // under test kept of it: a dedup that drops or weakens a use must show
+    // as a race, not shrink the kernel with it.
     std::vector<KernelAccess> accesses;
-    for (const auto& u : rec->deduped_uses())
-      for (BlockNumber n : model_.live())
-        if (BlockId::of(block(n)) == u.block)
-          accesses.push_back(KernelAccess{block(n).ptr, block(n).bytes, u.access, std::nullopt});
+    for (const auto& [n, access] : kernel_accesses(uses))
+      accesses.push_back(KernelAccess{block(n).ptr, block(n).bytes, access, std::nullopt});
     b_.launch(ref(stream), accesses, flight.name);
     flight.recorder = std::move(rec);
     in_flight_.push_back(std::move(flight));
     model_.launched(LaunchUses{std::move(uses)});
+  }
+
+  /// One access per block, merged here rather than by model/'s own
+  /// helpers (combine, reads, writes), which are under test too.
+  static std::map<BlockNumber, Access> kernel_accesses(const std::vector<std::pair<BlockNumber, Access>>& uses) {
+    std::map<BlockNumber, std::pair<bool, bool>> read_write;  // block -> (reads, writes)
+    for (const auto& [n, access] : uses) {
+      auto& [r, w] = read_write[n];
+      r = r || access != Access::Write;
+      w = w || access != Access::Read;
+    }
+    std::map<BlockNumber, Access> merged;
+    for (const auto& [n, rw] : read_write)
+      merged[n] = rw.first && rw.second ? Access::ReadWrite : rw.second ? Access::Write : Access::Read;
+    return merged;
   }
 
   void run(const CommitOp& o) {
@@ -277,6 +365,14 @@ class Harness {
     });
     if (!st.ok()) return;
     model_.deallocated(*n);
+    note_free(name(*n));
+  }
+
+  /// Remembers the free the backend just enqueued, for reap's promise.
+  void note_free(const std::string& block_name) {
+    if constexpr (requires { b_.last_free(); }) {
+      if (auto op = b_.last_free()) unreaped_frees_.push_back({*op, block_name});
+    }
   }
 
   void run(const ReapOp&) {
@@ -286,6 +382,16 @@ class Harness {
     if (st.ok() && res_.pending_free_bytes() != 0)
       problem(Property::P3Accounting,
               fmt::format("{} bytes still pending after a successful reap", res_.pending_free_bytes()));
+    if constexpr (requires { b_.last_free(); }) {
+      if (!st.ok()) return;
+      // P3 reap ordering (R4): the host may reuse the memory of every free
+      // the reap released, so it must be ordered after each of them.
+      for (const auto& f : unreaped_frees_)
+        if (!b_.host_after_free(f.op))
+          problem(Property::P3ReapOrdering,
+                  fmt::format("reap_pending succeeded but the host is not ordered after the free of {}", f.block));
+      unreaped_frees_.clear();
+    }
   }
 
   void run(const SyncStreamOp& o) {
@@ -337,6 +443,100 @@ class Harness {
     }
   }
 
+  void run(const CollideOp& o) {
+    const auto n = model_.live_block(o.block);
+    if (!n) return;
+    const StreamId stream = streams_[o.stream % kClientStreams];
+    const std::string what = fmt::format("allocate {} bytes on {} while the driver returns {}'s address", o.bytes,
+                                         stream_name(stream), name(*n));
+    say(what);
+    if (refused_over_budget(o.bytes, stream)) return;  // the budget refuses before the driver is asked
+    if constexpr (requires { b_.arm_collision(std::uint64_t{}); }) {
+      const std::uint64_t live_ptr = block(*n).ptr;
+      refused(
+          what, ErrorKind::Driver, std::nullopt,
+          [&]() -> Status {
+            b_.arm_collision(live_ptr);
+            auto r = front_.allocate(o.bytes, stream);
+            if (!r.ok()) return r.error();
+            blocks_[model_.allocated()] = r.value();  // accepted (a broken protocol): the client holds it now
+            return {};
+          },
+          /*guards_generation=*/true);
+    } else {
+      say(what + "  [the backend cannot return a live address: not run]");
+    }
+  }
+
+  void run(const RacingReuseOp& o) {
+    const auto n = model_.block_to_reuse(o);
+    if (!n) return;
+    if constexpr (requires { b_.on_next_call([] {}); }) {
+      const DeviceBlock old = block(*n);
+      const BlockId id = BlockId::of(old);
+      const StreamId s = streams_[o.stream % kClientStreams];
+      b_.disarm_fault();  // the interleaving is the point here, not a fault
+      say(fmt::format(
+          "{} use of {} on {}: prepare, then finish; inside the finish another thread frees {} and "
+          "allocates {} bytes on {} again",
+          to_string(o.access), name(*n), stream_name(s), name(*n), old.bytes, stream_name(old.alloc_stream)));
+      auto prepared = checked("prepare", [&] { return front_.prepare_block_use(id, s, o.access); });
+      if (!prepared.ok()) return;
+      std::optional<BlockNumber> reused;
+      std::optional<ResourceSnapshot> after_other_thread;
+      // The other thread calls what the client calls, unless that layer
+      // serialises calls (LoggingResource holds its lock across them, so
+      // this interleaving cannot happen through it): then the resource.
+      auto& other = [&]() -> auto& {
+        if constexpr (std::is_same_v<Layer, Logged>)
+          return res_;
+        else
+          return front_;
+      }
+      ();
+      b_.on_next_call([&] {
+        label_next_pool_op(fmt::format("free {}", name(*n)));
+        if (!checked("deallocate (other thread)", [&] { return other.deallocate(old); }).ok()) return;
+        model_.deallocated(*n);
+        note_free(name(*n));
+        after_other_thread = snapshot();
+        // Through a budget the freed bytes stay counted until a reap: the
+        // other thread then only frees.
+        if (auto remaining = budget_remaining(); remaining && old.bytes > *remaining) return;
+        if constexpr (requires { b_.prefer_address(std::uint64_t{}); }) b_.prefer_address(old.ptr);
+        label_next_pool_op(fmt::format("alloc {}", name(model_.next_block())));
+        auto r = checked("allocate (other thread)", [&] { return other.allocate(old.bytes, old.alloc_stream); });
+        if (!r.ok()) return;
+        reused = model_.allocated();
+        blocks_[*reused] = r.value();
+        after_other_thread = snapshot();
+      });
+      const Status finished = front_.finish_block_use(id, s, o.access);
+      b_.on_next_call(nullptr);  // not fired when the finish made no backend call
+      if (!after_other_thread) {
+        if (std::find(model_.live().begin(), model_.live().end(), *n) != model_.live().end())
+          problem(Property::UnexpectedError,
+                  fmt::format("finish of live {} made no backend call ({})", name(*n),
+                              finished.ok() ? std::string("succeeded") : finished.error().to_string()));
+        return;
+      }
+      const std::string meanwhile = reused ? fmt::format("after {} took its place{}", name(*reused),
+                                                         block(*reused).ptr == old.ptr ? " at the same address" : "")
+                                           : std::string("after it was freed");
+      if (finished.ok())
+        problem(Property::P5GenerationGuard, fmt::format("finish of freed {} succeeded {}", name(*n), meanwhile));
+      else if (finished.error().kind != ErrorKind::UseAfterFree || finished.error().generation != id.generation)
+        problem(Property::WrongError, fmt::format("finish of freed {}: got {}, expected use after free", name(*n),
+                                                  finished.error().to_string()));
+      if (snapshot() != *after_other_thread)
+        problem(Property::P5GenerationGuard,
+                fmt::format("the stale finish of {} changed state {}: before {{{}}} after {{{}}}", name(*n), meanwhile,
+                            to_string(*after_other_thread), to_string(snapshot())));
+    } else {
+      say(show(ClientOp{o}) + "  [the backend cannot interleave a second thread: not run]");
+    }
+  }
+
   void run(const InjectFaultOp& o) {
     say(show(ClientOp{o}));
     b_.arm_fault(o.nth);
@@ -345,6 +545,8 @@ class Harness {
   void run(const MisuseOp& o) {
     const StreamId unknown{0xdead};
     auto refused_allocation = [&](const std::string& what, ErrorKind kind, std::size_t bytes, StreamId stream) {
+      // A budget that cannot hold the request refuses it first (P7).
+      if (auto remaining = budget_remaining(); remaining && bytes > *remaining) kind = ErrorKind::OutOfBudget;
       refused(what, kind, std::nullopt, [&]() -> Status {
         auto r = front_.allocate(bytes, stream);
         return r.ok() ? Status{} : Status{r.error()};
@@ -386,6 +588,11 @@ class Harness {
   std::vector<StreamId> streams_;
   std::deque<InFlight> in_flight_;  // parallel to model_.in_flight()
   std::vector<Violation> problems_;
+  struct UnreapedFree {
+    typename FreeMarker<B>::type op;
+    std::string block;
+  };
+  std::vector<UnreapedFree> unreaped_frees_;  // frees since the last successful reap (reap ordering)
   std::vector<std::string> narrative_;
   std::string said_;
   std::uint32_t launches_ = 0;

@@ -54,11 +54,13 @@ std::optional<BlockNumber> ProtocolModel::stale_block(const StaleUseOp& op) cons
   return freed_[*idx];
 }
 
-std::optional<BlockNumber> ProtocolModel::misused_block(const MisuseOp& op) const {
-  const auto idx = newest(live_.size(), op.block);
+std::optional<BlockNumber> ProtocolModel::live_block(std::uint32_t handle) const {
+  const auto idx = newest(live_.size(), handle);
   if (!idx) return std::nullopt;
   return live_[*idx];
 }
+
+std::optional<BlockNumber> ProtocolModel::misused_block(const MisuseOp& op) const { return live_block(op.block); }
 
 bool ProtocolModel::applies(const ClientOp& op) const {
   return std::visit(Overload{
@@ -75,6 +77,8 @@ bool ProtocolModel::applies(const ClientOp& op) const {
                               o.how == MisuseHow::UnknownStreamPrepare || o.how == MisuseHow::WrongDevicePrepare;
                           return !needs_block || misused_block(o).has_value();
                         },
+                        [&](const CollideOp& o) { return live_block(o.block).has_value(); },
+                        [&](const RacingReuseOp& o) { return block_to_reuse(o).has_value(); },
                     },
                     op);
 }
@@ -90,6 +94,12 @@ void ProtocolModel::apply(const ClientOp& op) {
                  },
                  [&](const DeallocateOp& o) {
                    if (auto block = block_to_free(o)) deallocated(*block);
+                 },
+                 [&](const RacingReuseOp& o) {
+                   if (auto block = block_to_reuse(o)) {
+                     deallocated(*block);
+                     (void)allocated();
+                   }
                  },
                  [](const auto&) {},
              },

@@ -8,6 +8,7 @@
 // relative handles (see client_program.h), resolved here.
 #pragma once
 
+#include <bitset>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -27,6 +28,14 @@ struct LaunchUses {
 
 class ProtocolModel {
  public:
+  /// Which op kinds (indexes into ClientOp) a generated program may use:
+  /// swarm testing draws a random subset per program, so that rare
+  /// patterns are not drowned out by the common ones. All by default.
+  using OpKindMask = std::bitset<kOpKinds>;
+  ProtocolModel() { enabled_.set(); }
+  explicit ProtocolModel(OpKindMask enabled) : enabled_(enabled) {}
+  const OpKindMask& enabled() const { return enabled_; }
+
   /// Blocks the client holds, oldest first.
   const std::vector<BlockNumber>& live() const { return live_; }
   /// Blocks the client freed, oldest first.
@@ -48,8 +57,14 @@ class ProtocolModel {
   std::optional<BlockNumber> block_to_free(const DeallocateOp& op) const;
   /// The freed block a stale use names.
   std::optional<BlockNumber> stale_block(const StaleUseOp& op) const;
+  /// The k-th newest live block (k = `handle` modulo the count).
+  std::optional<BlockNumber> live_block(std::uint32_t handle) const;
   /// The live block a misuse names, for the kinds that need one.
   std::optional<BlockNumber> misused_block(const MisuseOp& op) const;
+  /// The block a racing reuse frees: a freeable block (as for deallocate).
+  std::optional<BlockNumber> block_to_reuse(const RacingReuseOp& op) const {
+    return block_to_free(DeallocateOp{op.block});
+  }
   /// Whether a launch in flight uses `block` (only writes, if asked).
   bool in_flight_use(BlockNumber block, bool writes_only) const;
 
@@ -67,6 +82,7 @@ class ProtocolModel {
   void deallocated(BlockNumber block);
 
  private:
+  OpKindMask enabled_;
   std::vector<BlockNumber> live_;
   std::vector<BlockNumber> freed_;
   std::deque<LaunchUses> in_flight_;

@@ -17,10 +17,12 @@
 
 namespace streamcheck::props {
 
-/// Runs generated commands on `harness`, then its teardown checks.
+/// Runs generated commands on `harness` (op kinds drawn from a generated
+/// swarm mask), then its teardown checks.
 template <class H>
 void check_protocol(H& harness) {
-  rc::state::check(ProtocolModel{}, harness, [](const ProtocolModel& m) { return gen_client_command<H>(m); });
+  const ProtocolModel::OpKindMask enabled = *gen_swarm();
+  rc::state::check(ProtocolModel{enabled}, harness, [](const ProtocolModel& m) { return gen_client_command<H>(m); });
   if (auto violation = harness.finish()) RC_FAIL(to_string(*violation));
 }
 

@@ -18,6 +18,9 @@ enum class Property : std::uint8_t {
   P1RaceFreedom,
   P2DataOracle,
   P3Accounting,
+  /// P3's promise about time: after a successful reap the host is ordered
+  /// after every free it released (R4), so their memory may be reused.
+  P3ReapOrdering,
   P4ErrorAtomicity,
   P5GenerationGuard,
   P6RecorderContracts,
@@ -45,6 +48,8 @@ constexpr std::string_view to_string(Property p) {
       return "P2 data oracle";
     case Property::P3Accounting:
       return "P3 accounting";
+    case Property::P3ReapOrdering:
+      return "P3 reap ordering";
     case Property::P4ErrorAtomicity:
       return "P4 error atomicity";
     case Property::P5GenerationGuard:

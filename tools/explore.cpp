@@ -32,12 +32,12 @@ struct RunResult {
 
 template <class Protocol>
 RunResult run_once(const props::ClientProgram& program, sim::Chooser& chooser, std::uint32_t policy_index,
-                   std::string* svg = nullptr) {
+                   const props::LayerChoice& layer, std::string* svg = nullptr) {
   sim::DeviceModel model(chooser, sim::PoolPolicy::from_bits(policy_index));
   sim::SimBackend backend(model);
   RunResult result;
-  {
-    props::Harness<sim::SimBackend, Protocol> harness(backend);
+  props::with_layer(layer, [&](const auto& through) {
+    props::Harness<sim::SimBackend, Protocol, std::decay_t<decltype(through)>> harness(backend, through);
     for (std::size_t i = 0; i < program.size() && !result.violation; ++i) {
       if (auto v = harness.apply(program[i])) {
         result.violation = std::move(v);
@@ -46,7 +46,7 @@ RunResult run_once(const props::ClientProgram& program, sim::Chooser& chooser, s
     }
     if (!result.violation) result.violation = harness.finish();
     result.narrative = harness.narrative();
-  }
+  });
   for (const auto& f : model.findings()) {
     if (f.second) {
       result.race = RacingPair{f.first, *f.second, f.kind};
@@ -61,7 +61,7 @@ RunResult run_once(const props::ClientProgram& program, sim::Chooser& chooser, s
 template <class Protocol>
 RunResult replay(const ExploreCase& c, std::string* svg = nullptr) {
   sim::ByteChooser chooser(c.schedule);
-  return run_once<Protocol>(c.program, chooser, c.policy_index, svg);
+  return run_once<Protocol>(c.program, chooser, c.policy_index, c.layer, svg);
 }
 
 /// The choices a run took, as the bytes that make a ByteChooser take them
@@ -82,23 +82,41 @@ Bytes schedule_bytes(const sim::Chooser& run) {
 /// applies), the schedule bytes as a container (drop chunks, lower bytes),
 /// the policy towards 0.
 rc::Shrinkable<ExploreCase> shrinkable_case(rc::Shrinkable<props::ClientProgram> program,
-                                            rc::Shrinkable<Bytes> schedule, rc::Shrinkable<std::uint32_t> policy) {
+                                            rc::Shrinkable<Bytes> schedule, rc::Shrinkable<std::uint32_t> policy,
+                                            props::LayerChoice layer) {
+  // The layer is kept as it was: a mutant of a decorator fails only through it.
   return rc::shrinkable::lambda(
       [=] {
-        return ExploreCase{program.value(), schedule.value(), policy.value()};
+        return ExploreCase{program.value(), schedule.value(), policy.value(), layer};
       },
       [=] {
-        return rc::seq::concat(
-            rc::seq::map(program.shrinks(),
-                         [=](rc::Shrinkable<props::ClientProgram> p) {
-                           return shrinkable_case(std::move(p), schedule, policy);
-                         }),
-            rc::seq::map(schedule.shrinks(),
-                         [=](rc::Shrinkable<Bytes> s) { return shrinkable_case(program, std::move(s), policy); }),
-            rc::seq::map(policy.shrinks(), [=](rc::Shrinkable<std::uint32_t> p) {
-              return shrinkable_case(program, schedule, std::move(p));
-            }));
+        return rc::seq::concat(rc::seq::map(program.shrinks(),
+                                            [=](rc::Shrinkable<props::ClientProgram> p) {
+                                              return shrinkable_case(std::move(p), schedule, policy, layer);
+                                            }),
+                               rc::seq::map(schedule.shrinks(),
+                                            [=](rc::Shrinkable<Bytes> s) {
+                                              return shrinkable_case(program, std::move(s), policy, layer);
+                                            }),
+                               rc::seq::map(policy.shrinks(), [=](rc::Shrinkable<std::uint32_t> p) {
+                                 return shrinkable_case(program, schedule, std::move(p), layer);
+                               }));
       });
+}
+
+/// What program number `p` calls: half the programs the resource itself, a
+/// quarter a BudgetResource small enough to be reached (P7), a quarter a
+/// LoggingResource.
+props::LayerChoice layer_for_program(std::uint32_t p, rc::Random& random) {
+  const std::size_t budget = 1024 + random.next() % 15361;
+  switch (p % 4) {
+    case 2:
+      return {props::LayerChoice::Kind::Budgeted, budget};
+    case 3:
+      return {props::LayerChoice::Kind::Logged, 0};
+    default:
+      return {};
+  }
 }
 
 rc::Shrinkable<Bytes> shrinkable_bytes(Bytes bytes) {
@@ -123,14 +141,15 @@ ExploreOutcome explore_with(const ExploreOptions& o) {
     rc::Random random = programs.split();
     const rc::Shrinkable<props::ClientProgram> program = generator(random.split(), size);
     const props::ClientProgram& ops = program.value();
+    const props::LayerChoice layer = layer_for_program(p, random);
     ++outcome.programs;
     std::uint32_t schedule_number = 0;
     (void)sim::explore(sim::Random{random.next()}, sim::Bounds{o.schedules_per_program}, [&](sim::Chooser& chooser) {
       const auto policy_index = static_cast<std::uint32_t>(outcome.schedules++ % 16);
       const std::uint32_t s = schedule_number++;
-      if (!run_once<Protocol>(ops, chooser, policy_index).violation) return false;
+      if (!run_once<Protocol>(ops, chooser, policy_index, layer).violation) return false;
       const auto [shrunk, steps] = rc::shrinkable::findLocalMin(
-          shrinkable_case(program, shrinkable_bytes(schedule_bytes(chooser)), shrinkable_policy(policy_index)),
+          shrinkable_case(program, shrinkable_bytes(schedule_bytes(chooser)), shrinkable_policy(policy_index), layer),
           [](const ExploreCase& c) { return replay<Protocol>(c).violation.has_value(); });
       RunResult r = replay<Protocol>(shrunk);
       if (!r.violation)
@@ -148,8 +167,9 @@ void print_report(const ExploreOptions& o, const ExploreOutcome& outcome, std::o
   out << fmt::format("streamcheck explore: resource protocol ({}) on the simulated backend\n", name);
   if (o.mutant) out << fmt::format("mutant {}: {}\n", name, info(*o.mutant).description);
   out << fmt::format(
-      "seed {}, {} programs (RapidCheck generator, up to {} ops each) x {} random schedules, pool policies: all 16 "
-      "switch settings in turn\n",
+      "seed {}, {} programs (RapidCheck generator, up to {} ops each, op kinds drawn per program) x {} random "
+      "schedules, pool policies: all 16 switch settings in turn; the client calls the resource itself, a "
+      "BudgetResource or a LoggingResource in turn\n",
       o.seed, o.programs, o.program_length, o.schedules_per_program);
   const std::string coverage = fmt::format("coverage: {} programs, {} schedules (random schedules: not exhaustive)\n",
                                            outcome.programs, outcome.schedules);
@@ -170,6 +190,7 @@ void print_report(const ExploreOptions& o, const ExploreOutcome& outcome, std::o
     out << "violation during teardown (commit all, deallocate all, reap, drain the device):\n";
   out << fmt::format("  {}\n", props::to_string(c->violation));
   out << fmt::format("pool policy: {}\n", sim::PoolPolicy::from_bits(c->shrunk.policy_index).describe());
+  out << fmt::format("the client calls: {}\n", props::describe(c->shrunk.layer));
   out << fmt::format("schedule: {}\n", c->schedule);
   out << coverage;
   out << fmt::format("reproduce: streamcheck explore --seed {}", o.seed);

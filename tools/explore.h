@@ -16,6 +16,7 @@
 #include "backend_sim/device_model.h"
 #include "model/mutants.h"
 #include "props/client_program.h"
+#include "props/resource_layer.h"
 #include "props/violation.h"
 
 namespace streamcheck::tools {
@@ -31,11 +32,13 @@ struct ExploreOptions {
 
 /// One simulated run, exactly: the program, the answers to its schedule's
 /// choices (choice k takes schedule[k] modulo its options, 0 past the end:
-/// sim::ByteChooser) and the pool policy (PoolPolicy::from_bits).
+/// sim::ByteChooser), the pool policy (PoolPolicy::from_bits) and what the
+/// client calls (the resource, or a decorator over it).
 struct ExploreCase {
   props::ClientProgram program;
   std::vector<std::uint8_t> schedule;
   std::uint32_t policy_index = 0;
+  props::LayerChoice layer;
 };
 
 /// Two ops that race (earlier-enqueued first), and the kind of finding.

@@ -30,6 +30,10 @@ TEST(Mutants, M8) { expect_killed<MutantId::M8>(); }
 TEST(Mutants, M9) { expect_killed<MutantId::M9>(); }
 TEST(Mutants, M10) { expect_killed<MutantId::M10>(); }
 TEST(Mutants, M11) { expect_killed<MutantId::M11>(); }
+TEST(Mutants, M12) { expect_killed<MutantId::M12>(); }
+TEST(Mutants, M13) { expect_killed<MutantId::M13>(); }
+TEST(Mutants, M14) { expect_killed<MutantId::M14>(); }
+TEST(Mutants, M15) { expect_killed<MutantId::M15>(); }
 
 }  // namespace
 }  // namespace streamcheck::props

@@ -11,19 +11,12 @@
 namespace streamcheck::props {
 namespace {
 
-RC_GTEST_PROP(ProtocolSim, CorrectProtocolKeepsEveryProperty, ()) { sim_protocol_property<CorrectProtocol>(); }
-
-// The property through the decorators: the client calls a BudgetResource
-// (a budget it never reaches, so P7 is checked but nothing is refused) or a
-// LoggingResource over the resource; P1-P9 must hold the same.
-RC_GTEST_PROP(ProtocolSim, CorrectProtocolKeepsEveryPropertyThroughABudget, ()) {
-  sim_protocol_property<CorrectProtocol>(Budgeted{std::size_t{1} << 40});
-}
-
-RC_GTEST_PROP(ProtocolSim, CorrectProtocolKeepsEveryPropertyThroughALog, ()) {
-  std::ostringstream log;
-  sim_protocol_property<CorrectProtocol>(Logged{&log});
-  RC_ASSERT(log.str().rfind("resource\n", 0) == 0u);
+// The stateful property, through a generated layer (the resource itself,
+// a BudgetResource whose limit is reached, a LoggingResource). It runs the
+// protocol STREAMCHECK_PROTOCOL names (the correct one when unset), so
+// `STREAMCHECK_PROTOCOL=Mk ctest -L props` shows the suite kill mutant Mk.
+RC_GTEST_PROP(ProtocolSim, SelectedProtocolKeepsEveryProperty, ()) {
+  with_protocol(selected_protocol(), []<class P>() { sim_protocol_property<P>(); });
 }
 
 // The same property through the explore job's generator: many programs,

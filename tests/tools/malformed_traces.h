@@ -42,7 +42,7 @@ inline const Malformed kMalformed[] = {
     {"ResourceTwice", "resource\nresource\n", 2, 1, "'resource' may appear only once"},
     {"AllocateWithoutResource", "stream s1\nallocate X 64 on s1\n", 2, 1,
      "'allocate' needs a 'resource' line before it"},
-    {"UnknownMutant", "resource mutant M12\n", 1, 17, "unknown mutant 'M12'"},
+    {"UnknownMutant", "resource mutant M99\n", 1, 17, "unknown mutant 'M99'"},
     {"TrailingTokens", "stream s1 s2\n", 1, 11, "unexpected 's2' at the end of the statement"},
     {"KeywordAsName", "stream launch\n", 1, 8, "'launch' is a keyword"},
     {"BadPrepareAccess", "stream s1\nresource\nallocate X 64 on s1\nprepare X on s1 modify\n", 4, 17,
