@@ -216,6 +216,7 @@ class FileMutator:
         self.sites: list[Site] = []
         self.skipped: list[tuple[int, str, str]] = []  # (offset, reason, text)
         self.string_names = self._string_names()
+        self.params: dict = {}  # the parameters of the function being scanned
 
     # --- helpers
     def line_of(self, off: int) -> int:
@@ -247,7 +248,7 @@ class FileMutator:
         e = len(self.text) if e < 0 else e
         if "\n" in self.text[v.start:v.end]:
             return " ".join(v.real.split())
-        return " ".join((self.text[s:v.start] + v.real + self.text[v.end:e]).split())
+        return " ".join((self.text[s:v.start] + v.real + self.text[v.end:e]).split()) or "(line deleted)"
 
     def skip(self, off: int, reason: str) -> None:
         self.skipped.append((off, reason, self.line_text(off)))
@@ -324,6 +325,16 @@ class FileMutator:
             news = [str(v + 1)] + ([str(v - 1)] if v > 0 else [])
             for new in news:
                 out.append(Variant("literal-change", p, p + len(mo.group(1)), new))
+        # variable-swap: a parameter used where another parameter of the same
+        # declared type belongs (the wrong stream, the wrong flag: M6's kind)
+        for mo in re.finditer(r"(?<![\w.>:])([A-Za-z_]\w*)(?![\w(])", m[s:e]):
+            p = s + mo.start()
+            name = mo.group(1)
+            if not ok(p) or name not in self.params:
+                continue
+            for other, typ in self.params.items():
+                if other != name and typ == self.params[name]:
+                    out.append(Variant("variable-swap", p, p + len(name), other))
         # Real text of each token variant: only the token changes.
         for v in out:
             v.extra_span = (v.start, v.end, v.real)
@@ -350,6 +361,7 @@ class FileMutator:
         self.sites.append(Site("cond", s, e, variants))
 
     def add_statement(self, s: int, e: int, frame) -> None:
+        self.params = frame.params or {}
         first = len(self.sites)
         self._add_statement(s, e, frame)
         self.mark_constant_evaluable(first, frame)
@@ -519,6 +531,7 @@ class FileMutator:
             last_constexpr: str | None = None
             constexpr_pol: str | None = None
             is_switch: bool = False
+            params: dict | None = None  # parameter name -> declared type
 
         stack = [Frame("scope", 0)]
         i, n = 0, len(m)
@@ -571,6 +584,7 @@ class FileMutator:
             i += 1
 
     def open_block(self, f, header: str, brace: int, Frame):
+        self.params = f.params or {}
         first = len(self.sites)
         child = self._open_block(f, header, brace, Frame)
         self.mark_constant_evaluable(first, f)
@@ -584,7 +598,8 @@ class FileMutator:
         s = hstart
         while s < brace and m[s].isspace():
             s += 1
-        child = Frame("block", brace + 1, ret=f.ret, constexpr=f.constexpr, mutant_only=f.mutant_only)
+        child = Frame("block", brace + 1, ret=f.ret, constexpr=f.constexpr, mutant_only=f.mutant_only,
+                      params=f.params)
         # control prefixes: else / if (...) / for (...)
         control = False
         is_loop = False
@@ -639,7 +654,37 @@ class FileMutator:
                                    [Variant("loop-skip", brace + 1, brace + 1, " break;")]))
         if not control:
             child.ret, child.constexpr = self.function_type(m[s:brace])
+            child.params = self.function_params(m[s:brace])
         return child
+
+    @staticmethod
+    def function_params(h: str) -> dict:
+        """name -> type of the parameters in function header h."""
+        h = re.sub(r"^\s*(template\s*<[^{;]*?>\s*)+", "", h).strip()
+        if "](" in h or h.startswith("["):
+            return {}
+        p = h.find("(")
+        if p < 0:
+            return {}
+        try:
+            q = match_paren(h, p)
+        except ValueError:
+            return {}
+        params, depth, cur = {}, 0, ""
+        for c in h[p + 1:q] + ",":
+            if c in "<([{":
+                depth += 1
+            elif c in ">)]}":
+                depth -= 1
+            if c == "," and depth == 0:
+                decl = cur.split("=")[0].strip()
+                mo = re.match(r"^(.*?[\w&*>])\s*\b([A-Za-z_]\w*)$", decl)
+                if mo and mo.group(1).strip() not in ("", "const"):
+                    params[mo.group(2)] = " ".join(mo.group(1).split())
+                cur = ""
+            else:
+                cur += c
+        return params
 
     @staticmethod
     def function_type(h: str):
@@ -980,6 +1025,7 @@ def main() -> int:
     src, bdir = out / "schema" / "src", out / "schema" / "build"
     out.mkdir(parents=True, exist_ok=True)
     log = out / "build.log"
+    log.write_text("")  # this run's build only
     targets = label_targets(repo, labels)
     if not targets:
         die(f"no test target has the label(s) {labels} in tests/**/CMakeLists.txt")
@@ -1082,10 +1128,22 @@ def markdown(rep: dict, full_table: bool = True) -> str:
          f"Score **{rep['score']:.1%}** = {rep['killed']} killed / ({rep['mutants']} mutants - "
          f"{rep['equivalent']} equivalent); {rep['survived']} survivors. Build {rep['build_seconds']} s, "
          f"runs {rep['run_seconds']} s.", ""]
+    L += ["| file | mutants | killed | equivalent | survived | score |", "|---|---|---|---|---|---|"]
+    for f in rep["files"]:
+        rs = [r for r in rep["results"] if r["file"] == f]
+        k = sum(r["verdict"] in ("killed", "timeout") for r in rs)
+        e = sum(1 for r in rs if r["equivalent"] and r["verdict"] == "survived")
+        sc = f"{k / (len(rs) - e):.0%}" if len(rs) > e else "-"
+        L.append(f"| {f} | {len(rs)} | {k} | {e} | {len(rs) - k - e} | {sc} |")
+    L.append("")
     if rep["separate_cross_check"]:
-        L += ["## Schema vs real textual mutants", "", "| id | schema | real | agree |", "|---|---|---|---|"]
+        L += ["## Schema vs real textual mutants (`--separate`)", "",
+              "| id | where | operator | schema | real | agree |", "|---|---|---|---|---|---|"]
+        rows = {r["id"]: r for r in rep["results"]}
         for c in rep["separate_cross_check"]:
-            L.append(f"| {c['id']} | {c['schema']} | {c['real']} | {c.get('agree')} |")
+            r = rows.get(c["id"], {})
+            L.append(f"| {c['id']} | {r.get('file')}:{r.get('line')} | {r.get('operator')} | {c['schema']} | "
+                     f"{c['real']} | {'yes' if c.get('agree') else '**no**'} |")
         L.append("")
     def cell(text: str) -> str:
         text = text if len(text) <= 90 else text[:87] + "..."
