@@ -108,7 +108,8 @@ class CompletionFence {
     if (auto st = record_event(lease.value().get().ref().get(), stream.get()); !st) return st.error();
     return CompletionFence(std::move(lease).value());
   }
-  CompletionFence(CompletionFence&&) noexcept = default;
+  // A moved-from fence holds no event, so its destructor waits for nothing.
+  CompletionFence(CompletionFence&& o) noexcept : lease_(std::exchange(o.lease_, std::nullopt)), done_(o.done_) {}
   CompletionFence& operator=(CompletionFence&&) = delete;
   CompletionFence(const CompletionFence&) = delete;
   /// Synchronizes an unfinished fence; a failure goes to stderr.

@@ -104,21 +104,6 @@ rc::Shrinkable<ExploreCase> shrinkable_case(rc::Shrinkable<props::ClientProgram>
       });
 }
 
-/// What program number `p` calls: half the programs the resource itself, a
-/// quarter a BudgetResource small enough to be reached (P7), a quarter a
-/// LoggingResource.
-props::LayerChoice layer_for_program(std::uint32_t p, rc::Random& random) {
-  const std::size_t budget = 1024 + random.next() % 15361;
-  switch (p % 4) {
-    case 2:
-      return {props::LayerChoice::Kind::Budgeted, budget};
-    case 3:
-      return {props::LayerChoice::Kind::Logged, 0};
-    default:
-      return {};
-  }
-}
-
 rc::Shrinkable<Bytes> shrinkable_bytes(Bytes bytes) {
   return rc::shrinkable::shrinkRecur(std::move(bytes), [](const Bytes& b) {
     return rc::seq::concat(rc::shrink::removeChunks(b),
@@ -204,6 +189,18 @@ void print_report(const ExploreOptions& o, const ExploreOutcome& outcome, std::o
 }
 
 }  // namespace
+
+props::LayerChoice layer_for_program(std::uint32_t p, rc::Random& random) {
+  const std::size_t budget = 1024 + random.next() % 15361;
+  switch (p % 4) {
+    case 2:
+      return {props::LayerChoice::Kind::Budgeted, budget};
+    case 3:
+      return {props::LayerChoice::Kind::Logged, 0};
+    default:
+      return {};
+  }
+}
 
 ExploreOutcome explore_protocol(const ExploreOptions& options) {
   return with_protocol(options.mutant, [&]<class Protocol>() { return explore_with<Protocol>(options); });

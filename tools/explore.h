@@ -7,6 +7,8 @@
 // replays exactly.
 #pragma once
 
+#include <rapidcheck/Random.h>
+
 #include <cstdint>
 #include <iosfwd>
 #include <optional>
@@ -65,6 +67,11 @@ struct Counterexample {
 };
 
 /// What an exploration covered, and what it found.
+/// What program number `p` of explore's run calls: half the programs the
+/// resource itself, a quarter a BudgetResource small enough to be reached
+/// (its limit drawn from `random`), a quarter a LoggingResource.
+props::LayerChoice layer_for_program(std::uint32_t p, rc::Random& random);
+
 struct ExploreOutcome {
   std::uint64_t programs = 0;   // programs generated and run
   std::uint64_t schedules = 0;  // runs, all programs together

@@ -59,18 +59,20 @@ struct GpuRun {
 /// Runs a client program through the harness on a fresh GPU backend.
 template <class Protocol>
 GpuRun run_on_gpu(const props::ClientProgram& program, const PoolPolicy& policy,
-                  std::set<std::pair<std::uint32_t, std::uint32_t>> delays, std::uint64_t delay_ns) {
+                  std::set<std::pair<std::uint32_t, std::uint32_t>> delays, std::uint64_t delay_ns,
+                  const props::LayerChoice& layer) {
   auto backend = make_backend(policy);
   backend->force_delays(std::move(delays), delay_ns);
   GpuRun run;
-  {
-    props::Harness<CudaBackend, Protocol> harness(*backend);
+  // Through the layer the simulator's run called (a budget, a log), as it did.
+  props::with_layer(layer, [&](const auto& through) {
+    props::Harness<CudaBackend, Protocol, std::decay_t<decltype(through)>> harness(*backend, through);
     for (const auto& op : program) {
       run.violation = harness.apply(op);
       if (run.violation) break;  // as the simulator's run did
     }
     if (!run.violation) run.violation = harness.finish();
-  }
+  });
   run.mismatches = backend->mismatches_total();
   return run;
 }
@@ -92,13 +94,16 @@ bool correct_protocol(const Options& o, std::ostream& out) {
   sim::SplitMix64 rng(o.seed);
   std::uint64_t mismatches = 0, runs = 0, violations = 0;
   std::optional<props::Violation> first_violation;
+  rc::Random layers(o.seed);
   for (std::uint32_t p = 0; p < o.programs; ++p) {
     const props::ClientProgram program = generator(programs.split(), kProgramSize).value();
+    // The layers of `streamcheck explore`: the resource, a budget or a log.
+    const props::LayerChoice layer = streamcheck::tools::layer_for_program(p, layers);
     for (std::uint32_t k = 0; k < o.reps; ++k) {
       // Random gates shake the completion order from run to run.
       std::set<std::pair<std::uint32_t, std::uint32_t>> delays;
       for (int d = 0; d < 3; ++d) delays.insert({rng.below(props::kClientStreams), rng.below(16)});
-      auto r = run_on_gpu<streamcheck::CorrectProtocol>(program, PoolPolicy::from_bits(p % 16), delays, 50'000);
+      auto r = run_on_gpu<streamcheck::CorrectProtocol>(program, PoolPolicy::from_bits(p % 16), delays, 50'000, layer);
       if (std::getenv("STREAMCHECK_GPU_TRACE")) std::cerr << "correct: program " << p << " rep " << k << "\n";
       ++runs;
       mismatches += r.mismatches;
@@ -141,8 +146,9 @@ bool mutants(const Options& o, std::ostream& out) {
     std::uint32_t with_mismatch = 0, broken = 0;
     std::optional<props::Property> gpu_violation;
     for (std::uint32_t k = 0; k < o.reps; ++k) {
-      const GpuRun r = streamcheck::with_protocol(
-          m.id, [&]<class P>() { return run_on_gpu<P>(c->shrunk.program, policy, delays, 2'000'000); });
+      const GpuRun r = streamcheck::with_protocol(m.id, [&]<class P>() {
+        return run_on_gpu<P>(c->shrunk.program, policy, delays, 2'000'000, c->shrunk.layer);
+      });
       if (r.mismatches > 0) ++with_mismatch;
       if (r.violation) {
         ++broken;
