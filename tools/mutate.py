@@ -80,7 +80,8 @@ def mask(text: str) -> str:
     line_start = True
     while i < n:
         c = text[i]
-        if line_start and c == "#":
+        # A preprocessor line and a // comment are blanked to the line's end.
+        if (line_start and c == "#") or text.startswith("//", i):
             j = text.find("\n", i)
             j = n if j < 0 else j
             for k in range(i, j):
@@ -93,13 +94,6 @@ def mask(text: str) -> str:
             continue
         if not c.isspace():
             line_start = False
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            for k in range(i, j):
-                out[k] = " "
-            i = j
-            continue
         if text.startswith("/*", i):
             j = text.find("*/", i + 2)
             j = n if j < 0 else j + 2
