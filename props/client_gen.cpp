@@ -61,8 +61,9 @@ rc::Gen<ClientOp> gen_client_op(const ProtocolModel& model) {
     return possible && model.enabled().test(kind) ? weight : 0;
   };
 
-  auto allocate = gen::build<AllocateOp>(gen::set(&AllocateOp::bytes, gen::inRange<std::uint32_t>(1, 4097)),
-                                         gen::set(&AllocateOp::stream, stream()));
+  auto allocate = gen::build<AllocateOp>(
+      gen::set(&AllocateOp::bytes, gen::inRange<std::uint32_t>(1, 4097)), gen::set(&AllocateOp::stream, stream()),
+      gen::set(&AllocateOp::at_freed_address, freed > 0 ? gen::arbitrary<bool>() : gen::just(false)));
   // One to three uses; shrinking drops uses and shrinks each one.
   auto uses =
       gen::resize(3, gen::nonEmpty(gen::container<std::vector<UseSpec>>(gen::resize(kFullRange, use_of(live)))));
@@ -74,8 +75,13 @@ rc::Gen<ClientOp> gen_client_op(const ProtocolModel& model) {
   auto sync_stream = gen::build<SyncStreamOp>(gen::set(&SyncStreamOp::stream, stream()));
   auto stale_use = gen::build<StaleUseOp>(
       gen::set(&StaleUseOp::block, handle(freed)),
-      gen::set(&StaleUseOp::how, gen::element(StaleHow::PrepareRead, StaleHow::PrepareWrite, StaleHow::FinishRead,
-                                              StaleHow::Deallocate, StaleHow::RecorderWithFresh)));
+      // The recorder case needs a fresh block at the stale one's address, the
+      // rarest state: it is drawn as often as the four others together.
+      gen::set(&StaleUseOp::how, gen::weightedElement<StaleHow>({{1, StaleHow::PrepareRead},
+                                                                 {1, StaleHow::PrepareWrite},
+                                                                 {1, StaleHow::FinishRead},
+                                                                 {1, StaleHow::Deallocate},
+                                                                 {4, StaleHow::RecorderWithFresh}})));
   auto inject_fault = gen::build<InjectFaultOp>(gen::set(&InjectFaultOp::nth, gen::inRange<std::uint32_t>(0, 3)));
   // Misuses that name a block need a live one.
   auto misuse =

@@ -41,7 +41,10 @@ std::string_view name(MisuseHow h) {
 std::string show(const ClientOp& op) {
   return std::visit(
       Overload{
-          [](const AllocateOp& o) { return fmt::format("allocate {} bytes on s{}", o.bytes, o.stream); },
+          [](const AllocateOp& o) {
+            return fmt::format("allocate {} bytes on s{}{}", o.bytes, o.stream,
+                               o.at_freed_address ? " at the newest freed block's address" : "");
+          },
           [](const BeginLaunchOp& o) {
             std::string uses;
             for (const auto& u : o.uses)

@@ -20,6 +20,10 @@ inline constexpr std::uint32_t kClientStreams = 3;
 struct AllocateOp {
   std::uint32_t bytes;
   std::uint32_t stream;
+  /// Ask for the newest freed block's address (where the pool may reuse
+  /// it): the same-address, new-generation pairs P5 and the dedup key
+  /// (M9) are about, made common instead of left to the pool's choice.
+  bool at_freed_address = false;
   friend bool operator==(const AllocateOp&, const AllocateOp&) = default;
 };
 struct UseSpec {

@@ -250,6 +250,9 @@ class Harness {
     if (refused_over_budget(o.bytes, stream)) return;
     auto r = checked("allocate", [&] {
       label_next_pool_op(fmt::format("alloc {}", blk_name));
+      if constexpr (requires { b_.prefer_address(std::uint64_t{}); }) {
+        if (o.at_freed_address && !model_.freed().empty()) b_.prefer_address(block(model_.freed().back()).ptr);
+      }
       return front_.allocate(o.bytes, stream);
     });
     if (!r.ok()) return;
