@@ -17,8 +17,8 @@
 //                       a request is refused exactly when it exceeds what
 //                       remains, with the exact fields
 //   P9 no leaks       - after teardown every event is given back
-// The client calls the resource directly or through a decorator (Layer,
-// resource_layer.h); the checks read the resource underneath. Violations are
+// The client calls the resource directly or through a decorator (a
+// LayerChoice, resource_layer.h); the checks read the resource underneath. Violations are
 // returned as typed values (data), never thrown.
 #pragma once
 
@@ -73,11 +73,10 @@ struct FreeMarker<B> {
   using type = typename decltype(std::declval<const B&>().last_free())::value_type;
 };
 
-template <ValidationBackend B, class P = CorrectProtocol, class Layer = Direct>
+template <ValidationBackend B, class P = CorrectProtocol>
 class Harness {
  public:
-  explicit Harness(B& backend, const Layer& layer = {})
-      : b_(backend), res_(backend), front_(Layered<Resource<B, P>, Layer>::make(res_, layer)) {
+  explicit Harness(B& backend, const LayerChoice& layer = {}) : b_(backend), res_(backend), front_(res_, layer) {
     for (std::uint32_t i = 0; i < kClientStreams; ++i) streams_.push_back(b_.add_stream(fmt::format("s{}", i)));
   }
   Harness(const Harness&) = delete;
@@ -138,7 +137,7 @@ class Harness {
   /// The resource underneath the layer (the checks read it).
   Resource<B, P>& resource() { return res_; }
   /// What the client calls: the resource or the decorator over it.
-  auto& front() { return front_; }
+  LayeredResource<Resource<B, P>>& front() { return front_; }
   const ProtocolModel& model() const { return model_; }
   std::size_t live_count() const { return model_.live().size(); }
   std::size_t freed_count() const { return model_.freed().size(); }
@@ -188,11 +187,9 @@ class Harness {
       problem(Property::P3Accounting, "bytes_outstanding != live + pending");
     if (pending > (std::size_t{1} << 48) || live > (std::size_t{1} << 48))
       problem(Property::P3Accounting, fmt::format("a counter wrapped (live {}, pending {})", live, pending));
-    if constexpr (requires { front_.limit(); }) {
-      if (res_.bytes_outstanding() > front_.limit())
-        problem(Property::P7Budget,
-                fmt::format("{} bytes outstanding above the limit {}", res_.bytes_outstanding(), front_.limit()));
-    }
+    if (const auto limit = front_.limit(); limit && res_.bytes_outstanding() > *limit)
+      problem(Property::P7Budget,
+              fmt::format("{} bytes outstanding above the limit {}", res_.bytes_outstanding(), *limit));
   }
 
   /// Runs a protocol call. On an error: P4 checks that nothing changed
@@ -265,21 +262,18 @@ class Harness {
   bool refused_over_budget(std::size_t bytes, StreamId stream) {
     const auto remaining = budget_remaining();
     if (!remaining || bytes <= *remaining) return false;
-    if constexpr (requires { front_.limit(); }) {
-      say(fmt::format("allocate {} bytes on {} (over budget: {} of {} remain)", bytes, stream_name(stream), *remaining,
-                      front_.limit()));
-      over_budget(bytes, *remaining, stream);
-    }
+    say(fmt::format("allocate {} bytes on {} (over budget: {} of {} remain)", bytes, stream_name(stream), *remaining,
+                    *front_.limit()));
+    over_budget(bytes, *remaining, stream);
     return true;
   }
 
   /// What remains of the budget, through a BudgetResource.
   std::optional<std::size_t> budget_remaining() const {
-    if constexpr (requires { front_.limit(); }) {
-      const std::size_t used = res_.bytes_outstanding();
-      return used >= front_.limit() ? 0 : front_.limit() - used;
-    }
-    return std::nullopt;
+    const auto limit = front_.limit();
+    if (!limit) return std::nullopt;
+    const std::size_t used = res_.bytes_outstanding();
+    return used >= *limit ? 0 : *limit - used;
   }
 
   /// P7: an allocation over the budget is refused with the exact request
@@ -290,7 +284,7 @@ class Harness {
     if (!r.ok() && injected(r.error())) r = front_.allocate(bytes, stream);  // an armed fault fired first
     if (r.ok()) {
       problem(Property::P7Budget, fmt::format("allocate {} bytes succeeded with {} of the budget {} remaining", bytes,
-                                              remaining, front_.limit()));
+                                              remaining, *front_.limit()));
       blocks_[model_.allocated()] = r.value();  // the client holds it now: teardown frees it
       return;
     }
@@ -490,16 +484,15 @@ class Harness {
       // The other thread calls what the client calls, unless that layer
       // serialises calls (LoggingResource holds its lock across them, so
       // this interleaving cannot happen through it): then the resource.
-      auto& other = [&]() -> auto& {
-        if constexpr (std::is_same_v<Layer, Logged>)
-          return res_;
-        else
-          return front_;
-      }
-      ();
+      auto other_deallocate = [&](const DeviceBlock& blk) {
+        return front_.serialises_calls() ? res_.deallocate(blk) : front_.deallocate(blk);
+      };
+      auto other_allocate = [&](std::size_t bytes, StreamId stream) {
+        return front_.serialises_calls() ? res_.allocate(bytes, stream) : front_.allocate(bytes, stream);
+      };
       b_.on_next_call([&] {
         label_next_pool_op(fmt::format("free {}", name(*n)));
-        if (!checked("deallocate (other thread)", [&] { return other.deallocate(old); }).ok()) return;
+        if (!checked("deallocate (other thread)", [&] { return other_deallocate(old); }).ok()) return;
         model_.deallocated(*n);
         note_free(name(*n));
         after_other_thread = snapshot();
@@ -508,7 +501,7 @@ class Harness {
         if (auto remaining = budget_remaining(); remaining && old.bytes > *remaining) return;
         if constexpr (requires { b_.prefer_address(std::uint64_t{}); }) b_.prefer_address(old.ptr);
         label_next_pool_op(fmt::format("alloc {}", name(model_.next_block())));
-        auto r = checked("allocate (other thread)", [&] { return other.allocate(old.bytes, old.alloc_stream); });
+        auto r = checked("allocate (other thread)", [&] { return other_allocate(old.bytes, old.alloc_stream); });
         if (!r.ok()) return;
         reused = model_.allocated();
         blocks_[*reused] = r.value();
@@ -585,7 +578,7 @@ class Harness {
 
   B& b_;
   Resource<B, P> res_;
-  typename Layered<Resource<B, P>, Layer>::type front_;
+  LayeredResource<Resource<B, P>> front_;
   ProtocolModel model_;
   std::map<BlockNumber, DeviceBlock> blocks_;  // live and freed
   std::vector<StreamId> streams_;

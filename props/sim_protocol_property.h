@@ -62,10 +62,8 @@ void sim_protocol_property() {
   sim::ByteChooser chooser(choices.schedule);
   sim::DeviceModel model(chooser, sim::PoolPolicy::from_bits(choices.policy));
   sim::SimBackend backend(model);
-  with_layer(choices.layer, [&](const auto& layer) {
-    Harness<sim::SimBackend, Protocol, std::decay_t<decltype(layer)>> harness(backend, layer);
-    check_protocol(harness);
-  });
+  Harness<sim::SimBackend, Protocol> harness(backend, choices.layer);
+  check_protocol(harness);
 }
 
 /// The protocol the property suite runs: the correct one, or the named

@@ -36,8 +36,8 @@ RunResult run_once(const props::ClientProgram& program, sim::Chooser& chooser, s
   sim::DeviceModel model(chooser, sim::PoolPolicy::from_bits(policy_index));
   sim::SimBackend backend(model);
   RunResult result;
-  props::with_layer(layer, [&](const auto& through) {
-    props::Harness<sim::SimBackend, Protocol, std::decay_t<decltype(through)>> harness(backend, through);
+  {
+    props::Harness<sim::SimBackend, Protocol> harness(backend, layer);
     for (std::size_t i = 0; i < program.size() && !result.violation; ++i) {
       if (auto v = harness.apply(program[i])) {
         result.violation = std::move(v);
@@ -46,7 +46,7 @@ RunResult run_once(const props::ClientProgram& program, sim::Chooser& chooser, s
     }
     if (!result.violation) result.violation = harness.finish();
     result.narrative = harness.narrative();
-  });
+  }
   for (const auto& f : model.findings()) {
     if (f.second) {
       result.race = RacingPair{f.first, *f.second, f.kind};

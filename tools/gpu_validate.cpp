@@ -65,14 +65,14 @@ GpuRun run_on_gpu(const props::ClientProgram& program, const PoolPolicy& policy,
   backend->force_delays(std::move(delays), delay_ns);
   GpuRun run;
   // Through the layer the simulator's run called (a budget, a log), as it did.
-  props::with_layer(layer, [&](const auto& through) {
-    props::Harness<CudaBackend, Protocol, std::decay_t<decltype(through)>> harness(*backend, through);
+  {
+    props::Harness<CudaBackend, Protocol> harness(*backend, layer);
     for (const auto& op : program) {
       run.violation = harness.apply(op);
       if (run.violation) break;  // as the simulator's run did
     }
     if (!run.violation) run.violation = harness.finish();
-  });
+  }
   run.mismatches = backend->mismatches_total();
   return run;
 }
