@@ -38,7 +38,11 @@ class NonTrackingResource {
     }
     const Generation generation = Generation::next();
     std::lock_guard lock(mutex_);
-    live_.emplace(ptr.value(), Entry{generation, bytes});
+    // The backend handed out an address still live here (a driver bug):
+    // refuse, and never free it, which would release the live block there.
+    if (!live_.try_emplace(ptr.value(), Entry{generation, bytes}).second)
+      return ResourceError::driver("NonTrackingResource::allocate: the backend returned the address " +
+                                   std::to_string(ptr.value()) + " of a live block");
     live_bytes_ += bytes;
     return DeviceBlock{ptr.value(), backend_.device_ordinal(), stream, bytes, 1, tag, generation, BlockState::Live};
   }

@@ -81,17 +81,21 @@ rc::Gen<ClientOp> gen_client_op(const ProtocolModel& model) {
                                                                  {1, StaleHow::PrepareWrite},
                                                                  {1, StaleHow::FinishRead},
                                                                  {1, StaleHow::Deallocate},
+                                                                 {1, StaleHow::Record},
                                                                  {4, StaleHow::RecorderWithFresh}})));
   auto inject_fault = gen::build<InjectFaultOp>(gen::set(&InjectFaultOp::nth, gen::inRange<std::uint32_t>(0, 3)));
   // Misuses that name a block need a live one.
   auto misuse =
-      live > 0
-          ? gen::build<MisuseOp>(
-                gen::set(&MisuseOp::how, gen::element(MisuseHow::ZeroBytes, MisuseHow::UnknownStreamAllocate,
-                                                      MisuseHow::UnknownStreamPrepare, MisuseHow::WrongDevicePrepare)),
-                gen::set(&MisuseOp::block, handle(live)))
-          : gen::build<MisuseOp>(
-                gen::set(&MisuseOp::how, gen::element(MisuseHow::ZeroBytes, MisuseHow::UnknownStreamAllocate)));
+      live > 0 ? gen::build<MisuseOp>(
+                     gen::set(&MisuseOp::how,
+                              gen::element(MisuseHow::ZeroBytes, MisuseHow::UnknownStreamAllocate,
+                                           MisuseHow::UnknownStreamPrepare, MisuseHow::WrongDevicePrepare,
+                                           MisuseHow::RecorderUseAfterPreflight, MisuseHow::RecorderUntrackedStrict,
+                                           MisuseHow::RecorderCommitWithoutPreflight, MisuseHow::RecorderCommitTwice,
+                                           MisuseHow::RecorderForgedCopy)),
+                     gen::set(&MisuseOp::block, handle(live)))
+               : gen::build<MisuseOp>(
+                     gen::set(&MisuseOp::how, gen::element(MisuseHow::ZeroBytes, MisuseHow::UnknownStreamAllocate)));
 
   auto collide = gen::build<CollideOp>(gen::set(&CollideOp::block, handle(live)),
                                        gen::set(&CollideOp::bytes, gen::inRange<std::uint32_t>(1, 4097)),

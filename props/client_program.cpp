@@ -17,6 +17,8 @@ std::string_view name(StaleHow h) {
       return "finish(read)";
     case StaleHow::Deallocate:
       return "deallocate";
+    case StaleHow::Record:
+      return "record_block_use";
     case StaleHow::RecorderWithFresh:
       return "recorder(read the newest block at its address, then the stale one)";
   }
@@ -33,6 +35,16 @@ std::string_view name(MisuseHow h) {
       return "prepare on an unknown stream";
     case MisuseHow::WrongDevicePrepare:
       return "prepare with a block of another device";
+    case MisuseHow::RecorderUseAfterPreflight:
+      return "recorder: a use registered after preflight, then dropped without commit";
+    case MisuseHow::RecorderUntrackedStrict:
+      return "strict recorder: an untracked buffer";
+    case MisuseHow::RecorderCommitWithoutPreflight:
+      return "recorder: commit without preflight";
+    case MisuseHow::RecorderCommitTwice:
+      return "recorder: commit twice";
+    case MisuseHow::RecorderForgedCopy:
+      return "recorder: a block and a forged copy of it";
   }
   return "?";
 }

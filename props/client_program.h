@@ -54,7 +54,7 @@ struct SyncStreamOp {
   std::uint32_t stream;
   friend bool operator==(const SyncStreamOp&, const SyncStreamOp&) = default;
 };
-enum class StaleHow : std::uint8_t { PrepareRead, PrepareWrite, FinishRead, Deallocate, RecorderWithFresh };
+enum class StaleHow : std::uint8_t { PrepareRead, PrepareWrite, FinishRead, Deallocate, RecorderWithFresh, Record };
 /// Uses a freed block's id; the resource must answer UseAfterFree (P5).
 struct StaleUseOp {
   std::uint32_t block;  // relative handle: k-th newest freed block
@@ -66,8 +66,21 @@ struct InjectFaultOp {
   std::uint32_t nth;
   friend bool operator==(const InjectFaultOp&, const InjectFaultOp&) = default;
 };
-enum class MisuseHow : std::uint8_t { ZeroBytes, UnknownStreamAllocate, UnknownStreamPrepare, WrongDevicePrepare };
-/// A call the resource must refuse without changing anything.
+enum class MisuseHow : std::uint8_t {
+  ZeroBytes,
+  UnknownStreamAllocate,
+  UnknownStreamPrepare,
+  WrongDevicePrepare,
+  // P6 recorder contracts (SPEC §2), each on a throwaway recorder of the block:
+  RecorderUseAfterPreflight,       // a use registered after a successful preflight; then dropped
+  RecorderUntrackedStrict,         // a strict recorder given an untracked buffer
+  RecorderCommitWithoutPreflight,  // commit of a recorder that never passed preflight
+  RecorderCommitTwice,             // a second commit of a committed recorder
+  RecorderForgedCopy,              // a block and a copy of it that claims another address or device
+};
+/// Whether misuse `h` names a live block.
+constexpr bool names_block(MisuseHow h) { return h != MisuseHow::ZeroBytes && h != MisuseHow::UnknownStreamAllocate; }
+/// A call the resource (or a recorder) must refuse without changing anything.
 struct MisuseOp {
   MisuseHow how;
   std::uint32_t block;

@@ -17,6 +17,8 @@
 //                       a request is refused exactly when it exceeds what
 //                       remains, with the exact fields
 //   P9 no leaks       - after teardown every event is given back
+//   log fidelity      - through a LoggingResource, its log reads back as the
+//                       calls made through it, in order, with their outcomes
 // The client calls the resource directly or through a decorator (a
 // LayerChoice, resource_layer.h); the checks read the resource underneath. Violations are
 // returned as typed values (data), never thrown.
@@ -27,10 +29,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -76,7 +81,12 @@ struct FreeMarker<B> {
 template <ValidationBackend B, class P = CorrectProtocol>
 class Harness {
  public:
-  explicit Harness(B& backend, const LayerChoice& layer = {}) : b_(backend), res_(backend), front_(res_, layer) {
+  explicit Harness(B& backend, const LayerChoice& layer = {})
+      : b_(backend),
+        res_(backend),
+        front_(res_, layer),
+        log_reader_(mutant_name(),
+                    layer.kind == LayerChoice::Kind::LoggedBudgeted ? std::optional(layer.budget) : std::nullopt) {
     for (std::uint32_t i = 0; i < kClientStreams; ++i) streams_.push_back(b_.add_stream(fmt::format("s{}", i)));
   }
   Harness(const Harness&) = delete;
@@ -104,6 +114,7 @@ class Harness {
     }
     narrative_.push_back(said_);
     check_accounting();
+    check_log();
     for (auto& p : b_.new_problems()) problems_.push_back(std::move(p));
     return first_problem();
   }
@@ -124,6 +135,7 @@ class Harness {
     }
     run(ReapOp{});
     check_accounting();
+    check_log();
     if (res_.bytes_outstanding() != 0)
       problem(Property::P3Accounting,
               fmt::format("{} bytes outstanding after freeing and reaping everything", res_.bytes_outstanding()));
@@ -170,6 +182,18 @@ class Harness {
     std::vector<std::uint64_t> ptrs;
     for (BlockNumber n : model_.live()) ptrs.push_back(block(n).ptr);
     return snapshot_of(res_, b_, ptrs);
+  }
+
+  static std::optional<std::string> mutant_name() {
+    if (auto m = mutant_of<P>()) return std::string(info(*m).name);
+    return std::nullopt;
+  }
+
+  /// Log fidelity: the lines the LoggingResource wrote since the last op
+  /// are the calls made through it since (nothing through other layers).
+  void check_log() {
+    if (!front_.serialises_calls()) return;
+    if (auto wrong = log_reader_.advance(front_.log(), front_.journal())) problem(Property::LogFidelity, *wrong);
   }
 
   void check_accounting() {
@@ -310,6 +334,7 @@ class Harness {
       text += fmt::format("{}{} {}", text.empty() ? " " : ", ", to_string(access), name(n));
     say(fmt::format("{}{} on {}:{}  (preflight; enqueue the kernel)", o.strict ? "strict launch " : "launch ",
                     flight.name, stream_name(stream), text));
+    check_dedup(*rec, uses);
     auto st = checked("preflight", [&] { return rec->preflight(front_); });
     if (!st.ok()) return;
     // The kernel touches what the client asked for, not what the recorder
@@ -319,9 +344,48 @@ class Harness {
     for (const auto& [n, access] : kernel_accesses(uses))
       accesses.push_back(KernelAccess{block(n).ptr, block(n).bytes, access, std::nullopt});
     b_.launch(ref(stream), accesses, flight.name);
+    // A logged client logs the kernels it launches; names a trace cannot
+    // hold as they are (a template, a keyword, a leading digit) too.
+    std::vector<std::pair<const DeviceBlock*, Access>> logged_uses;
+    for (const auto& [n, access] : uses) logged_uses.emplace_back(&block(n), access);
+    // Now and then a buffer the resource does not know (a null block) or a
+    // kernel with no buffer at all: the log must say it cannot replay them.
+    if (launches_ % 5 == 3) logged_uses.emplace_back(nullptr, Access::Read);
+    if (launches_ % 7 == 6) logged_uses.clear();
+    front_.note_launch(kernel_name(launches_), stream, logged_uses);
     flight.recorder = std::move(rec);
     in_flight_.push_back(std::move(flight));
     model_.launched(LaunchUses{std::move(uses)});
+  }
+
+  static std::string kernel_name(std::uint32_t n) {
+    switch (n % 4) {
+      case 1:
+        return fmt::format("scale<float,\r\n {}>", n);
+      case 2:
+        return fmt::format("{}th_pass", n);
+      case 3:
+        return "launch";
+      default:
+        return fmt::format("L{}.aA0-zZ9_", n);
+    }
+  }
+
+  /// P6: the recorder acts on one use per block with the strongest access
+  /// the client registered for it.
+  void check_dedup(const LaunchRecorder<P>& rec, const std::vector<std::pair<BlockNumber, Access>>& uses) {
+    const auto merged = kernel_accesses(uses);
+    const auto deduped = rec.deduped_uses();
+    bool same = deduped.size() == merged.size();
+    for (const auto& u : deduped) {
+      const auto n = std::find_if(merged.begin(), merged.end(),
+                                  [&](const auto& m) { return BlockId::of(block(m.first)) == u.block; });
+      same = same && n != merged.end() && n->second == u.access;
+    }
+    if (!same)
+      problem(Property::P6RecorderContracts,
+              fmt::format("the recorder keeps {} uses for {} blocks, or not with their strongest access",
+                          deduped.size(), merged.size()));
   }
 
   /// One access per block, merged here rather than by model/'s own
@@ -420,6 +484,9 @@ class Harness {
         break;
       case StaleHow::Deallocate:
         refused(what, ErrorKind::UseAfterFree, id.generation, [&] { return front_.deallocate(stale); });
+        break;
+      case StaleHow::Record:
+        refused(what, ErrorKind::UseAfterFree, id.generation, [&] { return front_.record_block_use(stale, s); });
         break;
       case StaleHow::RecorderWithFresh: {
         // The newest live block at the same address (an ABA pair) is
@@ -573,12 +640,129 @@ class Harness {
         }
         break;
       }
+      case MisuseHow::RecorderUseAfterPreflight:
+      case MisuseHow::RecorderUntrackedStrict:
+      case MisuseHow::RecorderCommitWithoutPreflight:
+      case MisuseHow::RecorderCommitTwice:
+      case MisuseHow::RecorderForgedCopy: {
+        const auto n = model_.misused_block(o);
+        if (!n) return;
+        say(fmt::format("{} ({})", show(ClientOp{o}), name(*n)));
+        recorder_contract(o.how, block(*n), streams_[(o.block + 1) % kClientStreams]);
+        break;
+      }
     }
+  }
+
+  /// P6 recorder contracts (SPEC §2, seed 001) on a throwaway recorder of
+  /// live block `blk`: what the recorder must refuse, refused without a
+  /// change to the resource, and a drop without commit reported exactly when
+  /// work may have been enqueued (after a successful preflight).
+  void recorder_contract(MisuseHow how, const DeviceBlock& blk, StreamId s) {
+    const std::size_t dropped_before = LaunchRecorder<P>::dropped_without_commit();
+    bool expect_drop = false;
+    std::ostringstream drop_report;
+    {
+      // The drop report goes to stderr: caught here (the guard outlives the
+      // recorder) so that runs stay quiet and the report can be read.
+      struct StderrTo {
+        std::streambuf* saved;
+        explicit StderrTo(std::ostream& out) : saved(std::cerr.rdbuf(out.rdbuf())) {}
+        StderrTo(const StderrTo&) = delete;
+        StderrTo& operator=(const StderrTo&) = delete;
+        ~StderrTo() { std::cerr.rdbuf(saved); }
+      } stderr_to(drop_report);
+      const RecorderMode mode =
+          how == MisuseHow::RecorderUntrackedStrict ? RecorderMode::Strict : RecorderMode::Permissive;
+      LaunchRecorder<P> rec(s, mode);
+      auto contract = [&](bool holds, std::string_view what) {
+        if (!holds)
+          problem(Property::P6RecorderContracts, fmt::format("{}: {}", show(ClientOp{MisuseOp{how, 0}}), what));
+      };
+      switch (how) {
+        case MisuseHow::RecorderUseAfterPreflight: {
+          rec.read(&blk);
+          if (!checked("preflight", [&] { return rec.preflight(front_); }).ok()) return rec.abandon();
+          contract(rec.preflighted(), "preflighted() is false after a successful preflight");
+          rec.write(&blk);  // too late: preflight queued the waits for a read only
+          contract(rec.recorded_count() == 1, "a use registered after preflight was recorded");
+          refused("commit after a use registered after preflight", ErrorKind::StreamMisuse, std::nullopt,
+                  [&] { return rec.commit(front_); });
+          contract(!rec.committed(), "committed() is true after a refused commit");
+          // Preflighted, never committed: the work may run unordered, and a
+          // drop says so, unless the client abandons the launch first.
+          expect_drop = (blk.generation.value & 1) == 0;
+          if (!expect_drop) rec.abandon();
+          break;
+        }
+        case MisuseHow::RecorderUntrackedStrict: {
+          const bool external = (blk.generation.value & 1) != 0;
+          rec.read(&blk);
+          if (external)
+            rec.read(nullptr, /*external=*/true);
+          else
+            rec.use(nullptr, Access::Write);
+          const Status st = rec.preflight(front_);
+          refused("preflight of a strict recorder holding an untracked buffer", ErrorKind::StreamMisuse, std::nullopt,
+                  [&] { return rec.preflight(front_); });
+          contract(!rec.preflighted(), "preflighted() is true after a refused preflight");
+          // The refusal says what to do, which depends on where the buffer came from.
+          contract(!st.ok() && (st.error().message.find("external memory") != std::string::npos) == external,
+                   external ? "the refusal of external memory does not say so"
+                            : "the refusal of an untracked buffer calls it external memory");
+          break;
+        }
+        case MisuseHow::RecorderForgedCopy: {
+          // A copy of the block that claims another address (or device):
+          // the recorder must not merge it into the real one.
+          DeviceBlock forged = blk;
+          const bool other_device = (blk.generation.value & 1) != 0;
+          if (other_device)
+            forged.device_ordinal += 1;
+          else
+            forged.ptr += 1;
+          rec.read(&blk);
+          rec.read(&forged);
+          refused("preflight of a recorder holding a forged copy of a block",
+                  other_device ? ErrorKind::Driver : ErrorKind::UseAfterFree, std::nullopt,
+                  [&] { return rec.preflight(front_); });
+          break;
+        }
+        case MisuseHow::RecorderCommitWithoutPreflight:
+          rec.read_write(&blk);
+          refused("commit without preflight", ErrorKind::StreamMisuse, std::nullopt,
+                  [&] { return rec.commit(front_); });
+          contract(!rec.committed(), "committed() is true after a refused commit");
+          break;
+        case MisuseHow::RecorderCommitTwice: {
+          rec.read(nullptr);  // a permissive recorder skips an untracked buffer
+          rec.read(&blk);
+          contract(rec.recorded_count() == 1, "a permissive recorder recorded an untracked buffer");
+          if (!checked("preflight", [&] { return rec.preflight(front_); }).ok()) return rec.abandon();
+          if (!checked(
+                   "commit", [&] { return rec.commit(front_); }, false)
+                   .ok())
+            return rec.abandon();
+          contract(rec.committed(), "committed() is false after a successful commit");
+          refused("a second commit", ErrorKind::StreamMisuse, std::nullopt, [&] { return rec.commit(front_); });
+          break;
+        }
+        default:
+          return;
+      }
+    }
+    const std::size_t dropped = LaunchRecorder<P>::dropped_without_commit() - dropped_before;
+    if (dropped != (expect_drop ? 1u : 0u) ||
+        (expect_drop && drop_report.str().find("dropped without commit") == std::string::npos))
+      problem(Property::P6RecorderContracts,
+              fmt::format("{}: the recorder reported {} drops without commit (\"{}\"), expected {}",
+                          show(ClientOp{MisuseOp{how, 0}}), dropped, drop_report.str(), expect_drop ? 1 : 0));
   }
 
   B& b_;
   Resource<B, P> res_;
   LayeredResource<Resource<B, P>> front_;
+  LogReader log_reader_;
   ProtocolModel model_;
   std::map<BlockNumber, DeviceBlock> blocks_;  // live and freed
   std::vector<StreamId> streams_;

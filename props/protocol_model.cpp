@@ -72,11 +72,7 @@ bool ProtocolModel::applies(const ClientOp& op) const {
                         [](const SyncStreamOp&) { return true; },
                         [&](const StaleUseOp& o) { return stale_block(o).has_value(); },
                         [](const InjectFaultOp&) { return true; },
-                        [&](const MisuseOp& o) {
-                          const bool needs_block =
-                              o.how == MisuseHow::UnknownStreamPrepare || o.how == MisuseHow::WrongDevicePrepare;
-                          return !needs_block || misused_block(o).has_value();
-                        },
+                        [&](const MisuseOp& o) { return !names_block(o.how) || misused_block(o).has_value(); },
                         [&](const CollideOp& o) { return live_block(o.block).has_value(); },
                         [&](const RacingReuseOp& o) { return block_to_reuse(o).has_value(); },
                     },

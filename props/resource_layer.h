@@ -13,11 +13,14 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "model/budget_resource.h"
 #include "model/logging_resource.h"
 #include "model/memory_resource.h"
 #include "model/mutants.h"
+#include "props/log_reader.h"
 
 namespace streamcheck::props {
 
@@ -25,9 +28,10 @@ namespace streamcheck::props {
 /// draw one per run, so every property is checked through each decorator.
 struct LayerChoice {
   enum class Kind : std::uint8_t {
-    Direct,    // the client calls the resource itself
-    Budgeted,  // a BudgetResource of `budget` bytes over it (P7 as well)
-    Logged,    // a LoggingResource over it (its log is read back: P10)
+    Direct,          // the client calls the resource itself
+    Budgeted,        // a BudgetResource of `budget` bytes over it (P7 as well)
+    Logged,          // a LoggingResource over it (its log is read back: log fidelity)
+    LoggedBudgeted,  // a LoggingResource over a BudgetResource of `budget` bytes over it
   };
   Kind kind = Kind::Direct;
   std::size_t budget = 0;  // the limit, for Kind::Budgeted
@@ -42,6 +46,8 @@ inline std::string describe(const LayerChoice& c) {
       return "a BudgetResource of " + std::to_string(c.budget) + " bytes";
     case LayerChoice::Kind::Logged:
       return "a LoggingResource";
+    case LayerChoice::Kind::LoggedBudgeted:
+      return "a LoggingResource over a BudgetResource of " + std::to_string(c.budget) + " bytes";
   }
   return "?";
 }
@@ -72,6 +78,10 @@ class LayeredResource {
       case LayerChoice::Kind::Logged:
         logged_.emplace(inner, log_, mutant_of<Protocol>());
         break;
+      case LayerChoice::Kind::LoggedBudgeted:
+        budgeted_.emplace(inner, choice.budget);
+        logged_budget_.emplace(*budgeted_, log_, mutant_of<Protocol>());
+        break;
       case LayerChoice::Kind::Direct:
         break;
     }
@@ -80,26 +90,52 @@ class LayeredResource {
   LayeredResource& operator=(const LayeredResource&) = delete;
 
   Result<DeviceBlock> allocate(std::size_t bytes, StreamId stream, AllocTag tag = {}) {
-    return call([&](auto& r) { return r.allocate(bytes, stream, tag); });
+    auto r = call([&](auto& res) { return res.allocate(bytes, stream, tag); });
+    LoggedCall c = logged(LoggedCall::Kind::Allocate, stream, r.ok() ? r.value().generation : Generation{});
+    c.bytes = bytes;
+    return noted(std::move(c), std::move(r));
   }
   Status deallocate(const DeviceBlock& block) {
-    return call([&](auto& r) { return r.deallocate(block); });
+    return noted(logged(LoggedCall::Kind::Deallocate, {}, block.generation),
+                 call([&](auto& res) { return res.deallocate(block); }));
   }
   Status prepare_block_use(BlockId id, StreamId stream, Access access) {
-    return call([&](auto& r) { return r.prepare_block_use(id, stream, access); });
+    return noted(logged(LoggedCall::Kind::Prepare, stream, id.generation, access),
+                 call([&](auto& res) { return res.prepare_block_use(id, stream, access); }));
   }
   Status finish_block_use(BlockId id, StreamId stream, Access access) {
-    return call([&](auto& r) { return r.finish_block_use(id, stream, access); });
+    return noted(logged(LoggedCall::Kind::Finish, stream, id.generation, access),
+                 call([&](auto& res) { return res.finish_block_use(id, stream, access); }));
   }
   Status record_block_use(const DeviceBlock& block, StreamId stream) {
-    return call([&](auto& r) { return r.record_block_use(block, stream); });
+    return noted(logged(LoggedCall::Kind::Record, stream, block.generation),
+                 call([&](auto& res) { return res.record_block_use(block, stream); }));
   }
   Status reap_pending() {
-    return call([&](auto& r) { return r.reap_pending(); });
+    return noted(logged(LoggedCall::Kind::Reap), call([&](auto& res) { return res.reap_pending(); }));
   }
-  bool supports_block_use_tracking() const { return inner_.supports_block_use_tracking(); }
-  std::size_t bytes_outstanding() const { return inner_.bytes_outstanding(); }
-  std::uint32_t device_ordinal() const { return inner_.device_ordinal(); }
+  /// A kernel the client launched itself: the LoggingResource writes it as
+  /// a `launch` line; the other layers have nothing to do.
+  void note_launch(const std::string& kernel, StreamId stream,
+                   const std::vector<std::pair<const DeviceBlock*, Access>>& uses) {
+    if (logged_) logged_->note_launch(kernel, stream, uses);
+    if (logged_budget_) logged_budget_->note_launch(kernel, stream, uses);
+    if (!serialises_calls()) return;
+    LoggedCall c = logged(LoggedCall::Kind::Launch, stream);
+    c.kernel = kernel;
+    for (const auto& [block, access] : uses)
+      c.uses.emplace_back(block ? std::optional(block->generation) : std::nullopt, access);
+    journal_.push_back(std::move(c));
+  }
+  bool supports_block_use_tracking() const {
+    return call([](const auto& res) { return res.supports_block_use_tracking(); });
+  }
+  std::size_t bytes_outstanding() const {
+    return call([](const auto& res) { return res.bytes_outstanding(); });
+  }
+  std::uint32_t device_ordinal() const {
+    return call([](const auto& res) { return res.device_ordinal(); });
+  }
 
   const LayerChoice& choice() const { return choice_; }
   /// The budget's limit, through a BudgetResource.
@@ -109,16 +145,46 @@ class LayeredResource {
   }
   /// Through a LoggingResource, which holds its lock across each forwarded
   /// call: no other thread's call can land inside one of the client's.
-  bool serialises_calls() const { return logged_.has_value(); }
+  bool serialises_calls() const { return logged_.has_value() || logged_budget_.has_value(); }
   /// What the LoggingResource wrote so far ("" for the other layers).
   std::string log() const { return log_.str(); }
+  /// The calls made through the LoggingResource, with their outcomes
+  /// (empty for the other layers): what its log must say.
+  const std::vector<LoggedCall>& journal() const { return journal_; }
 
  private:
+  static LoggedCall logged(LoggedCall::Kind kind, StreamId stream = {}, Generation generation = {},
+                           Access access = Access::Read) {
+    LoggedCall c;
+    c.kind = kind;
+    c.stream = stream;
+    c.generation = generation;
+    c.access = access;
+    return c;
+  }
+
+  /// Notes a call made through the LoggingResource and what it returned.
+  template <class R2>
+  R2 noted(LoggedCall c, R2 result) {
+    if (!serialises_calls()) return result;
+    if (!result.ok()) c.error = result.error().to_string();
+    journal_.push_back(std::move(c));
+    return result;
+  }
+
   template <class Call>
   auto call(Call&& fn) {
+    if (logged_budget_) return fn(*logged_budget_);
     if (budgeted_) return fn(*budgeted_);
     if (logged_) return fn(*logged_);
     return fn(inner_);
+  }
+  template <class Call>
+  auto call(Call&& fn) const {
+    if (logged_budget_) return fn(std::as_const(*logged_budget_));
+    if (budgeted_) return fn(std::as_const(*budgeted_));
+    if (logged_) return fn(std::as_const(*logged_));
+    return fn(std::as_const(inner_));
   }
 
   R& inner_;
@@ -126,6 +192,8 @@ class LayeredResource {
   std::ostringstream log_;  // before logged_, which writes to it
   std::optional<BudgetResource<R>> budgeted_;
   std::optional<LoggingResource<R>> logged_;
+  std::optional<LoggingResource<BudgetResource<R>>> logged_budget_;
+  std::vector<LoggedCall> journal_;
 };
 
 }  // namespace streamcheck::props

@@ -35,14 +35,16 @@ inline void showValue(const SimRunChoices& c, std::ostream& os) {
   os << "], pool policy " << c.policy << ", through " << describe(c.layer);
 }
 
-/// Half the runs call the resource itself, a quarter a BudgetResource with
-/// a limit small enough to be reached (P7), a quarter a LoggingResource.
+/// Two runs in five call the resource itself, one a BudgetResource with a
+/// limit small enough to be reached (P7), one a LoggingResource, one a
+/// LoggingResource over such a BudgetResource.
 /// Shrinks towards the resource itself.
 inline rc::Gen<LayerChoice> gen_layer_choice() {
   using Kind = LayerChoice::Kind;
   return rc::gen::build<LayerChoice>(
       rc::gen::set(&LayerChoice::kind,
-                   rc::gen::weightedElement<Kind>({{2, Kind::Direct}, {1, Kind::Budgeted}, {1, Kind::Logged}})),
+                   rc::gen::weightedElement<Kind>(
+                       {{2, Kind::Direct}, {1, Kind::Budgeted}, {1, Kind::Logged}, {1, Kind::LoggedBudgeted}})),
       rc::gen::set(&LayerChoice::budget, rc::gen::inRange<std::size_t>(1024, 16385)));
 }
 

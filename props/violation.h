@@ -27,6 +27,9 @@ enum class Property : std::uint8_t {
   P7Budget,
   P8Concurrency,
   P9NoLeaks,
+  /// Through a LoggingResource: its log says exactly the calls made through
+  /// it, each with its outcome, as trace lines (SPEC §2; log_reader.h).
+  LogFidelity,
   /// Teardown could not free every block (a broken protocol refused).
   Teardown,
   /// A call failed with an error that no fault injection explains.
@@ -62,6 +65,8 @@ constexpr std::string_view to_string(Property p) {
       return "P8 concurrency";
     case Property::P9NoLeaks:
       return "P9 no leaks";
+    case Property::LogFidelity:
+      return "log fidelity";
     case Property::Teardown:
       return "teardown";
     case Property::UnexpectedError:
