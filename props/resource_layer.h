@@ -172,19 +172,21 @@ class LayeredResource {
     return result;
   }
 
+  /// Calls `fn` with the outermost layer (const where this is const).
   template <class Call>
   auto call(Call&& fn) {
-    if (logged_budget_) return fn(*logged_budget_);
-    if (budgeted_) return fn(*budgeted_);
-    if (logged_) return fn(*logged_);
-    return fn(inner_);
+    return outermost(*this, fn);
   }
   template <class Call>
   auto call(Call&& fn) const {
-    if (logged_budget_) return fn(std::as_const(*logged_budget_));
-    if (budgeted_) return fn(std::as_const(*budgeted_));
-    if (logged_) return fn(std::as_const(*logged_));
-    return fn(std::as_const(inner_));
+    return outermost(*this, fn);
+  }
+  template <class Self, class Call>
+  static auto outermost(Self& self, Call& fn) {
+    if (self.logged_budget_) return fn(*self.logged_budget_);
+    if (self.budgeted_) return fn(*self.budgeted_);
+    if (self.logged_) return fn(*self.logged_);
+    return fn(self.inner_);
   }
 
   R& inner_;
