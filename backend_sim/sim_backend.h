@@ -87,16 +87,20 @@ class SimBackend {
   // --- the Backend concept
   Result<Event> create_event() {
     if (auto f = enter("create_event")) return *f;
-    return Event(this, model_.create_event(event_label_));
+    Event e(this, model_.create_event(event_label_));
+    recorded_on_.erase(e.id().value);  // an index may come back for a new event
+    return e;
   }
   Status record_event(Event& e, StreamRef s) {
     if (auto f = enter("record_event")) return *f;
     model_.record(e.id(), s);
+    recorded_on_[e.id().value] = s;
     return {};
   }
   Status wait_event(StreamRef s, const Event& e) {
     if (auto f = enter("wait_event")) return *f;
     model_.wait(s, e.id());
+    if (auto it = recorded_on_.find(e.id().value); it != recorded_on_.end() && it->second == s) ++self_waits_;
     return {};
   }
   Result<std::uint64_t> alloc_async(std::size_t bytes, StreamRef s) {
@@ -237,6 +241,9 @@ class SimBackend {
   std::uint32_t faults_fired() const { return faults_.faults_fired(); }
   std::uint64_t calls() const { return faults_.calls(); }
   std::size_t live_event_count() const { return model_.live_event_count(); }
+  /// Waits queued on an event last recorded on the waiting stream itself:
+  /// redundant by R1 (the resource skips them; the economy check counts).
+  std::size_t self_waits() const { return self_waits_; }
   /// Findings (P1) and value mismatches (P2) that appeared since the last
   /// call, as typed violations.
   std::vector<props::Violation> new_problems() {
@@ -306,6 +313,8 @@ class SimBackend {
   std::optional<std::uint64_t> preferred_address_;
   std::function<void()> next_call_hook_;
   std::optional<OpRef> last_free_;
+  std::map<std::uint32_t, StreamRef> recorded_on_;  // event index -> stream of its last record
+  std::size_t self_waits_ = 0;
   std::size_t findings_seen_ = 0;
   std::size_t mismatches_seen_ = 0;
 };

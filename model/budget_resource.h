@@ -8,6 +8,7 @@
 
 #include <mutex>
 
+#include "model/guarded.h"
 #include "model/memory_resource.h"
 #include "model/mutants.h"
 #include "model/types.h"
@@ -19,16 +20,17 @@ class BudgetResource {
  public:
   using Mutex = typename Inner::Mutex;
 
-  BudgetResource(Inner& inner, std::size_t limit) : inner_(inner), limit_(limit) {}
+  BudgetResource(Inner& inner, std::size_t limit) : inner_(inner), limit_(limit), allocator_(&inner) {}
 
   Result<DeviceBlock> allocate(std::size_t bytes, StreamId stream, AllocTag tag = {}) {
-    std::lock_guard lock(mutex_);
-    const std::size_t used = inner_.bytes_outstanding();
+    auto allocator = allocator_.lock();
+    Inner& inner = **allocator;
+    const std::size_t used = inner.bytes_outstanding();
     const std::size_t remaining = used >= limit_ ? 0 : limit_ - used;
     // M14 compares the request with the whole limit.
     const std::size_t allowed = protocol_of_t<Inner>::has(MutantId::M14) ? limit_ : remaining;
     if (bytes > allowed) return ResourceError::out_of_budget(bytes, remaining);
-    return inner_.allocate(bytes, stream, tag);
+    return inner.allocate(bytes, stream, tag);
   }
   Status deallocate(const DeviceBlock& block) { return inner_.deallocate(block); }
   Status prepare_block_use(BlockId id, StreamId s, Access a) { return inner_.prepare_block_use(id, s, a); }
@@ -43,7 +45,10 @@ class BudgetResource {
  private:
   Inner& inner_;
   const std::size_t limit_;
-  mutable Mutex mutex_;
+  // The inner resource as allocate reaches it: only under the lock that
+  // makes the budget check and the allocation one step, so two threads
+  // cannot both see room and overshoot together.
+  Guarded<Inner*, Mutex> allocator_;
 };
 
 static_assert(MemoryResource<BudgetResource<MemoryResourceArchetype>>,

@@ -40,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/guarded.h"
 #include "model/memory_resource.h"
 #include "model/mutants.h"
 #include "model/trace_keywords.h"
@@ -55,7 +56,7 @@ class LoggingResource {
   /// Writes the `resource` line at once. `mutant` names the protocol variant
   /// Inner was built with, so the read-back trace runs the same variant.
   LoggingResource(Inner& inner, std::ostream& out, std::optional<MutantId> mutant = std::nullopt)
-      : inner_(inner), out_(out) {
+      : inner_(inner), log_(out) {
     std::string line = kw(K::Resource);
     if constexpr (requires(const Inner& r) {
                     { r.limit() } -> std::convertible_to<std::size_t>;
@@ -63,66 +64,65 @@ class LoggingResource {
       line += " " + std::string(trace_language::word::kBudget) + " " + std::to_string(inner_.limit());
     }
     if (mutant) line += " " + std::string(trace_language::word::kMutant) + " " + std::string(info(*mutant).name);
-    std::lock_guard lock(mutex_);
-    emit(line + "\n");
+    log_.lock()->emit(line + "\n");
   }
   LoggingResource(const LoggingResource&) = delete;
   LoggingResource& operator=(const LoggingResource&) = delete;
 
   Result<DeviceBlock> allocate(std::size_t bytes, StreamId stream, AllocTag tag = {}) {
-    std::lock_guard lock(mutex_);
+    auto log = log_.lock();
     auto r = inner_.allocate(bytes, stream, tag);
     std::string text;
     if (r) {
-      known_.insert(r.value().generation.value);
-      declare(text, stream);
+      log->known.insert(r.value().generation.value);
+      log->declare(text, stream);
       text +=
           kw(K::Allocate) + " " + block_name(r.value().generation) + " " + std::to_string(bytes) + on(stream) + "\n";
     } else {
       text += "# " + kw(K::Allocate) + " " + std::to_string(bytes) + on(stream) +
               " failed: " + one_line(r.error().to_string()) + "\n";
     }
-    emit(text);
+    log->emit(text);
     return r;
   }
 
   Status deallocate(const DeviceBlock& block) {
-    std::lock_guard lock(mutex_);
+    auto log = log_.lock();
     Status s = inner_.deallocate(block);
-    log_statement(kw(K::Deallocate) + " " + block_name(block.generation), block.generation, std::nullopt, s);
+    log->statement(kw(K::Deallocate) + " " + block_name(block.generation), block.generation, std::nullopt, s);
     return s;
   }
 
   Status prepare_block_use(BlockId id, StreamId stream, Access access) {
-    std::lock_guard lock(mutex_);
+    auto log = log_.lock();
     Status s = inner_.prepare_block_use(id, stream, access);
-    log_statement(kw(K::Prepare) + " " + block_name(id.generation) + on(stream) + " " + std::string(to_string(access)),
-                  id.generation, stream, s);
+    log->statement(kw(K::Prepare) + " " + block_name(id.generation) + on(stream) + " " + std::string(to_string(access)),
+                   id.generation, stream, s);
     return s;
   }
 
   Status finish_block_use(BlockId id, StreamId stream, Access access) {
-    std::lock_guard lock(mutex_);
+    auto log = log_.lock();
     Status s = inner_.finish_block_use(id, stream, access);
-    log_statement(kw(K::Finish) + " " + block_name(id.generation) + on(stream) + " " + std::string(to_string(access)),
-                  id.generation, stream, s);
+    log->statement(kw(K::Finish) + " " + block_name(id.generation) + on(stream) + " " + std::string(to_string(access)),
+                   id.generation, stream, s);
     return s;
   }
 
   /// Logged as what it is: finish(Read).
   Status record_block_use(const DeviceBlock& block, StreamId stream) {
-    std::lock_guard lock(mutex_);
+    auto log = log_.lock();
     Status s = inner_.record_block_use(block, stream);
-    log_statement(kw(K::Finish) + " " + block_name(block.generation) + on(stream) + " " +
-                      std::string(trace_language::word::kRead),
-                  block.generation, stream, s);
+    log->statement(kw(K::Finish) + " " + block_name(block.generation) + on(stream) + " " +
+                       std::string(trace_language::word::kRead),
+                   block.generation, stream, s);
     return s;
   }
 
   Status reap_pending() {
-    std::lock_guard lock(mutex_);
+    auto log = log_.lock();
     Status s = inner_.reap_pending();
-    emit(s ? kw(K::Reap) + "\n" : "# " + kw(K::Reap) + " failed: " + one_line(s.error().to_string()) + "\n");
+    log->emit(s ? kw(K::Reap) + "\n" : "# " + kw(K::Reap) + " failed: " + one_line(s.error().to_string()) + "\n");
     return s;
   }
 
@@ -133,7 +133,7 @@ class LoggingResource {
   /// follows in a comment.
   void note_launch(const std::string& kernel, StreamId stream,
                    const std::vector<std::pair<const DeviceBlock*, Access>>& uses) {
-    std::lock_guard lock(mutex_);
+    auto log = log_.lock();
     const std::string name = trace_name(kernel);
     std::string stmt = kw(K::Launch) + " " + name + on(stream);
     std::string unnameable;
@@ -145,7 +145,7 @@ class LoggingResource {
           unnameable = "a null block";
           continue;
         }
-        if (!known_.contains(block->generation.value))
+        if (!log->known.contains(block->generation.value))
           unnameable = block_name(block->generation) + " was not allocated through this log";
         refs += (refs.empty() ? "" : ",") + block_name(block->generation);
       }
@@ -162,11 +162,11 @@ class LoggingResource {
     if (!unnameable.empty()) {
       text = "# " + stmt + " (not replayable: " + unnameable + ")";
     } else {
-      declare(text, stream);
+      log->declare(text, stream);
       text += stmt;
     }
     if (name != kernel) text += "  # kernel " + quoted(kernel);
-    emit(text + "\n");
+    log->emit(text + "\n");
   }
 
   bool supports_block_use_tracking() const { return inner_.supports_block_use_tracking(); }
@@ -180,29 +180,6 @@ class LoggingResource {
   /// " on s<id>".
   static std::string on(StreamId s) { return " " + std::string(trace_language::word::kOn) + " " + stream_name(s); }
   static std::string block_name(Generation g) { return "b" + std::to_string(g.value); }
-
-  /// Appends `stream s<id>` the first time a statement uses `s`.
-  void declare(std::string& text, StreamId s) {
-    if (declared_.insert(s.value).second) text += kw(K::Stream) + " " + stream_name(s) + "\n";
-  }
-
-  /// A statement naming block `g` (and stream `s`, if any): written as is
-  /// when the call succeeded and the block is one this log allocated,
-  /// otherwise as a comment.
-  void log_statement(const std::string& stmt, Generation g, std::optional<StreamId> s, const Status& status) {
-    std::string text;
-    if (!status) {
-      text = "# " + stmt + " failed: " + one_line(status.error().to_string());
-    } else if (!known_.contains(g.value)) {
-      text = "# " + stmt + " (not replayable: " + block_name(g) + " was not allocated through this log)";
-    } else {
-      if (s) declare(text, *s);
-      text += stmt;
-    }
-    emit(text + "\n");
-  }
-
-  void emit(const std::string& text) { out_ << text << std::flush; }
 
   static std::string one_line(std::string s) {
     for (char& c : s)
@@ -222,13 +199,42 @@ class LoggingResource {
     return out;
   }
 
+  /// What the log writes to and remembers; reached only under the lock that
+  /// also serialises the forwarded call, so the log's order is the calls'.
+  struct Log {
+    explicit Log(std::ostream& o) : out(&o) {}
+    std::ostream* out;
+    std::unordered_set<std::uint32_t> declared;
+    // Generations this log wrote an `allocate` for (kept after deallocate,
+    // so a later use of a freed block still reads back as that block).
+    std::unordered_set<std::uint64_t> known;
+
+    /// Appends `stream s<id>` the first time a statement uses `s`.
+    void declare(std::string& text, StreamId s) {
+      if (declared.insert(s.value).second) text += kw(K::Stream) + " " + stream_name(s) + "\n";
+    }
+
+    /// A statement naming block `g` (and stream `s`, if any): written as is
+    /// when the call succeeded and the block is one this log allocated,
+    /// otherwise as a comment.
+    void statement(const std::string& stmt, Generation g, std::optional<StreamId> s, const Status& status) {
+      std::string text;
+      if (!status) {
+        text = "# " + stmt + " failed: " + one_line(status.error().to_string());
+      } else if (!known.contains(g.value)) {
+        text = "# " + stmt + " (not replayable: " + block_name(g) + " was not allocated through this log)";
+      } else {
+        if (s) declare(text, *s);
+        text += stmt;
+      }
+      emit(text + "\n");
+    }
+
+    void emit(const std::string& text) { *out << text << std::flush; }
+  };
+
   Inner& inner_;
-  std::ostream& out_;
-  mutable Mutex mutex_;
-  std::unordered_set<std::uint32_t> declared_;
-  // Generations this log wrote an `allocate` for (kept after deallocate, so
-  // a later use of a freed block still reads back as that block).
-  std::unordered_set<std::uint64_t> known_;
+  Guarded<Log, Mutex> log_;
 };
 
 static_assert(MemoryResource<LoggingResource<MemoryResourceArchetype>>,

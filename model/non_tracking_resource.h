@@ -3,9 +3,11 @@
 // silent no-op would let a LaunchRecorder believe a dependency was queued.
 //
 // Memory ordering: allocate synchronizes the alloc stream before returning,
-// and deallocate synchronizes it after queueing the free, so a block is
-// ready for any stream once returned, and gone once deallocate returns.
-// Ordering the caller's own cross-stream work is the caller's job.
+// and deallocate synchronizes it before queueing the free, so a block is
+// ready for any stream once returned, and its work on its stream is done
+// once deallocate returns (the free itself is stream-ordered after it; a
+// failed synchronize leaves the block live). Ordering the caller's own
+// cross-stream work is the caller's job.
 #pragma once
 
 #include <mutex>
@@ -13,6 +15,7 @@
 #include <unordered_map>
 
 #include "model/backend.h"
+#include "model/guarded.h"
 #include "model/memory_resource.h"
 #include "model/types.h"
 
@@ -37,30 +40,31 @@ class NonTrackingResource {
       return ResourceError::driver_caused_by("NonTrackingResource::allocate: synchronize", synced.error());
     }
     const Generation generation = Generation::next();
-    std::lock_guard lock(mutex_);
+    auto tally = tally_.lock();
     // The backend handed out an address still live here (a driver bug):
     // refuse, and never free it, which would release the live block there.
-    if (!live_.try_emplace(ptr.value(), Entry{generation, bytes}).second)
+    if (!tally->live.try_emplace(ptr.value(), Entry{generation, bytes}).second)
       return ResourceError::driver("NonTrackingResource::allocate: the backend returned the address " +
                                    std::to_string(ptr.value()) + " of a live block");
-    live_bytes_ += bytes;
+    tally->live_bytes += bytes;
     return DeviceBlock{ptr.value(), backend_.device_ordinal(), stream, bytes, 1, tag, generation, BlockState::Live};
   }
 
   Status deallocate(const DeviceBlock& block) {
     auto s = backend_.resolve_stream(block.alloc_stream);
     if (!s) return unknown("deallocate", block.alloc_stream);
-    std::lock_guard lock(mutex_);
-    auto it = live_.find(block.ptr);
-    if (it == live_.end() || it->second.generation != block.generation)
+    auto tally = tally_.lock();
+    auto it = tally->live.find(block.ptr);
+    if (it == tally->live.end() || it->second.generation != block.generation)
       return ResourceError::use_after_free(block.generation);
+    // Synchronize before the free: the block's work on its stream is done,
+    // and a failure leaves the block live and the tally as it was (P4).
+    if (auto synced = backend_.synchronize_stream(*s); !synced)
+      return ResourceError::driver_caused_by("NonTrackingResource::deallocate: synchronize", synced.error());
     if (auto freed = backend_.free_async(block.ptr, *s); !freed)
       return ResourceError::driver_caused_by("NonTrackingResource::deallocate", freed.error());
-    live_bytes_ -= it->second.bytes;
-    live_.erase(it);
-    if (auto synced = backend_.synchronize_stream(*s); !synced)
-      return ResourceError::driver_caused_by("NonTrackingResource::deallocate: free queued, synchronize failed",
-                                             synced.error());
+    tally->live_bytes -= it->second.bytes;
+    tally->live.erase(it);
     return {};
   }
 
@@ -69,10 +73,7 @@ class NonTrackingResource {
   Status record_block_use(const DeviceBlock&, StreamId) { return unsupported("record_block_use"); }
   Status reap_pending() { return {}; }
   bool supports_block_use_tracking() const { return false; }
-  std::size_t bytes_outstanding() const {
-    std::lock_guard lock(mutex_);
-    return live_bytes_;
-  }
+  std::size_t bytes_outstanding() const { return tally_.lock()->live_bytes; }
   std::uint32_t device_ordinal() const { return backend_.device_ordinal(); }
 
  private:
@@ -90,10 +91,13 @@ class NonTrackingResource {
                                         std::to_string(s.value) + ")");
   }
 
+  struct Tally {
+    std::unordered_map<std::uint64_t, Entry> live;
+    std::size_t live_bytes = 0;
+  };
+
   B& backend_;
-  mutable Mutex mutex_;
-  std::unordered_map<std::uint64_t, Entry> live_;
-  std::size_t live_bytes_ = 0;
+  Guarded<Tally, Mutex> tally_;
 };
 
 static_assert(MemoryResource<NonTrackingResource<BackendArchetype>>,

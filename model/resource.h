@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "model/backend.h"
+#include "model/guarded.h"
 #include "model/memory_resource.h"
 #include "model/mutants.h"
 #include "model/types.h"
@@ -112,13 +113,11 @@ class Resource {
 
   B& backend_;
   const std::uint32_t device_ordinal_;
-  mutable Mutex live_mutex_;
-  std::unordered_map<std::uint64_t, LiveEntry> live_;
+  Guarded<std::unordered_map<std::uint64_t, LiveEntry>, Mutex> live_;
   typename B::template Atomic<std::size_t> live_bytes_{0};
   typename B::template Atomic<std::size_t> pending_bytes_{0};
-  mutable Mutex pending_mutex_;
   // Ordered by stream id so reap visits streams in a reproducible order.
-  std::map<StreamId, std::size_t> pending_per_stream_;
+  Guarded<std::map<StreamId, std::size_t>, Mutex> pending_per_stream_;
 };
 
 template <Backend B, class P>
@@ -132,8 +131,7 @@ Result<DeviceBlock> Resource<B, P>::allocate(std::size_t bytes, StreamId stream,
     // The backend handed out an address we still track (a driver bug):
     // refuse before anything else, and never free it, which would release
     // the live block there (P5). M13 goes on and overwrites its entry.
-    std::lock_guard lock(live_mutex_);
-    if (live_.contains(ptr.value())) return collision(ptr.value());
+    if (live_.lock()->contains(ptr.value())) return collision(ptr.value());
   }
 
   // Undo the allocation on any later failure, so that a failed allocate
@@ -158,12 +156,12 @@ Result<DeviceBlock> Resource<B, P>::allocate(std::size_t bytes, StreamId stream,
     ready.emplace(StreamEvent{stream, std::move(ev).value()});
   }
 
-  std::lock_guard lock(live_mutex_);
+  auto live = live_.lock();
   const Generation generation = Generation::next();
   LiveEntry entry{generation, bytes, std::move(ready), {}};
   if constexpr (P::has(MutantId::M13)) {
-    live_.insert_or_assign(ptr.value(), std::move(entry));
-  } else if (!live_.try_emplace(ptr.value(), std::move(entry)).second) {
+    live->insert_or_assign(ptr.value(), std::move(entry));
+  } else if (!live->try_emplace(ptr.value(), std::move(entry)).second) {
     // Another host thread was handed the same address since the check above.
     return collision(ptr.value());
   }
@@ -193,9 +191,9 @@ Status Resource<B, P>::prepare_block_use(BlockId id, StreamId use_stream, Access
   if (auto e = check_device("prepare_block_use", id.device_ordinal)) return *e;
   auto s = resolve("prepare_block_use", use_stream);
   if (!s) return s.error();
-  std::lock_guard lock(live_mutex_);
-  auto it = live_.find(id.ptr);
-  if (it == live_.end() || it->second.generation != id.generation) return ResourceError::use_after_free(id.generation);
+  auto live = live_.lock();
+  auto it = live->find(id.ptr);
+  if (it == live->end() || it->second.generation != id.generation) return ResourceError::use_after_free(id.generation);
   // P-read: every access waits on last_write (M2: a read skips it).
   const bool wait_last_write = !(P::has(MutantId::M2) && access == Access::Read);
   // P-write: a writing access also waits on every outstanding read (M1 skips).
@@ -211,9 +209,9 @@ Status Resource<B, P>::finish_block_use(BlockId id, StreamId use_stream, Access 
   if (!s) return s.error();
   {
     // Validate before creating an event we would only have to give back.
-    std::lock_guard lock(live_mutex_);
-    auto it = live_.find(id.ptr);
-    if (it == live_.end() || it->second.generation != id.generation)
+    auto live = live_.lock();
+    auto it = live->find(id.ptr);
+    if (it == live->end() || it->second.generation != id.generation)
       return ResourceError::use_after_free(id.generation);
   }
   // Record outside the lock: the driver call may block.
@@ -222,13 +220,13 @@ Status Resource<B, P>::finish_block_use(BlockId id, StreamId use_stream, Access 
   auto rec = backend_.record_event(ev.value(), s.value());
   if (!rec) return ResourceError::driver_caused_by(where("finish_block_use") + ": record event", rec.error());
 
-  std::lock_guard lock(live_mutex_);
-  auto it = live_.find(id.ptr);
+  auto live = live_.lock();
+  auto it = live->find(id.ptr);
   // Re-validate: a racing deallocate may have removed the entry, and a
   // racing allocate may have put a new block at the same address (P5); the
   // event is then released when `ev` goes out of scope. M15 checks the
   // address only.
-  const bool same_block = it != live_.end() && (P::has(MutantId::M15) || it->second.generation == id.generation);
+  const bool same_block = it != live->end() && (P::has(MutantId::M15) || it->second.generation == id.generation);
   if (!same_block) return ResourceError::use_after_free(id.generation);
   LiveEntry& entry = it->second;
   if (writes(access)) {
@@ -268,14 +266,14 @@ Status Resource<B, P>::deallocate(const DeviceBlock& block) {
 
   std::optional<LiveEntry> retired;
   {
-    std::lock_guard lock(live_mutex_);
-    auto it = live_.find(block.ptr);
-    if (it == live_.end() || it->second.generation != block.generation)
+    auto live = live_.lock();
+    auto it = live->find(block.ptr);
+    if (it == live->end() || it->second.generation != block.generation)
       return ResourceError::use_after_free(block.generation);
     if constexpr (P::has(MutantId::M10)) {
       // Removes the entry before the waits are known to have succeeded.
       retired.emplace(std::move(it->second));
-      live_.erase(it);
+      live->erase(it);
     }
     const LiveEntry& entry = retired ? *retired : it->second;
     // P-free: the alloc stream waits for last_write and every read (M4
@@ -287,14 +285,14 @@ Status Resource<B, P>::deallocate(const DeviceBlock& block) {
     if (!freed) return ResourceError::driver_caused_by(where("deallocate") + ": free_async", freed.error());
     if (!retired) {
       retired.emplace(std::move(it->second));
-      live_.erase(it);
+      live->erase(it);
     }
     // Move the bytes from live to pending, the per-stream tally and the
     // total together under the pending lock, so a concurrent reap either
     // sees both or neither.
     live_bytes_.fetch_sub(retired->bytes);
-    std::lock_guard pending_lock(pending_mutex_);
-    pending_per_stream_[block.alloc_stream] += retired->bytes;
+    auto pending = pending_per_stream_.lock();
+    (*pending)[block.alloc_stream] += retired->bytes;
     pending_bytes_.fetch_add(retired->bytes);
   }
   // `retired` (and its events) is released here, after the free is queued:
@@ -305,10 +303,7 @@ Status Resource<B, P>::deallocate(const DeviceBlock& block) {
 template <Backend B, class P>
 Status Resource<B, P>::reap_pending() {
   std::map<StreamId, std::size_t> drained;
-  {
-    std::lock_guard lock(pending_mutex_);
-    drained.swap(pending_per_stream_);
-  }
+  drained.swap(*pending_per_stream_.lock());
   if (drained.empty()) return {};
   std::size_t synced = 0;
   std::optional<ResourceError> failure;
@@ -329,8 +324,8 @@ Status Resource<B, P>::reap_pending() {
     if constexpr (!P::has(MutantId::M8)) unsynced.assign(it, drained.end());
     break;
   }
-  std::lock_guard lock(pending_mutex_);
-  for (const auto& [stream, bytes] : unsynced) pending_per_stream_[stream] += bytes;
+  auto pending = pending_per_stream_.lock();
+  for (const auto& [stream, bytes] : unsynced) (*pending)[stream] += bytes;
   if constexpr (P::has(MutantId::M7)) {
     pending_bytes_.store(0);
   } else {
@@ -344,24 +339,23 @@ Status Resource<B, P>::reap_pending() {
 
 template <Backend B, class P>
 std::size_t Resource<B, P>::pending_per_stream_total() const {
-  std::lock_guard lock(pending_mutex_);
+  auto pending = pending_per_stream_.lock();
   std::size_t total = 0;
-  for (const auto& [stream, bytes] : pending_per_stream_) total += bytes;
+  for (const auto& [stream, bytes] : *pending) total += bytes;
   return total;
 }
 
 template <Backend B, class P>
 std::optional<std::size_t> Resource<B, P>::pending_use_event_count(std::uint64_t ptr) const {
-  std::lock_guard lock(live_mutex_);
-  auto it = live_.find(ptr);
-  if (it == live_.end()) return std::nullopt;
+  auto live = live_.lock();
+  auto it = live->find(ptr);
+  if (it == live->end()) return std::nullopt;
   return it->second.reads.size() + (it->second.last_write ? 1 : 0);
 }
 
 template <Backend B, class P>
 std::size_t Resource<B, P>::live_block_count() const {
-  std::lock_guard lock(live_mutex_);
-  return live_.size();
+  return live_.lock()->size();
 }
 
 // Resource is a MemoryResource over any Backend (checked over the archetype,

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <optional>
 #include <ostream>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -150,25 +149,20 @@ struct ResourceError {
   }
 
   std::string to_string() const {
-    std::ostringstream os;
     switch (kind) {
       case ErrorKind::OutOfBudget:
-        os << "out of budget: requested " << requested << " bytes, remaining " << remaining << " bytes";
-        break;
+        return "out of budget: requested " + std::to_string(requested) + " bytes, remaining " +
+               std::to_string(remaining) + " bytes";
       case ErrorKind::Driver:
-        os << "driver error: " << message;
-        break;
+        return "driver error: " + message;
       case ErrorKind::StreamMisuse:
-        os << "stream-ordered contract violated: " << message;
-        break;
+        return "stream-ordered contract violated: " + message;
       case ErrorKind::UseAfterFree:
-        os << "use after free of generation " << generation.value;
-        break;
+        return "use after free of generation " + std::to_string(generation.value);
       case ErrorKind::OutOfBounds:
-        os << "out-of-bounds write on generation " << generation.value;
-        break;
+        return "out-of-bounds write on generation " + std::to_string(generation.value);
     }
-    return os.str();
+    return "error of unknown kind " + std::to_string(static_cast<int>(kind));
   }
 };
 

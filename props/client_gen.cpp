@@ -63,7 +63,9 @@ rc::Gen<ClientOp> gen_client_op(const ProtocolModel& model) {
 
   auto allocate = gen::build<AllocateOp>(
       gen::set(&AllocateOp::bytes, gen::inRange<std::uint32_t>(1, 4097)), gen::set(&AllocateOp::stream, stream()),
-      gen::set(&AllocateOp::at_freed_address, freed > 0 ? gen::arbitrary<bool>() : gen::just(false)));
+      gen::set(&AllocateOp::at_freed_address, freed > 0 ? gen::arbitrary<bool>() : gen::just(false)),
+      gen::set(&AllocateOp::fill_budget,
+               gen::map(gen::inRange(0, 5), [](int k) { return k == 4; })));  // 1 in 5; shrinks to false
   // One to three uses; shrinking drops uses and shrinks each one.
   auto uses =
       gen::resize(3, gen::nonEmpty(gen::container<std::vector<UseSpec>>(gen::resize(kFullRange, use_of(live)))));
@@ -90,6 +92,8 @@ rc::Gen<ClientOp> gen_client_op(const ProtocolModel& model) {
                      gen::set(&MisuseOp::how,
                               gen::element(MisuseHow::ZeroBytes, MisuseHow::UnknownStreamAllocate,
                                            MisuseHow::UnknownStreamPrepare, MisuseHow::WrongDevicePrepare,
+                                           MisuseHow::UnknownStreamFinish, MisuseHow::WrongDeviceFinish,
+                                           MisuseHow::UnknownStreamDeallocate, MisuseHow::WrongDeviceDeallocate,
                                            MisuseHow::RecorderUseAfterPreflight, MisuseHow::RecorderUntrackedStrict,
                                            MisuseHow::RecorderCommitWithoutPreflight, MisuseHow::RecorderCommitTwice,
                                            MisuseHow::RecorderForgedCopy)),

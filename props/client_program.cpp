@@ -35,6 +35,14 @@ std::string_view name(MisuseHow h) {
       return "prepare on an unknown stream";
     case MisuseHow::WrongDevicePrepare:
       return "prepare with a block of another device";
+    case MisuseHow::UnknownStreamFinish:
+      return "finish on an unknown stream";
+    case MisuseHow::WrongDeviceFinish:
+      return "finish with a block of another device";
+    case MisuseHow::UnknownStreamDeallocate:
+      return "deallocate a block whose alloc stream is unknown";
+    case MisuseHow::WrongDeviceDeallocate:
+      return "deallocate a block of another device";
     case MisuseHow::RecorderUseAfterPreflight:
       return "recorder: a use registered after preflight, then dropped without commit";
     case MisuseHow::RecorderUntrackedStrict:
@@ -54,8 +62,9 @@ std::string show(const ClientOp& op) {
   return std::visit(
       Overload{
           [](const AllocateOp& o) {
-            return fmt::format("allocate {} bytes on s{}{}", o.bytes, o.stream,
-                               o.at_freed_address ? " at the newest freed block's address" : "");
+            return fmt::format("allocate {} bytes on s{}{}{}", o.bytes, o.stream,
+                               o.at_freed_address ? " at the newest freed block's address" : "",
+                               o.fill_budget ? " (or what remains of a budget)" : "");
           },
           [](const BeginLaunchOp& o) {
             std::string uses;

@@ -24,6 +24,9 @@ struct AllocateOp {
   /// it): the same-address, new-generation pairs P5 and the dedup key
   /// (M9) are about, made common instead of left to the pool's choice.
   bool at_freed_address = false;
+  /// Through a budget, ask for exactly what remains of it (`bytes` when
+  /// nothing remains): P7's boundary, and a budget left with nothing.
+  bool fill_budget = false;
   friend bool operator==(const AllocateOp&, const AllocateOp&) = default;
 };
 struct UseSpec {
@@ -71,6 +74,10 @@ enum class MisuseHow : std::uint8_t {
   UnknownStreamAllocate,
   UnknownStreamPrepare,
   WrongDevicePrepare,
+  UnknownStreamFinish,
+  WrongDeviceFinish,
+  UnknownStreamDeallocate,  // a copy of the block that names an unknown alloc stream
+  WrongDeviceDeallocate,
   // P6 recorder contracts (SPEC §2), each on a throwaway recorder of the block:
   RecorderUseAfterPreflight,       // a use registered after a successful preflight; then dropped
   RecorderUntrackedStrict,         // a strict recorder given an untracked buffer

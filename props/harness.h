@@ -46,6 +46,7 @@
 #include "model/launch_recorder.h"
 #include "model/resource.h"
 #include "props/client_program.h"
+#include "props/error_text.h"
 #include "props/protocol_model.h"
 #include "props/resource_layer.h"
 #include "props/resource_snapshot.h"
@@ -114,6 +115,7 @@ class Harness {
     }
     narrative_.push_back(said_);
     check_accounting();
+    check_economy();
     check_log();
     for (auto& p : b_.new_problems()) problems_.push_back(std::move(p));
     return first_problem();
@@ -135,6 +137,7 @@ class Harness {
     }
     run(ReapOp{});
     check_accounting();
+    check_economy();
     check_log();
     if (res_.bytes_outstanding() != 0)
       problem(Property::P3Accounting,
@@ -175,6 +178,12 @@ class Harness {
     return problems_.front();
   }
   static bool injected(const ResourceError& e) { return e.injected; }
+  std::uint64_t faults_fired() const {
+    if constexpr (requires { b_.faults_fired(); })
+      return b_.faults_fired();
+    else
+      return 0;
+  }
   typename B::StreamRef ref(StreamId id) const { return *b_.resolve_stream(id); }
 
   /// The resource's state, with the use events of every live block.
@@ -194,6 +203,27 @@ class Harness {
   void check_log() {
     if (!front_.serialises_calls()) return;
     if (auto wrong = log_reader_.advance(front_.log(), front_.journal())) problem(Property::LogFidelity, *wrong);
+  }
+
+  /// Event economy (R1, R2): each live block holds its last write plus one
+  /// use event per stream that read it since, and no wait was queued on an
+  /// event recorded on the waiting stream.
+  void check_economy() {
+    for (BlockNumber n : model_.live()) {
+      const DeviceBlock& blk = block(n);
+      const auto held = res_.pending_use_event_count(blk.ptr);
+      const std::size_t expected = 1 + front_.readers_since_last_write(blk.generation);
+      if (held && *held != expected)
+        problem(Property::EventEconomy,
+                fmt::format("{} holds {} use events; its last write and {} reading streams since need {}", name(n),
+                            *held, expected - 1, expected));
+    }
+    if constexpr (requires { b_.self_waits(); }) {
+      if (b_.self_waits() != self_waits_seen_)
+        problem(Property::EventEconomy, fmt::format("{} waits queued on an event recorded on the waiting stream",
+                                                    b_.self_waits() - self_waits_seen_));
+      self_waits_seen_ = b_.self_waits();
+    }
   }
 
   void check_accounting() {
@@ -222,8 +252,15 @@ class Harness {
   template <class Call>
   auto checked(const std::string& what, Call&& call, bool atomic = true) {
     const ResourceSnapshot before = snapshot();
+    const std::uint64_t fired_before = faults_fired();
     auto r = call();
-    if (r.ok()) return r;
+    if (r.ok()) {
+      // P4: a driver call that failed fails the call that made it.
+      if (faults_fired() != fired_before)
+        problem(Property::P4ErrorAtomicity,
+                fmt::format("{} succeeded although an injected fault failed one of its driver calls", what));
+      return r;
+    }
     if (atomic && snapshot() != before)
       problem(Property::P4ErrorAtomicity,
               fmt::format("{} failed ({}) but changed state: before {{{}}} after {{{}}}", what, r.error().to_string(),
@@ -259,26 +296,52 @@ class Harness {
     if (st.error().kind != kind || (generation && st.error().generation != *generation))
       problem(Property::WrongError,
               fmt::format("{}: got {}, expected {}", what, st.error().to_string(), to_string(kind)));
+    check_error_text(what, st.error());
     if (snapshot() != before)
       problem(stale ? Property::P5GenerationGuard : Property::P4ErrorAtomicity,
               fmt::format("refused {} changed state: before {{{}}} after {{{}}}", what, to_string(before),
                           to_string(snapshot())));
   }
 
+  /// A new block is what was asked for: its size, stream, device, byte
+  /// alignment (allocate takes none; seed 000 gives the byte's, 1) and a
+  /// generation above every earlier one (SPEC §2: strictly increasing, so
+  /// the null generation 0 is never handed out).
+  void check_new_block(const DeviceBlock& blk, std::size_t bytes, StreamId stream) {
+    if (blk.bytes != bytes || blk.alloc_stream != stream || blk.device_ordinal != res_.device_ordinal() ||
+        blk.align != 1 || blk.state != BlockState::Live || blk.ptr == 0)
+      problem(
+          Property::P3Accounting,
+          fmt::format("allocate {} bytes on {} returned {} bytes on s{} of device {} at {:#x} aligned {}", bytes,
+                      stream_name(stream), blk.bytes, blk.alloc_stream.value, blk.device_ordinal, blk.ptr, blk.align));
+    if (blk.generation.value <= newest_generation_)
+      problem(Property::P5GenerationGuard, fmt::format("a new block got generation {}, after generation {}",
+                                                       blk.generation.value, newest_generation_));
+    newest_generation_ = std::max(newest_generation_, blk.generation.value);
+  }
+
+  /// An error says what it is (props/error_text.h).
+  void check_error_text(const std::string& what, const ResourceError& e) {
+    if (auto wrong = misreads(e)) problem(Property::WrongError, fmt::format("{}: {}", what, *wrong));
+  }
+
   void run(const AllocateOp& o) {
     const StreamId stream = streams_[o.stream % kClientStreams];
     const std::string blk_name = name(model_.next_block());
-    if (refused_over_budget(o.bytes, stream)) return;
+    std::size_t bytes = o.bytes;
+    if (const auto remaining = budget_remaining(); o.fill_budget && remaining && *remaining > 0) bytes = *remaining;
+    if (refused_over_budget(bytes, stream)) return;
     auto r = checked("allocate", [&] {
       label_next_pool_op(fmt::format("alloc {}", blk_name));
       if constexpr (requires { b_.prefer_address(std::uint64_t{}); }) {
         if (o.at_freed_address && !model_.freed().empty()) b_.prefer_address(block(model_.freed().back()).ptr);
       }
-      return front_.allocate(o.bytes, stream);
+      return front_.allocate(bytes, stream);
     });
     if (!r.ok()) return;
+    check_new_block(r.value(), bytes, stream);
     blocks_[model_.allocated()] = r.value();
-    say(fmt::format("allocate {} bytes on {} -> {}", o.bytes, stream_name(stream), blk_name));
+    say(fmt::format("allocate {} bytes on {} -> {}", bytes, stream_name(stream), blk_name));
   }
 
   /// P7: a request above what remains of the budget is refused, exactly
@@ -313,6 +376,7 @@ class Harness {
       return;
     }
     const ResourceError& e = r.error();
+    check_error_text("allocate over budget", e);
     if (e.kind != ErrorKind::OutOfBudget || e.requested != bytes || e.remaining != remaining)
       problem(Property::P7Budget, fmt::format("allocate {} bytes with {} remaining: got {}, expected out of budget "
                                               "(requested {}, remaining {})",
@@ -350,7 +414,7 @@ class Harness {
     for (const auto& [n, access] : uses) logged_uses.emplace_back(&block(n), access);
     // Now and then a buffer the resource does not know (a null block) or a
     // kernel with no buffer at all: the log must say it cannot replay them.
-    if (launches_ % 5 == 3) logged_uses.emplace_back(nullptr, Access::Read);
+    if (launches_ % 5 == 3) logged_uses.emplace(logged_uses.begin(), nullptr, Access::Read);
     if (launches_ % 7 == 6) logged_uses.clear();
     front_.note_launch(kernel_name(launches_), stream, logged_uses);
     flight.recorder = std::move(rec);
@@ -359,7 +423,9 @@ class Harness {
   }
 
   static std::string kernel_name(std::uint32_t n) {
-    switch (n % 4) {
+    switch (n % 5) {
+      case 4:
+        return "writes";  // an inner word of the trace language
       case 1:
         return fmt::format("scale<float,\r\n {}>", n);
       case 2:
@@ -625,19 +691,36 @@ class Harness {
         refused_allocation("allocate on an unknown stream", ErrorKind::StreamMisuse, 64, unknown);
         break;
       case MisuseHow::UnknownStreamPrepare:
-      case MisuseHow::WrongDevicePrepare: {
+      case MisuseHow::WrongDevicePrepare:
+      case MisuseHow::UnknownStreamFinish:
+      case MisuseHow::WrongDeviceFinish:
+      case MisuseHow::UnknownStreamDeallocate:
+      case MisuseHow::WrongDeviceDeallocate: {
         const auto n = model_.misused_block(o);
         if (!n) return;
-        say(show(ClientOp{o}));
-        BlockId id = BlockId::of(block(*n));
-        if (o.how == MisuseHow::UnknownStreamPrepare) {
-          refused("prepare on an unknown stream", ErrorKind::StreamMisuse, std::nullopt,
-                  [&] { return front_.prepare_block_use(id, unknown, Access::Read); });
-        } else {
-          id.device_ordinal += 1;
-          refused("prepare with a block of another device", ErrorKind::Driver, std::nullopt,
-                  [&] { return front_.prepare_block_use(id, streams_[0], Access::Read); });
-        }
+        say(fmt::format("{} ({})", show(ClientOp{o}), name(*n)));
+        DeviceBlock forged = block(*n);
+        const bool unknown_stream = o.how == MisuseHow::UnknownStreamPrepare ||
+                                    o.how == MisuseHow::UnknownStreamFinish ||
+                                    o.how == MisuseHow::UnknownStreamDeallocate;
+        if (o.how == MisuseHow::UnknownStreamDeallocate) forged.alloc_stream = unknown;
+        if (!unknown_stream) forged.device_ordinal += 1;
+        const BlockId id = BlockId::of(forged);
+        const StreamId use_stream = unknown_stream ? unknown : streams_[0];
+        const ErrorKind kind = unknown_stream ? ErrorKind::StreamMisuse : ErrorKind::Driver;
+        const std::string what = show(ClientOp{o});
+        refused(what, kind, std::nullopt, [&] {
+          switch (o.how) {
+            case MisuseHow::UnknownStreamPrepare:
+            case MisuseHow::WrongDevicePrepare:
+              return front_.prepare_block_use(id, use_stream, Access::Read);
+            case MisuseHow::UnknownStreamFinish:
+            case MisuseHow::WrongDeviceFinish:
+              return front_.finish_block_use(id, use_stream, Access::Write);
+            default:
+              return front_.deallocate(forged);
+          }
+        });
         break;
       }
       case MisuseHow::RecorderUseAfterPreflight:
@@ -681,17 +764,21 @@ class Harness {
       };
       switch (how) {
         case MisuseHow::RecorderUseAfterPreflight: {
-          rec.read(&blk);
+          // An empty preflight freezes the set of uses too (a kernel whose
+          // buffers the client forgot to register before preflight).
+          const bool empty = (blk.generation.value & 2) != 0;
+          if (!empty) rec.read(&blk);
           if (!checked("preflight", [&] { return rec.preflight(front_); }).ok()) return rec.abandon();
           contract(rec.preflighted(), "preflighted() is false after a successful preflight");
           rec.write(&blk);  // too late: preflight queued the waits for a read only
-          contract(rec.recorded_count() == 1, "a use registered after preflight was recorded");
+          contract(rec.recorded_count() == (empty ? 0 : 1), "a use registered after preflight was recorded");
           refused("commit after a use registered after preflight", ErrorKind::StreamMisuse, std::nullopt,
                   [&] { return rec.commit(front_); });
           contract(!rec.committed(), "committed() is true after a refused commit");
           // Preflighted, never committed: the work may run unordered, and a
-          // drop says so, unless the client abandons the launch first.
-          expect_drop = (blk.generation.value & 1) == 0;
+          // drop says so, unless the client abandons the launch first (or
+          // there was nothing to record).
+          expect_drop = !empty && (blk.generation.value & 1) == 0;
           if (!expect_drop) rec.abandon();
           break;
         }
@@ -777,6 +864,8 @@ class Harness {
   std::string said_;
   std::uint32_t launches_ = 0;
   std::size_t no_ops_ = 0;
+  std::size_t self_waits_seen_ = 0;
+  std::uint64_t newest_generation_ = 0;
 };
 
 }  // namespace streamcheck::props

@@ -104,12 +104,14 @@ class LayeredResource {
                  call([&](auto& res) { return res.prepare_block_use(id, stream, access); }));
   }
   Status finish_block_use(BlockId id, StreamId stream, Access access) {
-    return noted(logged(LoggedCall::Kind::Finish, stream, id.generation, access),
-                 call([&](auto& res) { return res.finish_block_use(id, stream, access); }));
+    return used(id.generation, stream, access,
+                noted(logged(LoggedCall::Kind::Finish, stream, id.generation, access),
+                      call([&](auto& res) { return res.finish_block_use(id, stream, access); })));
   }
   Status record_block_use(const DeviceBlock& block, StreamId stream) {
-    return noted(logged(LoggedCall::Kind::Record, stream, block.generation),
-                 call([&](auto& res) { return res.record_block_use(block, stream); }));
+    return used(block.generation, stream, Access::Read,
+                noted(logged(LoggedCall::Kind::Record, stream, block.generation),
+                      call([&](auto& res) { return res.record_block_use(block, stream); })));
   }
   Status reap_pending() {
     return noted(logged(LoggedCall::Kind::Reap), call([&](auto& res) { return res.reap_pending(); }));
@@ -151,6 +153,14 @@ class LayeredResource {
   /// The calls made through the LoggingResource, with their outcomes
   /// (empty for the other layers): what its log must say.
   const std::vector<LoggedCall>& journal() const { return journal_; }
+  /// How many streams read the block of generation `g` since its last
+  /// write, by the successful finish and record calls made through this
+  /// layer: with its last write, the use events the resource must hold for
+  /// it (R1+R2 read subsumption; the economy check).
+  std::size_t readers_since_last_write(Generation g) const {
+    auto it = readers_.find(g.value);
+    return it == readers_.end() ? 0 : it->second.size();
+  }
 
  private:
   static LoggedCall logged(LoggedCall::Kind kind, StreamId stream = {}, Generation generation = {},
@@ -161,6 +171,18 @@ class LayeredResource {
     c.generation = generation;
     c.access = access;
     return c;
+  }
+
+  /// Notes a successful use: a write ends every earlier read, a read adds
+  /// its stream.
+  Status used(Generation g, StreamId stream, Access access, Status status) {
+    if (!status.ok()) return status;
+    auto& readers = readers_[g.value];
+    if (access == Access::Read)
+      readers.insert(stream.value);
+    else
+      readers.clear();
+    return status;
   }
 
   /// Notes a call made through the LoggingResource and what it returned.
@@ -196,6 +218,7 @@ class LayeredResource {
   std::optional<LoggingResource<R>> logged_;
   std::optional<LoggingResource<BudgetResource<R>>> logged_budget_;
   std::vector<LoggedCall> journal_;
+  std::map<std::uint64_t, std::set<std::uint32_t>> readers_;  // generation -> reading streams
 };
 
 }  // namespace streamcheck::props

@@ -30,6 +30,11 @@ enum class Property : std::uint8_t {
   /// Through a LoggingResource: its log says exactly the calls made through
   /// it, each with its outcome, as trace lines (SPEC §2; log_reader.h).
   LogFidelity,
+  /// R1+R2 economy: a live block holds its last write and one use event per
+  /// stream that read it since (read subsumption), and no wait is queued on
+  /// an event recorded on the waiting stream itself (SPEC: same-stream
+  /// events are skipped).
+  EventEconomy,
   /// Teardown could not free every block (a broken protocol refused).
   Teardown,
   /// A call failed with an error that no fault injection explains.
@@ -67,6 +72,8 @@ constexpr std::string_view to_string(Property p) {
       return "P9 no leaks";
     case Property::LogFidelity:
       return "log fidelity";
+    case Property::EventEconomy:
+      return "event economy";
     case Property::Teardown:
       return "teardown";
     case Property::UnexpectedError:

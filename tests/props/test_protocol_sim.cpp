@@ -113,6 +113,42 @@ TEST(ProtocolSim, HarnessReportsARaceTheResourceCannotSee) {
   EXPECT_EQ(model.findings().front().kind, sim::FindingKind::DataRace);
 }
 
+// P2, the value oracle, on a read the race checker also flags: a write on
+// s0 completes, a read on s1 is ordered after it (so it must see that
+// write's stamp), and a rogue write on s2 that nothing orders lands first.
+// The read sees the rogue stamp: P2 reports the wrong value, besides P1's
+// race. The device steps only when a sync asks (every choice answers 0).
+TEST(ProtocolSim, ValueOracleReportsTheStampARogueWriteLeft) {
+  sim::ReplayChooser chooser(std::vector<std::uint32_t>{});
+  sim::DeviceModel model(chooser);
+  sim::SimBackend backend(model);
+  Harness<sim::SimBackend> harness(backend);
+  ASSERT_FALSE(harness.apply(AllocateOp{256, 0}));
+  ASSERT_FALSE(harness.apply(BeginLaunchOp{0, {{0, Access::Write}}, true}));
+  ASSERT_FALSE(harness.apply(CommitOp{0}));
+  ASSERT_FALSE(harness.apply(SyncStreamOp{0}));
+  ASSERT_FALSE(harness.apply(BeginLaunchOp{1, {{0, Access::Read}}, true}));
+  backend.launch(*backend.resolve_stream(StreamId{2}),
+                 {KernelAccess{model.allocation_range(sim::AllocationIndex{0}).lo, 256, Access::Write, {}}},
+                 "rogue write");
+  (void)harness.apply(SyncStreamOp{2});
+  (void)harness.apply(SyncStreamOp{1});
+  ASSERT_FALSE(model.findings().empty());
+  ASSERT_EQ(model.value_mismatches().size(), 1u);
+  EXPECT_NE(model.value_mismatches().front().expected, model.value_mismatches().front().observed);
+}
+
+// Through a LoggingResource, a protocol variant's log names it (`resource
+// mutant M5`), so replaying the log runs the same variant.
+TEST(ProtocolSim, ALoggedVariantSaysWhichVariantItIs) {
+  sim::RandomChooser chooser(1);
+  sim::DeviceModel model(chooser);
+  sim::SimBackend backend(model);
+  Harness<sim::SimBackend, MutantSet<MutantId::M5>> harness(backend, LayerChoice{LayerChoice::Kind::Logged, 0});
+  EXPECT_FALSE(harness.apply(AllocateOp{256, 0}));
+  EXPECT_NE(harness.front().log().find("resource mutant M5\n"), std::string::npos) << harness.front().log();
+}
+
 // A broken protocol can refuse to free a block for good (M10 drops the entry
 // when the free fails); teardown must still end, and say so.
 TEST(ProtocolSim, TeardownEndsWhenABlockCannotBeFreed) {
