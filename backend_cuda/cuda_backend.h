@@ -111,7 +111,7 @@ class CudaBackend {
 
   // --- validation (the props harness's ValidationBackend)
   void launch(StreamRef s, const std::vector<KernelAccess>& accesses, std::string label);
-  void arm_fault(std::uint32_t nth) { faults_.arm_fault(nth); }
+  void arm_fault(std::uint32_t nth, std::string_view call = {}) { faults_.arm_fault(nth, call); }
   void disarm_fault() { faults_.disarm_fault(); }
   std::size_t live_event_count() const { return live_events_.load(); }
   /// P2 mismatches found since the last call (known only after drain()).

@@ -235,7 +235,7 @@ class SimBackend {
   bool host_after_free(OpRef free_op) const { return model_.host_after(free_op); }
 
   /// Makes the `nth` backend call from now (0 = the next one) fail.
-  void arm_fault(std::uint32_t nth) { faults_.arm_fault(nth); }
+  void arm_fault(std::uint32_t nth, std::string_view call = {}) { faults_.arm_fault(nth, call); }
   void disarm_fault() { faults_.disarm_fault(); }
   bool fault_armed() const { return faults_.fault_armed(); }
   std::uint32_t faults_fired() const { return faults_.faults_fired(); }

@@ -12,7 +12,8 @@
 // every recorded schedule string replays).
 //
 // A fault point fires
-//   - when armed: the nth fault point from now fires, once;
+//   - when armed: the nth fault point from now fires, once (counting only
+//     the points of one call, e.g. "wait_event", when armed for that call);
 //   - otherwise, while fewer than `max_explored_faults` have fired in this
 //     run, when the `explore` decision says so (the simulator asks its
 //     Chooser with ChoiceKind::Fault, so a fault is one choice of the
@@ -25,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -42,8 +44,12 @@ class FaultInjecting {
   FaultInjecting(std::uint32_t max_explored_faults, ExploreFault explore)
       : max_explored_faults_(max_explored_faults), explore_(std::move(explore)) {}
 
-  /// Makes the `nth` fault point from now (0 = the next one) fail, once.
-  void arm_fault(std::uint32_t nth) { armed_ = nth; }
+  /// Makes the `nth` fault point from now (0 = the next one) fail, once;
+  /// with `call` (a Backend call name), the nth point of that call only.
+  void arm_fault(std::uint32_t nth, std::string_view call = {}) {
+    armed_ = nth;
+    armed_call_ = call;
+  }
   void disarm_fault() { armed_.reset(); }
   bool fault_armed() const { return armed_.has_value(); }
   std::uint32_t faults_fired() const { return faults_fired_; }
@@ -53,15 +59,17 @@ class FaultInjecting {
   /// One fault point, at the start of the backend call `call`: the error
   /// the call must return without doing anything, if this point fires.
   std::optional<ResourceError> fault_at(std::string_view call) {
-    if (!fires()) return std::nullopt;
+    if (!fires(call)) return std::nullopt;
     return ResourceError::injected_fault(call);
   }
 
  private:
-  bool fires() {
+  bool fires(std::string_view call) {
     ++calls_;
     bool fire = false;
-    if (armed_) {
+    if (armed_ && !armed_call_.empty() && armed_call_ != call) {
+      // armed for another call: this point neither counts down nor explores
+    } else if (armed_) {
       if (*armed_ == 0) {
         fire = true;
         armed_.reset();
@@ -79,6 +87,7 @@ class FaultInjecting {
   std::uint32_t max_explored_faults_ = 0;
   ExploreFault explore_;
   std::optional<std::uint32_t> armed_;
+  std::string armed_call_;  // empty: every call counts
   std::uint32_t faults_fired_ = 0;
   std::uint32_t explored_faults_ = 0;
   std::uint64_t calls_ = 0;

@@ -180,7 +180,11 @@ Status Resource<B, P>::wait_for_uses(const char* fn, const LiveEntry& entry, typ
     for (const auto& read : entry.reads) {
       if (!needs_wait(read.stream, target_id, alloc_stream)) continue;
       auto w = backend_.wait_event(target, read.event);
-      if (!w) return ResourceError::driver_caused_by(where(fn) + ": wait on outstanding read", w.error());
+      if (!w) {
+        // M17 goes on as if the wait had been queued.
+        if constexpr (!P::has(MutantId::M17))
+          return ResourceError::driver_caused_by(where(fn) + ": wait on outstanding read", w.error());
+      }
     }
   }
   return {};
@@ -251,7 +255,9 @@ Status Resource<B, P>::finish_block_use(BlockId id, StreamId use_stream, Access 
     // earlier read recorded there, so those events are given back. The list
     // holds at most one read per stream: a block read every iteration by the
     // same stream does not grow it.
-    std::erase_if(entry.reads, [&](const StreamEvent& r) { return r.stream == use_stream; });
+    // M16 keeps them: the list grows with every read.
+    if constexpr (!P::has(MutantId::M16))
+      std::erase_if(entry.reads, [&](const StreamEvent& r) { return r.stream == use_stream; });
     entry.reads.push_back(StreamEvent{use_stream, std::move(ev).value()});
   }
   return {};
@@ -322,6 +328,8 @@ Status Resource<B, P>::reap_pending() {
         where("reap_pending") + ": synchronize StreamId(" + std::to_string(it->first.value) + ")", st.error());
     // Put back the failing entry and every entry not yet tried (M8 forgets).
     if constexpr (!P::has(MutantId::M8)) unsynced.assign(it, drained.end());
+    // M18 goes on: the later streams are counted synchronized and put back.
+    if constexpr (P::has(MutantId::M18)) continue;
     break;
   }
   auto pending = pending_per_stream_.lock();

@@ -15,7 +15,7 @@ namespace gen = rc::gen;
 /// (swarm testing then switches whole kinds off per program).
 struct OpWeights {
   std::size_t allocate = 14, begin_launch = 24, commit = 20, deallocate = 10, reap = 6, sync_stream = 4, stale_use = 5,
-              inject_fault = 5, misuse = 3, collide = 3, racing_reuse = 4;
+              inject_fault = 10, misuse = 3, collide = 3, racing_reuse = 4;
 };
 constexpr OpWeights kOpWeights;
 
@@ -45,8 +45,12 @@ rc::Gen<std::uint32_t> handle(std::size_t count) {
 rc::Gen<std::uint32_t> stream() { return gen::inRange<std::uint32_t>(0, kClientStreams); }
 
 rc::Gen<UseSpec> use_of(std::size_t live) {
-  return gen::build<UseSpec>(gen::set(&UseSpec::block, handle(live)),
-                             gen::set(&UseSpec::access, gen::element(Access::Read, Access::Write, Access::ReadWrite)));
+  return gen::build<UseSpec>(
+      gen::set(&UseSpec::block, handle(live)),
+      // Reads twice as often: blocks read from several streams at
+      // once, the waits a writer or a free must queue.
+      gen::set(&UseSpec::access,
+               gen::weightedElement<Access>({{2, Access::Read}, {1, Access::Write}, {1, Access::ReadWrite}})));
 }
 
 }  // namespace
@@ -85,7 +89,19 @@ rc::Gen<ClientOp> gen_client_op(const ProtocolModel& model) {
                                                                  {1, StaleHow::Deallocate},
                                                                  {1, StaleHow::Record},
                                                                  {4, StaleHow::RecorderWithFresh}})));
-  auto inject_fault = gen::build<InjectFaultOp>(gen::set(&InjectFaultOp::nth, gen::inRange<std::uint32_t>(0, 3)));
+  // A fault on the next call of a kind persists until such a call comes:
+  // the first or second wait of an op (last_write's, then the reads') or
+  // a reap's synchronization.
+  auto inject_fault = gen::mapcat(
+      gen::weightedElement<FaultCall>(
+          {{1, FaultCall::Any}, {5, FaultCall::WaitEvent}, {2, FaultCall::SynchronizeStream}}),
+      [](FaultCall call) {
+        return gen::build<InjectFaultOp>(
+            gen::set(&InjectFaultOp::nth, gen::inRange<std::uint32_t>(0, call == FaultCall::Any         ? 3
+                                                                         : call == FaultCall::WaitEvent ? 2
+                                                                                                        : 1)),
+            gen::set(&InjectFaultOp::call, gen::just(call)));
+      });
   // Misuses that name a block need a live one.
   auto misuse =
       live > 0 ? gen::build<MisuseOp>(

@@ -58,6 +58,18 @@ std::string_view name(MisuseHow h) {
 }
 }  // namespace
 
+std::string_view backend_call_name(FaultCall c) {
+  switch (c) {
+    case FaultCall::Any:
+      return "";
+    case FaultCall::WaitEvent:
+      return "wait_event";
+    case FaultCall::SynchronizeStream:
+      return "synchronize_stream";
+  }
+  return "";
+}
+
 std::string show(const ClientOp& op) {
   return std::visit(
       Overload{
@@ -78,7 +90,11 @@ std::string show(const ClientOp& op) {
           [](const ReapOp&) { return std::string("reap_pending"); },
           [](const SyncStreamOp& o) { return fmt::format("synchronize s{}", o.stream); },
           [](const StaleUseOp& o) { return fmt::format("stale use of freed f-{} via {}", o.block, name(o.how)); },
-          [](const InjectFaultOp& o) { return fmt::format("inject a fault at backend call +{}", o.nth); },
+          [](const InjectFaultOp& o) {
+            return fmt::format("inject a fault at {} call +{}",
+                               o.call == FaultCall::Any ? std::string_view("backend") : backend_call_name(o.call),
+                               o.nth);
+          },
           [](const MisuseOp& o) { return fmt::format("misuse: {}", name(o.how)); },
           [](const CollideOp& o) {
             return fmt::format("allocate {} bytes on s{} while the driver returns live b-{}'s address", o.bytes,

@@ -64,9 +64,21 @@ struct StaleUseOp {
   StaleHow how;
   friend bool operator==(const StaleUseOp&, const StaleUseOp&) = default;
 };
-/// Makes the nth backend call from now fail (P4).
+/// Which backend calls an injected fault counts.
+enum class FaultCall : std::uint8_t {
+  Any,
+  /// The waits of prepare and deallocate (on last_write and on each
+  /// outstanding read): where a swallowed failure loses an ordering.
+  WaitEvent,
+  /// reap's synchronizations: where a failure must put entries back.
+  SynchronizeStream,
+};
+std::string_view backend_call_name(FaultCall c);
+/// Makes the nth backend call from now fail (P4), or the nth call of one
+/// kind.
 struct InjectFaultOp {
   std::uint32_t nth;
+  FaultCall call = FaultCall::Any;
   friend bool operator==(const InjectFaultOp&, const InjectFaultOp&) = default;
 };
 enum class MisuseHow : std::uint8_t {

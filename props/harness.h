@@ -125,8 +125,18 @@ class Harness {
   /// checks P1/P2 for the remaining work, P3's final zero and P9.
   std::optional<Violation> finish() {
     problems_.clear();
+    // A fault still armed for one kind of call fires in teardown, where
+    // such calls are many: a wait fault in the frees of blocks read from
+    // several streams (a swallowed failure loses an ordering, M17), a
+    // synchronize fault in the final reap, where every stream the client
+    // freed on is pending (a failure must put back each stream not
+    // synchronized, M8, M18). Other faults are dropped.
+    std::optional<FaultCall> kept_fault;
+    if constexpr (requires { b_.fault_armed(); })
+      if (b_.fault_armed() && armed_call_ != FaultCall::Any) kept_fault = armed_call_;
     b_.disarm_fault();
     while (!in_flight_.empty()) run(CommitOp{0});
+    if (kept_fault == FaultCall::WaitEvent) b_.arm_fault(0, backend_call_name(FaultCall::WaitEvent));
     // One attempt per block: a block the resource refuses to free (a broken
     // protocol) must not keep the teardown looping.
     for (std::size_t attempts = model_.live().size(); attempts > 0 && !model_.live().empty(); --attempts)
@@ -135,6 +145,7 @@ class Harness {
       problem(Property::Teardown, fmt::format("{} blocks could not be deallocated", model_.live().size()));
       while (!model_.live().empty()) model_.deallocated(model_.live().front());
     }
+    if (kept_fault == FaultCall::SynchronizeStream) b_.arm_fault(0, backend_call_name(FaultCall::SynchronizeStream));
     run(ReapOp{});
     check_accounting();
     check_economy();
@@ -668,7 +679,8 @@ class Harness {
 
   void run(const InjectFaultOp& o) {
     say(show(ClientOp{o}));
-    b_.arm_fault(o.nth);
+    b_.arm_fault(o.nth, backend_call_name(o.call));
+    armed_call_ = o.call;
   }
 
   void run(const MisuseOp& o) {
@@ -866,6 +878,7 @@ class Harness {
   std::size_t no_ops_ = 0;
   std::size_t self_waits_seen_ = 0;
   std::uint64_t newest_generation_ = 0;
+  FaultCall armed_call_ = FaultCall::Any;  // of the last fault armed
 };
 
 }  // namespace streamcheck::props

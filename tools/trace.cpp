@@ -473,9 +473,9 @@ class Parser {
       if (opt.text == trace_language::word::kBudget) {
         trace_.budget = number(next("a byte budget"));
       } else if (opt.text == trace_language::word::kMutant) {
-        const Token& m = next("a mutant id (M1..M15)");
+        const Token& m = next("a mutant id (M1..M18)");
         trace_.mutant = parse_mutant(m.text);
-        if (!trace_.mutant) fail(m.col, fmt::format("unknown mutant '{}' (M1..M15)", shown_input(m.text)));
+        if (!trace_.mutant) fail(m.col, fmt::format("unknown mutant '{}' (M1..M18)", shown_input(m.text)));
       } else {
         fail(opt.col, fmt::format("expected 'budget' or 'mutant', found '{}'", shown_input(opt.text)));
       }

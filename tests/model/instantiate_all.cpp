@@ -42,6 +42,9 @@ template class sc::Resource<SimB, Mut<sc::MutantId::M12>>;
 template class sc::Resource<SimB, Mut<sc::MutantId::M13>>;
 template class sc::Resource<SimB, Mut<sc::MutantId::M14>>;
 template class sc::Resource<SimB, Mut<sc::MutantId::M15>>;
+template class sc::Resource<SimB, Mut<sc::MutantId::M16>>;
+template class sc::Resource<SimB, Mut<sc::MutantId::M17>>;
+template class sc::Resource<SimB, Mut<sc::MutantId::M18>>;
 // Several mutants at once must compose too.
 template class sc::Resource<SimB, sc::MutantSet<sc::MutantId::M1, sc::MutantId::M4, sc::MutantId::M11>>;
 
@@ -128,16 +131,16 @@ INSTANTIATE_TEST_SUITE_P(Model, EveryProtocol,
                          ::testing::Values(std::nullopt, MutantId::M1, MutantId::M2, MutantId::M3, MutantId::M4,
                                            MutantId::M5, MutantId::M6, MutantId::M7, MutantId::M8, MutantId::M9,
                                            MutantId::M10, MutantId::M11, MutantId::M12, MutantId::M13, MutantId::M14,
-                                           MutantId::M15),
+                                           MutantId::M15, MutantId::M16, MutantId::M17, MutantId::M18),
                          protocol_name);
 
 TEST(Instantiate, MutantTableMatchesIds) {
-  ASSERT_EQ(kMutants.size(), 15u);
+  ASSERT_EQ(kMutants.size(), 18u);
   for (std::size_t i = 0; i < kMutants.size(); ++i) {
     EXPECT_EQ(static_cast<std::size_t>(kMutants[i].id), i + 1);
     EXPECT_EQ(parse_mutant(kMutants[i].name), std::optional<MutantId>(kMutants[i].id));
   }
-  EXPECT_EQ(parse_mutant("M16"), std::nullopt);
+  EXPECT_EQ(parse_mutant("M19"), std::nullopt);
   EXPECT_TRUE(CorrectProtocol::is_correct);
   EXPECT_FALSE(MutantSet<MutantId::M3>::is_correct);
 }

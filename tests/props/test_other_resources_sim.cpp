@@ -258,16 +258,18 @@ TEST(PoolPolicySettings, TheDefaultIsTheCudaDefaultPoolWithOneGibibyte) {
 }
 
 // SPEC §9 fault injection, against a reference written from its header
-// comment: an armed fault fires at the nth fault point from the arming, once;
-// unarmed, a point fires when the explore decision says so, while fewer than
-// the bound have fired that way (the decision is not asked past the bound);
+// comment: an armed fault fires at the nth fault point from the arming (of
+// one call's points, when armed for that call), once; unarmed, a point fires
+// when the explore decision says so, while fewer than the bound have fired
+// that way (the decision is not asked past the bound, nor while armed);
 // every point counts as a call; a fired point returns an injected Driver
 // error naming the call.
 RC_GTEST_PROP(FaultInjectingSim, FaultPointsFireWhenArmedOrExploredUpToTheBound, ()) {
   const auto bound = *rc::gen::inRange<std::uint32_t>(0, 4);
-  // Each step: 0 arm(n), 1 disarm, 2.. a fault point whose explore answer is `answer`.
+  // Each step: 0 arm(n), 1 disarm, 2 arm(n) for call "a" only, 3.. a fault
+  // point of call "a" or "b" whose explore answer is `answer`.
   const auto steps = *rc::gen::container<std::vector<std::pair<std::uint8_t, std::uint32_t>>>(
-      rc::gen::pair(rc::gen::inRange<std::uint8_t>(0, 6), rc::gen::inRange<std::uint32_t>(0, 5)));
+      rc::gen::pair(rc::gen::inRange<std::uint8_t>(0, 7), rc::gen::inRange<std::uint32_t>(0, 5)));
   bool answer = false;
   std::uint32_t asked = 0;
   FaultInjecting faults(bound, [&] {
@@ -275,22 +277,26 @@ RC_GTEST_PROP(FaultInjectingSim, FaultPointsFireWhenArmedOrExploredUpToTheBound,
     return answer;
   });
   std::int64_t armed = -1;  // the reference's countdown; -1: not armed
+  std::string armed_call;   // empty: every call counts down
   std::uint32_t fired = 0, explored = 0, expected_asks = 0;
   std::uint64_t calls = 0;
   for (const auto& [op, n] : steps) {
-    if (op == 0) {
-      faults.arm_fault(n);
+    if (op == 0 || op == 2) {
+      armed_call = op == 2 ? "a" : "";
+      faults.arm_fault(n, armed_call);
       armed = n;
     } else if (op == 1) {
       faults.disarm_fault();
       armed = -1;
     } else {
       answer = (n & 1) != 0;
-      const std::string call = "call" + std::to_string(calls);
+      const std::string call = (n & 2) != 0 ? "a" : "b";
       const auto fault = faults.fault_at(call);
       ++calls;
       bool fire = false;
-      if (armed >= 0) {
+      if (armed >= 0 && !armed_call.empty() && armed_call != call) {
+        // armed for the other call: nothing happens
+      } else if (armed >= 0) {
         fire = armed == 0;
         --armed;
       } else if (explored < bound) {

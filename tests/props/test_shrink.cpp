@@ -73,7 +73,8 @@ TEST(Shrink, MissingReadWaitShrinksToOneByteBlockAndZeroHandles) {
 }
 
 // Shrinking stops at a local minimum, so for M10 the exact program is not
-// pinned; its arguments are: 1-byte blocks on s0, every handle 0, few ops.
+// pinned; its arguments are: 1-byte blocks, every handle 0, few ops (the
+// stream may stay above s0: a fault on a wait needs a use on another one).
 TEST(Shrink, FailedFreeThatForgetsTheBlockShrinksToSmallArguments) {
   const Case c = shrunk_counterexample<MutantSet<MutantId::M10>>();
   const auto v = run<MutantSet<MutantId::M10>>(c);
@@ -84,7 +85,9 @@ TEST(Shrink, FailedFreeThatForgetsTheBlockShrinksToSmallArguments) {
   for (const auto& op : program) {
     std::visit(Overload{
                    [](const AllocateOp& o) {
-                     EXPECT_EQ(o, (AllocateOp{1, 0}));
+                     EXPECT_EQ(o.bytes, 1u);
+                     EXPECT_FALSE(o.at_freed_address);
+                     EXPECT_FALSE(o.fill_budget);
                    },
                    [](const BeginLaunchOp& o) {
                      for (const auto& u : o.uses) EXPECT_EQ(u.block, 0u);
