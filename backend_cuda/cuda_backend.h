@@ -113,6 +113,8 @@ class CudaBackend {
   void launch(StreamRef s, const std::vector<KernelAccess>& accesses, std::string label);
   void arm_fault(std::uint32_t nth, std::string_view call = {}) { faults_.arm_fault(nth, call); }
   void disarm_fault() { faults_.disarm_fault(); }
+  bool fault_armed() const { return faults_.fault_armed(); }
+  std::uint32_t faults_fired() const { return faults_.faults_fired(); }
   std::size_t live_event_count() const { return live_events_.load(); }
   /// P2 mismatches found since the last call (known only after drain()).
   std::vector<props::Violation> new_problems();
