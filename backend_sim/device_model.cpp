@@ -26,9 +26,13 @@ OpRef DeviceModel::launch(StreamIndex stream, const std::vector<KernelAccess>& a
 std::optional<AllocResult> DeviceModel::alloc(StreamIndex stream, std::uint64_t bytes, std::string label,
                                               std::optional<std::uint64_t> preferred) {
   hb_.check_stream(stream);
-  const auto id = pool_.place(stream, bytes, hb_, chooser_, preferred);  // R7
+  const bool on_observation = progress_ == DeviceProgress::OnObservation;
+  const auto id = pool_.place(stream, bytes, hb_, chooser_, preferred, on_observation);  // R7
   if (!id) return std::nullopt;
   const Allocation& a = pool_.allocation(*id);
+  // OnObservation: an opportunistic reuse observes that the free has run.
+  if (a.reuse == ReuseKind::Opportunistic && !hb_.completed(*a.fence))
+    complete_through(a.fence->stream, a.fence->index + 1);
   const OpRef ref = hb_.enqueue(stream, OpKind::Alloc, std::move(label), a.pool_dep());
   pool_.set_alloc_op(*id, ref);
   race_.enqueued(ref, {OpAccess{a.range, Access::Write, *id}});
@@ -67,6 +71,15 @@ void DeviceModel::sync_device() {
   pool_.release_idle_ranges(hb_);
 }
 
+bool DeviceModel::query_event(EventIndex event) {
+  if (progress_ == DeviceProgress::OnObservation) {
+    const auto& capture = hb_.capture(event);
+    if (capture && !hb_.executed_all(*capture) && chooser_.choose(ChoiceKind::QueryAnswer, 2) == 1)
+      complete_covered(*capture);
+  }
+  return hb_.query_event(event);
+}
+
 // --- the scheduler
 
 void DeviceModel::execute(OpRef r) {
@@ -99,6 +112,7 @@ void DeviceModel::complete_covered(const VectorClock& vc) {
 }
 
 void DeviceModel::device_steps() {
+  if (progress_ == DeviceProgress::OnObservation) return;
   std::vector<StreamIndex> heads;
   for (;;) {
     heads.clear();
@@ -129,7 +143,9 @@ void DeviceModel::finish() {
     }
     if (!pending) break;
     if (heads.empty()) throw std::logic_error("DeviceModel: internal error: pending work but no stream can run");
-    const std::uint32_t c = chooser_.choose(ChoiceKind::DeviceStep, static_cast<std::uint32_t>(heads.size()));
+    const std::uint32_t c = progress_ == DeviceProgress::OnObservation
+                                ? 0
+                                : chooser_.choose(ChoiceKind::DeviceStep, static_cast<std::uint32_t>(heads.size()));
     execute(OpRef{heads[c], hb_.executed_count(heads[c])});
   }
   for (const Allocation& a : pool_.allocations())

@@ -23,6 +23,17 @@
 // Which stream head completes next, which range the pool returns and
 // whether a fault fires are choices asked of a Chooser; nothing else is
 // nondeterministic, so a schedule string replays a run exactly.
+//
+// Executions, not schedules (issue 12). Findings are made at enqueue time
+// from vector clocks, so a run's verdict depends only on what the host can
+// observe of the device's progress: query answers and the pool's reuse
+// decisions (a sync's outcome is fixed). With DeviceProgress::OnObservation
+// the device never steps on its own; each observation asks for its outcome
+// directly ("done" or "not done"; an opportunistic reuse of a free that has
+// not run yet) and completes exactly the work that outcome needs. Device
+// state only grows, so the least work that explains the outcomes so far
+// leaves every later outcome open that any interleaving could give: the
+// outcome sequences are exactly those of EveryStep, each run once.
 #pragma once
 
 #include <cstdint>
@@ -47,9 +58,21 @@ struct AllocResult {
   ReuseKind reuse;
 };
 
+/// How the simulated device makes progress between host steps.
+enum class DeviceProgress : std::uint8_t {
+  /// At every device-progress point the chooser says which ready stream
+  /// head completes, or none: every interleaving of device work is its own
+  /// schedule (the naive enumeration; random schedules use it).
+  EveryStep,
+  /// Device work runs only where an observation needs it, and observations
+  /// are the choices (see the file comment): one run per execution.
+  OnObservation,
+};
+
 class DeviceModel {
  public:
-  DeviceModel(Chooser& chooser, PoolPolicy policy = {}) : chooser_(chooser), pool_(policy) {}
+  DeviceModel(Chooser& chooser, PoolPolicy policy = {}, DeviceProgress progress = DeviceProgress::EveryStep)
+      : chooser_(chooser), pool_(policy), progress_(progress) {}
   DeviceModel(const DeviceModel&) = delete;  // the parts refer to each other
   DeviceModel& operator=(const DeviceModel&) = delete;
 
@@ -80,13 +103,18 @@ class DeviceModel {
   void sync_stream(StreamIndex stream);
   void sync_event(EventIndex event);
   void sync_device();
-  bool query_event(EventIndex event) { return hb_.query_event(event); }
+  /// R4. OnObservation: a choice (QueryAnswer) when the event's work has
+  /// not all run; "done" runs it (and what it waits for) first.
+  bool query_event(EventIndex event);
 
   /// A point where the device may make progress: asks the chooser, one step
   /// at a time, whether (and which) ready stream head completes.
+  /// OnObservation: does nothing.
   void device_steps();
-  /// Completes all remaining work (in chosen order) and reports leaks.
+  /// Completes all remaining work (in chosen order; OnObservation: the
+  /// first ready stream head each time, no choice) and reports leaks.
   void finish();
+  DeviceProgress progress() const { return progress_; }
 
   // --- queries
   bool happens_before(OpRef a, OpRef b) const { return hb_.happens_before(a, b); }
@@ -123,6 +151,7 @@ class DeviceModel {
   Chooser& chooser_;
   HbState hb_;
   Pool pool_;
+  DeviceProgress progress_;
   RaceChecker race_{hb_, pool_};
   std::uint64_t next_completion_ = 0;  // ops executed so far
   bool finished_ = false;

@@ -33,7 +33,7 @@ std::string_view to_string(ReuseKind k) {
 Pool::Pool(PoolPolicy policy) : policy_(policy), bump_(kPoolBase) {}
 
 std::optional<AllocationIndex> Pool::place(StreamIndex stream, std::uint64_t bytes, const HbState& hb, Chooser& chooser,
-                                           std::optional<std::uint64_t> preferred) {
+                                           std::optional<std::uint64_t> preferred, bool may_complete_frees) {
   if (bytes == 0) throw std::invalid_argument("DeviceModel::alloc: zero bytes");
   // More than the pool holds never fits (and rounding a size near 2^64 up to
   // the granule would wrap to a small one).
@@ -60,8 +60,12 @@ std::optional<AllocationIndex> Pool::place(StreamIndex stream, std::uint64_t byt
       candidates.push_back({i, ReuseKind::EventDependency});
     else if (policy_.opportunistic && hb.completed(f))
       candidates.push_back({i, ReuseKind::Opportunistic});
-    else if (policy_.internal_dependencies)
-      candidates.push_back({i, ReuseKind::InternalDependency});
+    else {
+      // Not run yet: in some interleaving it has run by now (the caller
+      // then runs it), and the pool may instead make the allocation wait.
+      if (may_complete_frees && policy_.opportunistic) candidates.push_back({i, ReuseKind::Opportunistic});
+      if (policy_.internal_dependencies) candidates.push_back({i, ReuseKind::InternalDependency});
+    }
   }
   std::optional<std::size_t> released_fit;
   for (std::size_t i = 0; i < released_.size() && !released_fit; ++i)

@@ -59,8 +59,12 @@ class Pool {
   /// Its alloc_op is set by set_alloc_op() once the alloc is enqueued.
   /// `preferred`: when a reuse the policy allows starts at this address, it
   /// is taken without asking the chooser (a test forcing address reuse).
+  /// `may_complete_frees` (DeviceProgress::OnObservation): a free that has
+  /// not run yet is an opportunistic candidate too, besides an internal
+  /// dependency; the caller then runs it (the reuse observed it done).
   std::optional<AllocationIndex> place(StreamIndex stream, std::uint64_t bytes, const HbState& hb, Chooser& chooser,
-                                       std::optional<std::uint64_t> preferred = std::nullopt);
+                                       std::optional<std::uint64_t> preferred = std::nullopt,
+                                       bool may_complete_frees = false);
   void set_alloc_op(AllocationIndex a, OpRef op) { allocations_.at(a.value).alloc_op = op; }
   /// The live allocation that starts at ptr; nullopt when there is none.
   std::optional<AllocationIndex> live_at(std::uint64_t ptr) const;

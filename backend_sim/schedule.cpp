@@ -110,8 +110,12 @@ std::pair<std::size_t, std::optional<ScheduleHeader>> parse_header(std::string_v
     const std::string name(option.substr(0, eq));
     if (!seen.insert(name).second) malformed(start, "header option '" + name + "' given twice");
     if (eq == std::string_view::npos) {
-      if (name != "faults") malformed(start, "unknown header option '" + name + "' (faults, or SWITCH=VALUE)");
-      h.faults = true;
+      if (name == "faults")
+        h.faults = true;
+      else if (name == "observed")
+        h.observed = true;
+      else
+        malformed(start, "unknown header option '" + name + "' (faults, observed, or SWITCH=VALUE)");
     } else {
       const std::string value(option.substr(eq + 1));
       const auto bad_name = name.find_first_not_of("abcdefghijklmnopqrstuvwxyz_");
@@ -137,6 +141,8 @@ std::string_view to_string(ChoiceKind kind) {
       return "fault point";
     case ChoiceKind::Client:
       return "client choice";
+    case ChoiceKind::QueryAnswer:
+      return "query answer";
   }
   return "choice";
 }
@@ -183,6 +189,7 @@ std::string encode_schedule(const std::vector<Choice>& choices) {
 std::string encode_schedule(const ScheduleHeader& header, const std::vector<Choice>& choices) {
   std::string out(kVersion2);
   if (header.faults) out += ",faults";
+  if (header.observed) out += ",observed";
   for (const auto& [name, value] : header.policy) out += "," + name + "=" + value;
   return out + ":" + encode_schedule(choices);
 }
@@ -231,6 +238,7 @@ std::uint32_t RandomChooser::pick(ChoiceKind kind, std::uint32_t options) {
       return rng_.chance(options_.fault_percent) ? 1 : 0;
     case ChoiceKind::PoolRange:
     case ChoiceKind::Client:
+    case ChoiceKind::QueryAnswer:
       return rng_.below(options);
   }
   return 0;

@@ -23,9 +23,13 @@ enum class ChoiceKind : std::uint8_t {
   PoolRange,   // which range the pool returns: fresh or a reusable one
   Fault,       // whether an injected fault fires at this backend call
   Client,      // a choice made by a client workload (tests, explorer)
+  /// Whether a `query` finds its event's work done (0: not done, 1: done);
+  /// asked only when the device makes progress on observation
+  /// (DeviceProgress::OnObservation), where no device step came first.
+  QueryAnswer,
 };
 
-/// "device step", "pool range", "fault point", "client choice".
+/// "device step", "pool range", "fault point", "client choice", "query answer".
 std::string_view to_string(ChoiceKind kind);
 
 struct Choice {
@@ -68,6 +72,10 @@ struct ScheduleHeader {
   /// --faults on: one injected fault per run is explored (a Fault choice at
   /// every resource backend call until one fires).
   bool faults = false;
+  /// `observed`: the device made progress only where the host observed it
+  /// (DeviceProgress::OnObservation: exhaustive exploration of executions);
+  /// absent, every device step was a choice.
+  bool observed = false;
   /// Pool switches that differ from the program's own, SWITCH=VALUE as
   /// --policy takes them (tools check the names; here they are text).
   std::vector<std::pair<std::string, std::string>> policy;

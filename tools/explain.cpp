@@ -263,18 +263,24 @@ std::string describe_coverage(const Coverage& c) {
     case Coverage::How::Random:
       fmt::format_to(line, "coverage: NOT exhaustive: {} random schedules (seed {}), a sample\n", c.explored, c.seed);
       break;
-    case Coverage::How::Dfs:
+    case Coverage::How::Dfs: {
+      const char* unit = c.executions ? "execution" : "schedule";
       if (c.exhaustive) {
-        fmt::format_to(line, "coverage: exhaustive: dfs ran every schedule of the trace ({})\n", c.explored);
+        fmt::format_to(line, "coverage: exhaustive: dfs ran every {} of the trace ({})\n", unit, c.explored);
+        if (c.executions)
+          fmt::format_to(line,
+                         "  (an execution: one outcome of every query, pool reuse and fault; schedules that differ "
+                         "only in the order independent device work completes are one execution, with one verdict)\n");
         break;
       }
       fmt::format_to(line,
-                     "coverage: NOT exhaustive: dfs stopped at its bound of {} schedules; it runs the schedules fewest "
+                     "coverage: NOT exhaustive: dfs stopped at its bound of {} {}{}; it runs the {}s fewest "
                      "deviations first (a deviation: a choice that took another option than its first, of the {} "
-                     "choices a run makes) and had run every schedule with at most {} deviation{}\n",
-                     c.explored, c.dfs ? c.dfs->choices_per_run : 0, c.dfs ? c.dfs->deviations_covered : 0,
-                     c.dfs && c.dfs->deviations_covered == 1 ? "" : "s");
+                     "choices a run makes) and had run every {} with at most {} deviation{}\n",
+                     c.explored, unit, c.explored == 1 ? "" : "s", unit, c.dfs ? c.dfs->choices_per_run : 0, unit,
+                     c.dfs ? c.dfs->deviations_covered : 0, c.dfs && c.dfs->deviations_covered == 1 ? "" : "s");
       break;
+    }
   }
   for (const auto& s : c.to_finish) fmt::format_to(line, "  to explore the rest: {}  ({})\n", s.command, s.why);
   return out;

@@ -78,6 +78,9 @@ std::string what_it_did(const Execution& run, const Step& s) {
                                  : "no fault";
     case sim::ChoiceKind::Client:
       return "a client choice";
+    case sim::ChoiceKind::QueryAnswer:
+      return s.choice.taken == 1 ? "the query finds its event's work done (that work runs first)"
+                                 : "the query finds its event's work not done yet";
   }
   return {};
 }

@@ -43,13 +43,14 @@ std::string report_text(const Report& r) {
   std::string out;
   auto line = std::back_inserter(out);
   const Coverage& c = r.coverage;
-  fmt::format_to(line, "streamcheck: {}: {} ({}{}, seed {}), pool {}\n", r.file, plural(c.explored, "schedule"),
+  const char* unit = c.executions ? "execution" : "schedule";  // what one run was
+  fmt::format_to(line, "streamcheck: {}: {} ({}{}, seed {}), pool {}\n", r.file, plural(c.explored, unit),
                  to_string(c.how), c.exhaustive ? ", exhaustive" : "", c.seed, r.policy.describe());
   std::size_t errors = 0, warnings = 0;
   for (const auto& f : r.findings) (f.severity == Severity::Warning ? warnings : errors)++;
   for (const auto& f : r.findings) {
-    fmt::format_to(line, "\n{}{}  [in {} of {} schedules]\n", f.severity == Severity::Warning ? "warning: " : "",
-                   finding_label(f), f.schedules, c.explored);
+    fmt::format_to(line, "\n{}{}  [in {} of {} {}s]\n", f.severity == Severity::Warning ? "warning: " : "",
+                   finding_label(f), f.schedules, c.explored, unit);
     fmt::format_to(line, "  first:    {}\n", describe(f.first));
     if (f.second) fmt::format_to(line, "  second:   {}\n", describe(*f.second));
     fmt::format_to(line, "  bytes:    {}\n", describe(f.bytes));
@@ -86,7 +87,7 @@ std::string report_text(const Report& r) {
   switch (r.verdict()) {
     case Verdict::Clean:
       fmt::format_to(line, "\nverdict: clean{}{}\n", warned.empty() ? "" : " (" + warned + ")",
-                     c.exhaustive ? "" : " in the schedules run (not exhaustive: see coverage)");
+                     c.exhaustive ? "" : fmt::format(" in the {}s run (not exhaustive: see coverage)", unit));
       break;
     case Verdict::Findings:
       fmt::format_to(line, "\nverdict: {}{}{}\n", plural(errors, "finding"),
@@ -227,6 +228,7 @@ Json coverage_json(const Coverage& c) {
   j["strategy"] = to_string(c.how);
   j["seed"] = c.seed;
   j["schedules"] = c.explored;
+  if (c.executions) j["executions"] = c.explored;
   j["exhaustive"] = c.exhaustive;
   j["bound"] = c.bound ? Json(*c.bound) : Json(nullptr);
   j["unexplored"] = choices_json(c.unexplored);

@@ -166,6 +166,12 @@ struct Coverage {
   How how = How::OneSchedule;
   std::uint64_t seed = 0;
   std::uint64_t explored = 0;  // schedules run
+  /// Dfs over executions (tools::Strategy::Dfs): each run was one execution,
+  /// one outcome of every observation (query answers, pool reuses, faults);
+  /// the runs that differ only in the order independent device work
+  /// completes were not run, their verdict being the same. False: every
+  /// device step was a choice of its own (dfs-schedules, random, one run).
+  bool executions = false;
   /// Every schedule of the trace was run: DFS finished, or the one schedule
   /// run (check, replay) was the only one (the run made no choice).
   bool exhaustive = false;

@@ -59,7 +59,8 @@ std::vector<std::pair<std::string, std::string>> policy_difference(const PoolPol
 }  // namespace
 
 sim::ScheduleHeader schedule_header(const Trace& trace, const TraceRunOptions& run) {
-  return sim::ScheduleHeader{run.faults, policy_difference(trace.policy, run.policy)};
+  return sim::ScheduleHeader{run.faults, run.progress == sim::DeviceProgress::OnObservation,
+                             policy_difference(trace.policy, run.policy)};
 }
 
 ScheduleToReplay schedule_to_replay(const Trace& trace, std::string_view text, const TraceCheckOptions& command_line,
@@ -87,6 +88,7 @@ ScheduleToReplay schedule_to_replay(const Trace& trace, std::string_view text, c
           recorded.describe(), header_text(*header), asked.describe()));
   }
   out.options.faults = header->faults;
+  out.options.progress = header->observed ? sim::DeviceProgress::OnObservation : sim::DeviceProgress::EveryStep;
   out.options.policy_overrides = header->policy;
   return out;
 }

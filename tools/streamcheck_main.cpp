@@ -142,7 +142,8 @@ const CLI::Validator kMutantName(
 // Each choice an option offers, and what it selects: CLI::IsMember checks the
 // keys, the verbs look the value up (no option value is compared as text).
 const std::map<std::string, tools::Strategy> kStrategies{{"random", tools::Strategy::Random},
-                                                         {"dfs", tools::Strategy::Dfs}};
+                                                         {"dfs", tools::Strategy::Dfs},
+                                                         {"dfs-schedules", tools::Strategy::DfsSchedules}};
 const std::map<std::string, bool> kOnOff{{"on", true}, {"off", false}};
 enum class Backend : std::uint8_t { Sim, Cuda };
 const std::map<std::string, Backend> kBackends{{"sim", Backend::Sim}, {"cuda", Backend::Cuda}};
@@ -511,7 +512,10 @@ int main(int argc, char** argv) {
       "random client programs, device schedules, pool policies and injected faults; --mutant explores a "
       "deliberately broken protocol and prints its shrunk counterexample. Same seed, byte-identical output.");
   add_trace_file(*explore_verb, o, false);
-  explore_verb->add_option("--strategy", o.strategy, "random, or dfs: every schedule up to --schedules")
+  explore_verb
+      ->add_option("--strategy", o.strategy,
+                   "random; dfs: every execution (one outcome of each query, pool reuse and fault) up to --schedules; "
+                   "dfs-schedules: every interleaving of device steps (slower, to compare)")
       ->check(CLI::IsMember(kStrategies));
   add_seed(*explore_verb, o, "seed of the exploration");
   explore_verb
@@ -588,7 +592,10 @@ int main(int argc, char** argv) {
       "again. Exit 0 when FIXED is clean, 1 when findings remain (each cause not fixed says why).");
   add_trace_file(*fix_verb, o);
   fix_verb->add_option("-o", o.output, "where to write the fixed trace")->required();
-  fix_verb->add_option("--strategy", o.strategy, "random, or dfs: every schedule up to --schedules")
+  fix_verb
+      ->add_option("--strategy", o.strategy,
+                   "random; dfs: every execution (one outcome of each query, pool reuse and fault) up to --schedules; "
+                   "dfs-schedules: every interleaving of device steps (slower, to compare)")
       ->check(CLI::IsMember(kStrategies));
   add_seed(*fix_verb, o, "seed of the exploration");
   fix_verb->add_option("--schedules", o.trace.max_schedules, "schedules to run (random), or the bound (dfs)")

@@ -585,7 +585,7 @@ std::optional<PoolSwitchProblem> set_pool_switch(PoolPolicy& policy, std::string
 
 Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const TraceRunOptions& options,
                            const std::function<void(const sim::DeviceModel&)>& on_model) {
-  auto model = std::make_unique<sim::DeviceModel>(chooser, options.policy);
+  auto model = std::make_unique<sim::DeviceModel>(chooser, options.policy, options.progress);
   if (on_model) on_model(*model);
   sim::SimBackendOptions bo;
   bo.max_explored_faults = options.faults ? 1 : 0;

@@ -358,6 +358,10 @@ struct TraceRunOptions {
   PoolPolicy policy;
   /// Explore injected faults at the resource's backend calls (at most one).
   bool faults = false;
+  /// How the simulated device progresses: every device step a choice
+  /// (check, random, dfs-schedules), or only where the host observes it
+  /// (dfs: one run per execution).
+  sim::DeviceProgress progress = sim::DeviceProgress::EveryStep;
 };
 
 /// Runs `trace` once on the simulator, the schedule chosen by `chooser`

@@ -37,7 +37,10 @@ PoolPolicy apply_policy_overrides(PoolPolicy p, const std::vector<std::pair<std:
 }
 
 TraceRunOptions run_options_of(const Trace& trace, const TraceCheckOptions& o) {
-  return TraceRunOptions{apply_policy_overrides(trace.policy, o.policy_overrides), o.faults};
+  const auto by_strategy =
+      o.strategy == Strategy::Dfs ? sim::DeviceProgress::OnObservation : sim::DeviceProgress::EveryStep;
+  return TraceRunOptions{apply_policy_overrides(trace.policy, o.policy_overrides), o.faults,
+                         o.progress.value_or(by_strategy)};
 }
 
 ReportOp report_op(const Execution& run, sim::OpRef op) {
@@ -99,11 +102,13 @@ ReportFinding report_finding(const Execution& run, const sim::Finding& f, const 
 }
 
 /// The choices of `run` made before its `end`-th choice, as a report names
-/// them; queries asked then too. Queries count only when device steps could
-/// have changed their answer.
+/// them; queries asked then too. Queries count only when device steps (or
+/// the query itself, when the device progresses on observation) could have
+/// changed their answer.
 ChoiceSummary summarize(const std::vector<ChoicePoint>& choices, const std::vector<QueryAnswer>& queries,
                         std::size_t end) {
   ChoiceSummary s;
+  bool query_choices = false;
   for (std::size_t i = 0; i < std::min(end, choices.size()); ++i) {
     const ChoicePoint& c = choices[i];
     switch (c.kind) {
@@ -117,9 +122,12 @@ ChoiceSummary summarize(const std::vector<ChoicePoint>& choices, const std::vect
       case sim::ChoiceKind::Client:
         ++s.device_steps;
         break;
+      case sim::ChoiceKind::QueryAnswer:
+        query_choices = true;
+        break;
     }
   }
-  if (s.device_steps > 0)
+  if (s.device_steps > 0 || query_choices)
     for (const auto& q : queries)
       if (q.after_choices <= end) s.queries.push_back(q);
   return s;
@@ -206,20 +214,20 @@ class Collector {
           c.to_finish.push_back({fmt::format("streamcheck explore {}{}", file, same),
                                  "random schedules vary every choice point (1000 by default)"});
           c.to_finish.push_back({fmt::format("streamcheck explore {} --strategy dfs{}", file, same),
-                                 "every schedule, exhaustive if it finishes within --schedules"});
+                                 "every execution, exhaustive if it finishes within --schedules"});
         }
         break;
       case Coverage::How::Random:
         c.to_finish.push_back(
             {fmt::format("streamcheck explore {} --strategy dfs --schedules {}{}", file, options_.max_schedules, same),
-             "every schedule, exhaustive if it finishes within --schedules"});
+             "every execution, exhaustive if it finishes within --schedules"});
         break;
       case Coverage::How::Dfs:
         if (exhaustive) break;
         c.bound = options_.max_schedules;
         c.dfs = Coverage::DfsDepth{last_choices_.size(), deviations_covered};
-        c.to_finish.push_back({fmt::format("streamcheck explore {} --strategy dfs --schedules {}{}", file,
-                                           options_.max_schedules * 10, same),
+        c.to_finish.push_back({fmt::format("streamcheck explore {} --strategy {} --schedules {}{}", file,
+                                           c.executions ? "dfs" : "dfs-schedules", options_.max_schedules * 10, same),
                                "a larger bound"});
         c.to_finish.push_back(
             {fmt::format("streamcheck explore {}{}", file, same), "random schedules, any number of deviations"});
@@ -275,8 +283,9 @@ Report replay_trace(const Trace& trace, const std::string& schedule, const Trace
 }
 
 Report explore_trace(const Trace& trace, const TraceCheckOptions& o, const Progress& progress) {
-  const bool dfs = o.strategy == Strategy::Dfs;
+  const bool dfs = o.strategy != Strategy::Random;
   Collector c(trace, o, dfs ? Coverage::How::Dfs : Coverage::How::Random);
+  c.report().coverage.executions = c.run_options().progress == sim::DeviceProgress::OnObservation;
   // DFS fewest deviations first: a bound then stops it having tried every
   // choice point (issue 10 S5), where plain DFS varies only the deepest.
   const sim::Strategy strategy = dfs ? sim::Strategy{sim::DeviationDfs{}} : sim::Strategy{sim::Random{o.seed}};

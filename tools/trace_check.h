@@ -16,7 +16,12 @@
 
 namespace streamcheck::tools {
 
-enum class Strategy : std::uint8_t { Random, Dfs };
+/// Random: seeded random schedules. Dfs: every execution (the device makes
+/// progress only where the host observes it; schedules that differ only in
+/// the order independent device work completes are one execution).
+/// DfsSchedules: every schedule, each device step a choice (the naive
+/// enumeration Dfs replaced; kept to compare with).
+enum class Strategy : std::uint8_t { Random, Dfs, DfsSchedules };
 
 struct TraceCheckOptions {
   Strategy strategy = Strategy::Random;
@@ -28,6 +33,9 @@ struct TraceCheckOptions {
   bool redundant = false;
   /// Overrides of the trace's own pool switches (--policy NAME=VALUE).
   std::vector<std::pair<std::string, std::string>> policy_overrides;
+  /// How the device progresses; nullopt: as the strategy needs (Dfs:
+  /// OnObservation, else EveryStep). A replayed schedule's header sets it.
+  std::optional<sim::DeviceProgress> progress;
 };
 
 /// Applies NAME=VALUE pool switch overrides; throws std::invalid_argument

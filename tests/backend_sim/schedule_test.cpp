@@ -55,9 +55,9 @@ TEST(ScheduleEncoding, LongRunsAreRunLengthCoded) {
 }
 
 TEST(ScheduleEncoding, HeaderCarriesTheOptionsOfTheRun) {
-  const ScheduleHeader h{true, {{"opportunistic", "off"}, {"release_threshold", "4096"}}};
+  const ScheduleHeader h{true, true, {{"opportunistic", "off"}, {"release_threshold", "4096"}}};
   const std::string s = encode_schedule(h, choices({1, 0}));
-  EXPECT_EQ(s, "v2,faults,opportunistic=off,release_threshold=4096:10");
+  EXPECT_EQ(s, "v2,faults,observed,opportunistic=off,release_threshold=4096:10");
   EXPECT_EQ(s.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_.-,=:"), std::string::npos)
       << "shell-safe characters only";
   const ScheduleText t = parse_schedule(s);

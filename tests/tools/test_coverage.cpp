@@ -40,37 +40,64 @@ nlohmann::json json_of(const CommandResult& r) {
 
 // --- S5: a bounded DFS says that it stopped early, and where.
 
-TEST(CoverageS5, DfsAtItsDefaultBoundOnExample05FindsTheReuseRaceAndSaysItStoppedEarly) {
+TEST(CoverageS5, DfsOnExample05RunsBothPoolChoicesAndSaysItIsExhaustive) {
   const auto r = run_stdout("explore " + example("05_opportunistic_reuse.trace") + " --strategy dfs --json");
   ASSERT_EQ(r.exit_code, 1) << r.out;
   const auto j = json_of(r);
   std::set<std::string> kinds;
   for (const auto& f : j.at("findings")) kinds.insert(f.at("kind").get<std::string>());
-  // examples/05's `# expect:` line: fewest deviations first reaches the pool
+  // examples/05's `# expect:` line. Two executions: B gets fresh memory, or
+  // A's range once A's free has run (opportunistic reuse).
+  EXPECT_EQ(kinds, (std::set<std::string>{"use after free", "reuse race"})) << j.at("findings");
+  const auto& c = j.at("coverage");
+  EXPECT_EQ(c.at("exhaustive"), true);
+  EXPECT_EQ(c.at("executions"), 2);
+  EXPECT_EQ(c.at("bound"), nullptr);
+  EXPECT_EQ(c.at("to_finish"), nlohmann::json::array());
+}
+
+TEST(CoverageS5, DfsSchedulesAtItsDefaultBoundOnExample05FindsTheReuseRaceAndSaysItStoppedEarly) {
+  const auto r = run_stdout("explore " + example("05_opportunistic_reuse.trace") + " --strategy dfs-schedules --json");
+  ASSERT_EQ(r.exit_code, 1) << r.out;
+  const auto j = json_of(r);
+  std::set<std::string> kinds;
+  for (const auto& f : j.at("findings")) kinds.insert(f.at("kind").get<std::string>());
+  // Every device step a choice: fewest deviations first reaches the pool
   // reuse (3 device steps and the reuse) within the default bound.
   EXPECT_EQ(kinds, (std::set<std::string>{"use after free", "reuse race"})) << j.at("findings");
   const auto& c = j.at("coverage");
   EXPECT_EQ(c.at("exhaustive"), false);
   EXPECT_EQ(c.at("bound"), 1000);
+  EXPECT_FALSE(c.contains("executions")) << c;
   ASSERT_TRUE(c.contains("dfs")) << c;
   EXPECT_GE(c.at("dfs").at("deviations_covered"), 3) << c;
   ASSERT_GE(c.at("to_finish").size(), 2u) << c;
-  EXPECT_NE(c.at("to_finish").at(0).at("command").get<std::string>().find("--schedules 10000"), std::string::npos);
+  EXPECT_NE(c.at("to_finish").at(0).at("command").get<std::string>().find("--strategy dfs-schedules --schedules 10000"),
+            std::string::npos);
 }
 
 TEST(CoverageS5, DfsTextSaysNotExhaustiveAndHowFarItGot) {
-  const auto r = run_stdout("explore " + example("05_opportunistic_reuse.trace") + " --strategy dfs --schedules 50");
+  const auto r =
+      run_stdout("explore " + example("05_opportunistic_reuse.trace") + " --strategy dfs-schedules --schedules 50");
   EXPECT_NE(r.out.find("coverage: NOT exhaustive: dfs stopped at its bound of 50 schedules"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("had run every schedule with at most 1 deviation"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("to explore the rest: streamcheck explore"), std::string::npos) << r.out;
+  const auto e = run_stdout("explore " + example("05_opportunistic_reuse.trace") + " --strategy dfs --schedules 1");
+  EXPECT_NE(e.out.find("coverage: NOT exhaustive: dfs stopped at its bound of 1 execution;"), std::string::npos)
+      << e.out;
+  EXPECT_NE(e.out.find("had run every execution with at most 0 deviations"), std::string::npos) << e.out;
 }
 
 TEST(CoverageS5, AnExhaustiveDfsSaysSoAndSuggestsNothing) {
   const auto j = json_of(run_stdout("explore " + example("01_missing_wait.trace") + " --strategy dfs --json"));
   EXPECT_EQ(j.at("coverage").at("exhaustive"), true);
-  EXPECT_EQ(j.at("coverage").at("schedules"), 108) << "every schedule, each once (as plain DFS counts them)";
+  EXPECT_EQ(j.at("coverage").at("executions"), 1) << "nothing observes the device: one execution";
   EXPECT_EQ(j.at("coverage").at("to_finish"), nlohmann::json::array());
+  const auto naive =
+      json_of(run_stdout("explore " + example("01_missing_wait.trace") + " --strategy dfs-schedules --json"));
+  EXPECT_EQ(naive.at("coverage").at("exhaustive"), true);
+  EXPECT_EQ(naive.at("coverage").at("schedules"), 108) << "every schedule, each once (as plain DFS counts them)";
 }
 
 TEST(CoverageS5, CheckNamesThePoolReuseChoiceItDidNotExploreAndSuggestsExplore) {

@@ -68,4 +68,85 @@ inline std::string generate_trace_program(std::uint64_t seed) {
   return t;
 }
 
+/// A seeded program that makes the host observe the device (issue 12): the
+/// pool's three reuse switches drawn, stream-ordered buffers freed and new
+/// ones allocated mid-program (pool reuse choices), `query` statements, and
+/// in one program of four the tracked Resource (allocate / prepare / finish
+/// / deallocate / reap: its allocation events, reaps and deferred frees).
+/// Small: the naive enumeration of every device step must often finish.
+inline std::string generate_observing_program(std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+  const auto chance = [&](int percent) { return static_cast<int>(rng() % 100) < percent; };
+  const auto on_off = [&] { return chance(50) ? "on" : "off"; };
+  const std::size_t streams = 2 + pick(2), events = 1 + pick(2);
+  const bool resource = pick(4) == 0;
+  std::string t = "# generated observing program, seed " + std::to_string(seed) + "\n";
+  t += std::string("policy follow_event_dependencies = ") + on_off() + "\n";
+  t += std::string("policy opportunistic = ") + on_off() + "\n";
+  t += std::string("policy internal_dependencies = ") + on_off() + "\n";
+  if (resource) t += "resource\n";
+  const auto stream = [](std::size_t i) { return "s" + std::to_string(i); };
+  const auto event = [](std::size_t i) { return "e" + std::to_string(i); };
+  for (std::size_t i = 0; i < streams; ++i) t += "stream " + stream(i) + "\n";
+  for (std::size_t i = 0; i < events; ++i) t += "event " + event(i) + "\n";
+  struct Buffer {
+    std::string name;
+    std::string stream;
+    bool tracked;  // made by `allocate`
+  };
+  std::vector<Buffer> live;
+  std::size_t made = 0;
+  const auto make = [&] {
+    const std::string name = "B" + std::to_string(made++);
+    const std::string s = stream(pick(streams));
+    const bool tracked = resource && chance(60);
+    t += (tracked ? "allocate " : "buffer ") + name + " 256 on " + s + "\n";
+    live.push_back(Buffer{name, s, tracked});
+  };
+  const auto drop = [&](std::size_t i) {
+    const Buffer b = live[i];
+    live.erase(live.begin() + static_cast<std::ptrdiff_t>(i));
+    t += b.tracked ? "deallocate " + b.name + "\n"
+                   : "free " + b.name + " on " + (chance(70) ? b.stream : stream(pick(streams))) + "\n";
+  };
+  make();
+  const std::size_t statements = 4 + pick(7);
+  for (std::size_t k = 0; k < statements; ++k) {
+    const std::string s = stream(pick(streams));
+    const std::size_t what = pick(100);
+    if (live.empty() || what < 12) {
+      make();
+    } else if (what < 40) {
+      const Buffer& b = live[pick(live.size())];
+      static const char* const kAccess[] = {"reads", "writes"};
+      const char* access = kAccess[pick(2)];
+      if (b.tracked) {
+        const std::string use = access[0] == 'r' ? "read" : "write";
+        t += "prepare " + b.name + " on " + s + " " + use + "\n";
+        t += "launch k" + std::to_string(k) + " on " + s + " " + access + " " + b.name + "\n";
+        t += "finish " + b.name + " on " + s + " " + use + "\n";
+      } else {
+        t += "launch k" + std::to_string(k) + " on " + s + " " + access + " " + b.name + "\n";
+      }
+    } else if (what < 52) {
+      drop(pick(live.size()));
+    } else if (what < 64) {
+      t += "record " + event(pick(events)) + " on " + s + "\n";
+    } else if (what < 74) {
+      t += "wait " + event(pick(events)) + " on " + s + "\n";
+    } else if (what < 90) {
+      t += "query " + event(pick(events)) + "\n";
+    } else if (resource && what < 95) {
+      t += "reap\n";
+    } else {
+      t += "sync stream " + s + "\n";
+    }
+  }
+  if (chance(50)) t += "sync device\n";
+  while (!live.empty()) drop(live.size() - 1);
+  if (resource) t += "reap\n";
+  return t;
+}
+
 }  // namespace streamcheck::tools

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Every --json report streamcheck prints for the bundled examples (check,
-explore random/dfs/faults, replay) must validate against
+explore random/dfs/dfs-schedules/faults, replay) must validate against
 docs/report.schema.json, and its verdict must agree with the exit code; so
 must the JSON error object of an input or usage error (exit 2). Also checks
 that the schema rejects broken reports, so this test can fail.
@@ -52,6 +52,7 @@ for trace in sorted(pathlib.Path(examples).glob("*.trace")):
     reports.append(one)
     reports.append(run(["explore", t, "--schedules", "40"]))
     reports.append(run(["explore", t, "--strategy", "dfs", "--schedules", "300"]))
+    reports.append(run(["explore", t, "--strategy", "dfs-schedules", "--schedules", "300"]))
     reports.append(run(["explore", t, "--schedules", "20", "--faults", "on"]))
     # A clean check shows no schedule; an empty one would not fit a program
     # that asks choices (replay refuses a schedule that ends early).
@@ -93,6 +94,8 @@ if not any(r["coverage"]["exhaustive"] for r in reports):
     failures.append("no report is exhaustive")
 if not any(r["coverage"].get("dfs") for r in reports):
     failures.append("no dfs report stopped at its bound")
+if not any(r["coverage"].get("executions") for r in reports):
+    failures.append("no dfs report counts executions")
 for r in reports:
     if r["verdict"] == "findings" and not r["findings"]:
         failures.append(f"{r['file']}: verdict findings with no finding")
