@@ -122,6 +122,7 @@ void DeviceModel::device_steps() {
       if (next < hb_.op_count(stream) && hb_.ready(OpRef{stream, next})) heads.push_back(stream);
     }
     if (heads.empty()) return;
+    chooser_.offer_device_step(heads, true);
     const std::uint32_t c = chooser_.choose(ChoiceKind::DeviceStep, static_cast<std::uint32_t>(heads.size()) + 1);
     if (c == 0) return;  // the host goes on first
     execute(OpRef{heads[c - 1], hb_.executed_count(heads[c - 1])});
@@ -143,6 +144,7 @@ void DeviceModel::finish() {
     }
     if (!pending) break;
     if (heads.empty()) throw std::logic_error("DeviceModel: internal error: pending work but no stream can run");
+    chooser_.offer_device_step(heads, false);
     const std::uint32_t c = progress_ == DeviceProgress::OnObservation
                                 ? 0
                                 : chooser_.choose(ChoiceKind::DeviceStep, static_cast<std::uint32_t>(heads.size()));

@@ -1,5 +1,7 @@
 #include "backend_sim/explorer.h"
 
+#include <algorithm>
+#include <cmath>
 #include <optional>
 #include <vector>
 
@@ -18,6 +20,31 @@ ExploreResult explore_random(const Random& random, const Bounds& bounds, const R
       break;
     }
   }
+  return result;
+}
+
+ExploreResult explore_pct(const Pct& pct, const Bounds& bounds, const RunFn& run) {
+  ExploreResult result;
+  ExploreResult::PctRuns stats;
+  stats.depth = pct.depth;
+  SplitMix64 seeds(pct.seed);
+  while (result.explored < bounds.max_runs) {
+    const bool probe = result.explored == 0;
+    PctChooser chooser(seeds.next(), probe ? 1 : pct.depth, stats.steps_drawn, pct.options);
+    ++result.explored;
+    const bool stop = run(chooser);
+    stats.agents = std::max(stats.agents, chooser.agents());
+    if (probe)
+      stats.steps_covered = chooser.steps();
+    else
+      ++stats.runs_at_depth;
+    stats.steps_drawn = std::max(stats.steps_drawn, chooser.steps());
+    if (stop) {
+      result.stopped_early = true;
+      break;
+    }
+  }
+  result.pct = stats;
   return result;
 }
 
@@ -113,6 +140,13 @@ ExploreResult explore_deviations(const Bounds& bounds, const RunFn& run) {
 
 }  // namespace
 
+double ExploreResult::PctRuns::per_run() const {
+  const double k = static_cast<double>(std::max<std::uint64_t>(steps_drawn, 1));
+  return 1.0 / (std::max<std::uint32_t>(agents, 1) * std::pow(k, depth == 0 ? 0.0 : depth - 1.0));
+}
+
+double ExploreResult::PctRuns::missed() const { return std::pow(1.0 - per_run(), static_cast<double>(runs_at_depth)); }
+
 std::uint32_t deviations(const Chooser& run) {
   std::uint32_t n = 0;
   for (const auto& c : run.taken()) n += c.taken != 0 ? 1 : 0;
@@ -132,6 +166,8 @@ ExploreResult explore(const Strategy& strategy, const Bounds& bounds, const RunF
           return explore_dfs(bounds, run);
         else if constexpr (std::is_same_v<S, DeviationDfs>)
           return explore_deviations(bounds, run);
+        else if constexpr (std::is_same_v<S, Pct>)
+          return explore_pct(s, bounds, run);
         else
           return explore_random(s, bounds, run);
       },

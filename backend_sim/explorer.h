@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <type_traits>
 #include <variant>
 
@@ -44,7 +45,18 @@ struct Dfs {};
 /// `explored`, and the RunFn can tell them by repeats_earlier_round().
 struct DeviationDfs {};
 
-using Strategy = std::variant<Random, Dfs, DeviationDfs>;
+/// Probabilistic concurrency testing (PctChooser) over the host and the
+/// streams, under DeviceProgress::EveryStep: run 0 is a probe of depth 1
+/// that counts the device steps k; every later run draws its depth - 1
+/// change points from 1..k, k the most steps any earlier run took. Run k
+/// is seeded with the k-th value of SplitMix64(seed), as Random is.
+struct Pct {
+  std::uint64_t seed = 1;
+  std::uint32_t depth = 3;
+  RandomChooserOptions options = {};
+};
+
+using Strategy = std::variant<Random, Dfs, DeviationDfs, Pct>;
 
 /// The choices of `run` that took another option than their first.
 std::uint32_t deviations(const Chooser& run);
@@ -68,6 +80,20 @@ struct ExploreResult {
   /// DeviationDfs stopped by the bound: every schedule with at most this
   /// many deviations was run (and some with one more).
   std::uint32_t deviations_covered = 0;
+  /// Pct: what its guarantee is stated over.
+  struct PctRuns {
+    std::uint32_t depth = 0;
+    std::uint32_t agents = 0;         // n: the host and every stream seen
+    std::uint64_t steps_covered = 0;  // the probe's device steps: every run drew from at least 1..this
+    std::uint64_t steps_drawn = 0;    // K: the widest range a run drew its change points from
+    std::uint64_t runs_at_depth = 0;  // the runs after the probe
+    /// 1 / (n * K^(d-1)): one run finds a given bug of depth <= d within the
+    /// first steps_covered device steps at least this often.
+    double per_run() const;
+    /// (1 - per_run())^runs_at_depth: every run missed it at most this often.
+    double missed() const;
+  };
+  std::optional<PctRuns> pct;
 };
 
 /// DeviationDfs: true while `run` (its chooser, after the run) repeats a

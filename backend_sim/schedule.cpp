@@ -244,6 +244,50 @@ std::uint32_t RandomChooser::pick(ChoiceKind kind, std::uint32_t options) {
   return 0;
 }
 
+PctChooser::PctChooser(std::uint64_t seed, std::uint32_t depth, std::uint64_t steps, RandomChooserOptions options)
+    : rng_(seed), options_(options), depth_(depth) {
+  if (depth == 0) throw std::invalid_argument("PCT: depth must be at least 1");
+  for (std::uint32_t i = 1; i < depth; ++i) change_points_.push_back(1 + rng_.next() % (steps == 0 ? 1 : steps));
+}
+
+std::uint64_t& PctChooser::priority(std::uint32_t agent) {
+  if (priority_.size() <= agent) priority_.resize(agent + 1, 0);
+  // Initial priorities lie above the depth - 1 low ones the change points
+  // hand out; 62 random bits make two agents' equal only by accident, and
+  // then the lower agent number wins.
+  if (priority_[agent] == 0) priority_[agent] = depth_ + (rng_.next() >> 2);
+  return priority_[agent];
+}
+
+std::uint32_t PctChooser::pick(ChoiceKind kind, std::uint32_t options) {
+  if (kind != ChoiceKind::DeviceStep || offered_heads() == nullptr) {
+    switch (kind) {
+      case ChoiceKind::Fault:
+        return rng_.chance(options_.fault_percent) ? 1 : 0;
+      default:
+        return rng_.below(options);
+    }
+  }
+  const std::vector<StreamIndex>& heads = *offered_heads();
+  const std::uint32_t first = host_may_go_on() ? 1 : 0;  // the answer that completes heads[0]
+  std::uint32_t best = 0;
+  std::uint32_t best_agent = 0;
+  std::uint64_t best_priority = 0;
+  if (first == 1) best_priority = priority(0);  // the host may go on: answer 0
+  for (std::size_t h = 0; h < heads.size() && first + h < options; ++h) {
+    const std::uint32_t agent = heads[h].value + 1;
+    if (const std::uint64_t p = priority(agent); p > best_priority) {
+      best_priority = p;
+      best = first + static_cast<std::uint32_t>(h);
+      best_agent = agent;
+    }
+  }
+  ++step_;
+  for (std::size_t i = 0; i < change_points_.size(); ++i)
+    if (change_points_[i] == step_) priority(best_agent) = i + 1;
+  return best;
+}
+
 ReplayChooser::ReplayChooser(std::vector<std::uint32_t> script, PastTheEnd past_end) : past_end_(past_end) {
   for (const auto c : script) runs_.push_back(ChoiceRun{c, 1});
 }

@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "backend_sim/ids.h"
+
 namespace streamcheck::sim {
 
 enum class ChoiceKind : std::uint8_t {
@@ -126,14 +128,28 @@ class Chooser {
   /// Called with each recorded choice (its index, the choice), before the
   /// program acts on it: `streamcheck explain` reads the device state there.
   void observe(std::function<void(std::uint64_t, const Choice&)> observer) { observer_ = std::move(observer); }
+  /// What the next DeviceStep choice offers, said by the device model just
+  /// before it asks: the ready stream heads, and whether answer 0 lets the
+  /// host go on (then answer k completes heads[k - 1], else heads[k]).
+  /// Choosers that schedule by agent (PctChooser) read it; `heads` must
+  /// outlive the choose() call that follows.
+  void offer_device_step(const std::vector<StreamIndex>& heads, bool host_may_go_on) {
+    offered_heads_ = &heads;
+    host_may_go_on_ = host_may_go_on;
+  }
 
  protected:
   virtual std::uint32_t pick(ChoiceKind kind, std::uint32_t options) = 0;
   /// Where choice number taken().size() of kind `kind` is being asked.
   Divergence here(ChoiceKind kind, std::uint32_t options) const;
+  /// The heads of the DeviceStep choice being asked (offer_device_step).
+  const std::vector<StreamIndex>* offered_heads() const { return offered_heads_; }
+  bool host_may_go_on() const { return host_may_go_on_; }
 
  private:
   std::vector<Choice> taken_;
+  const std::vector<StreamIndex>* offered_heads_ = nullptr;
+  bool host_may_go_on_ = false;
   int line_ = 0;
   std::function<void(std::uint64_t, const Choice&)> observer_;
 };
@@ -168,6 +184,37 @@ class RandomChooser final : public Chooser {
  private:
   SplitMix64 rng_;
   RandomChooserOptions options_;
+};
+
+/// Probabilistic concurrency testing (Burckhardt et al., ASPLOS 2010) over
+/// the device's agents: the host and every stream. Each agent gets a random
+/// priority the first time it is offered; at each device step the ready
+/// agent of highest priority runs (the host "runs" by going on). At `depth`
+/// - 1 change points, steps drawn uniformly from 1..`steps`, the agent that
+/// just ran drops below every initial priority. A run so finds any bug of
+/// depth d <= `depth` (d ordering constraints between steps) with
+/// probability >= 1 / (n * k^(d-1)), n agents and k steps. Pool, fault,
+/// client and query choices are drawn as RandomChooser draws them.
+class PctChooser final : public Chooser {
+ public:
+  PctChooser(std::uint64_t seed, std::uint32_t depth, std::uint64_t steps, RandomChooserOptions options = {});
+  /// Device steps this run scheduled, and the agents it saw (host included).
+  std::uint64_t steps() const { return step_; }
+  std::uint32_t agents() const { return static_cast<std::uint32_t>(priority_.size()); }
+
+ protected:
+  std::uint32_t pick(ChoiceKind kind, std::uint32_t options) override;
+
+ private:
+  /// Agent 0 is the host; stream s is agent s + 1.
+  std::uint64_t& priority(std::uint32_t agent);
+
+  SplitMix64 rng_;
+  RandomChooserOptions options_;
+  std::uint32_t depth_;
+  std::vector<std::uint64_t> change_points_;  // the i-th drops its agent to priority i + 1
+  std::vector<std::uint64_t> priority_;       // per agent; 0: not seen yet
+  std::uint64_t step_ = 0;
 };
 
 /// Follows a recorded sequence exactly. Past its end it answers 0

@@ -112,13 +112,14 @@ void explore(benchmark::State& state, const std::string& name, tools::Strategy s
 
 /// Complete executions per second: every execution of the program run to
 /// its end on the simulator (the statements, the device's completions, the
-/// findings), over and over, with no report built around them.
+/// findings), over and over, with no report built around them. Plain DFS:
+/// each run is a new execution (DeviationDfs re-runs a few).
 void executions(benchmark::State& state, const std::string& name) {
   const tools::Trace trace = load(name);
   const tools::TraceRunOptions options{trace.policy, false, sim::DeviceProgress::OnObservation};
   std::uint64_t runs = 0;
   for (auto _ : state) {
-    const auto result = sim::explore(sim::DeviationDfs{}, sim::Bounds{1'000'000}, [&](sim::Chooser& chooser) {
+    const auto result = sim::explore(sim::Dfs{}, sim::Bounds{1'000'000}, [&](sim::Chooser& chooser) {
       const tools::Execution run = tools::run_on_simulator(trace, chooser, options);
       benchmark::DoNotOptimize(run.model().findings().size());
       ++runs;

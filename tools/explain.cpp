@@ -222,6 +222,8 @@ std::string to_string(Coverage::How how) {
       return "random";
     case Coverage::How::Dfs:
       return "dfs";
+    case Coverage::How::Pct:
+      return "pct";
   }
   return {};
 }
@@ -263,6 +265,20 @@ std::string describe_coverage(const Coverage& c) {
     case Coverage::How::Random:
       fmt::format_to(line, "coverage: NOT exhaustive: {} random schedules (seed {}), a sample\n", c.explored, c.seed);
       break;
+    case Coverage::How::Pct: {
+      const auto p = c.pct.value_or(sim::ExploreResult::PctRuns{});
+      fmt::format_to(line,
+                     "coverage: NOT exhaustive: {} PCT schedules of depth {} (seed {}; the first a probe of depth 1 "
+                     "that counted {} device steps)\n",
+                     c.explored, p.depth, c.seed, p.steps_covered);
+      fmt::format_to(line,
+                     "  PCT bound: one run finds a given bug of depth <= {} that lies in the first {} device steps "
+                     "with probability >= 1/(n*k^{}) = {:.3g} (n = {} agents: the host and the streams; k = {} "
+                     "steps, the most a run took); all {} runs after the probe miss it with probability <= {:.3g}\n",
+                     p.depth, p.steps_covered, p.depth == 0 ? 0 : p.depth - 1, p.per_run(), p.agents,
+                     std::max<std::uint64_t>(p.steps_drawn, 1), p.runs_at_depth, p.missed());
+      break;
+    }
     case Coverage::How::Dfs: {
       const char* unit = c.executions ? "execution" : "schedule";
       if (c.exhaustive) {

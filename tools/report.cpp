@@ -229,6 +229,14 @@ Json coverage_json(const Coverage& c) {
   j["seed"] = c.seed;
   j["schedules"] = c.explored;
   if (c.executions) j["executions"] = c.explored;
+  if (c.pct)
+    j["pct"] = {{"depth", c.pct->depth},
+                {"agents", c.pct->agents},
+                {"steps_covered", c.pct->steps_covered},
+                {"steps_drawn", c.pct->steps_drawn},
+                {"runs_at_depth", c.pct->runs_at_depth},
+                {"per_run", c.pct->per_run()},
+                {"missed", c.pct->missed()}};
   j["exhaustive"] = c.exhaustive;
   j["bound"] = c.bound ? Json(*c.bound) : Json(nullptr);
   j["unexplored"] = choices_json(c.unexplored);

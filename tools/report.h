@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend_sim/device_model.h"
+#include "backend_sim/explorer.h"
 #include "model/pool_policy.h"
 #include "tools/fix.h"
 #include "tools/producers.h"
@@ -162,7 +163,7 @@ struct NextStep {
 /// What was explored, whether that was everything, and if not, how far it
 /// got and what would finish it (issue 10: never a silent "clean").
 struct Coverage {
-  enum class How : std::uint8_t { OneSchedule, Replay, Random, Dfs };
+  enum class How : std::uint8_t { OneSchedule, Replay, Random, Dfs, Pct };
   How how = How::OneSchedule;
   std::uint64_t seed = 0;
   std::uint64_t explored = 0;  // schedules run
@@ -191,6 +192,8 @@ struct Coverage {
     std::uint32_t deviations_covered = 0;
   };
   std::optional<DfsDepth> dfs;
+  /// Pct: the runs its probability bound is stated over.
+  std::optional<sim::ExploreResult::PctRuns> pct;
   /// What would explore the rest; empty when exhaustive.
   std::vector<NextStep> to_finish;
 };

@@ -143,7 +143,12 @@ const CLI::Validator kMutantName(
 // keys, the verbs look the value up (no option value is compared as text).
 const std::map<std::string, tools::Strategy> kStrategies{{"random", tools::Strategy::Random},
                                                          {"dfs", tools::Strategy::Dfs},
-                                                         {"dfs-schedules", tools::Strategy::DfsSchedules}};
+                                                         {"dfs-schedules", tools::Strategy::DfsSchedules},
+                                                         {"pct", tools::Strategy::Pct}};
+const char* const kStrategyHelp =
+    "random; dfs: every execution (one outcome of each query, pool reuse and fault) up to --schedules; "
+    "dfs-schedules: every interleaving of device steps (slower, to compare); pct: probabilistic concurrency "
+    "testing, each run drawn for bugs of depth --depth (explore), with the bound it guarantees";
 const std::map<std::string, bool> kOnOff{{"on", true}, {"off", false}};
 enum class Backend : std::uint8_t { Sim, Cuda };
 const std::map<std::string, Backend> kBackends{{"sim", Backend::Sim}, {"cuda", Backend::Cuda}};
@@ -311,7 +316,7 @@ Outcome check(const Options& o) {
 }
 
 Outcome explore_builtin(const CLI::App& verb, Options o) {
-  for (const char* trace_only : {"--policy", "--json", "--strategy", "--faults", "--redundant"})
+  for (const char* trace_only : {"--policy", "--json", "--strategy", "--depth", "--faults", "--redundant"})
     if (verb.count(trace_only) > 0) throw UsageError(std::string(trace_only) + " needs a trace FILE");
   if (verb.count("--schedules") > 0) {
     if (o.trace.max_schedules > 100000) throw UsageError("--schedules must be in 1..100000 without a trace FILE");
@@ -326,6 +331,8 @@ Outcome explore(const CLI::App& verb, const Options& o) {
   if (o.file.empty()) return explore_builtin(verb, o);
   for (const char* builtin_only : {"--programs", "--length", "--mutant"})
     if (verb.count(builtin_only) > 0) throw UsageError(std::string(builtin_only) + " is for explore without FILE");
+  if (verb.count("--depth") > 0 && kStrategies.at(o.strategy) != tools::Strategy::Pct)
+    throw UsageError("--depth is for --strategy pct");
   const tools::Trace trace = tools::load_trace(o.file);
   const bool tty = isatty(STDERR_FILENO) != 0;
   auto progress = [tty](std::uint64_t n, std::size_t found) {
@@ -512,12 +519,13 @@ int main(int argc, char** argv) {
       "random client programs, device schedules, pool policies and injected faults; --mutant explores a "
       "deliberately broken protocol and prints its shrunk counterexample. Same seed, byte-identical output.");
   add_trace_file(*explore_verb, o, false);
-  explore_verb
-      ->add_option("--strategy", o.strategy,
-                   "random; dfs: every execution (one outcome of each query, pool reuse and fault) up to --schedules; "
-                   "dfs-schedules: every interleaving of device steps (slower, to compare)")
-      ->check(CLI::IsMember(kStrategies));
+  explore_verb->add_option("--strategy", o.strategy, kStrategyHelp)->check(CLI::IsMember(kStrategies));
   add_seed(*explore_verb, o, "seed of the exploration");
+  explore_verb
+      ->add_option("--depth", o.trace.pct_depth,
+                   "--strategy pct: the bug depth each run is drawn for (1-10; default 3): it changes priorities "
+                   "at depth - 1 random device steps")
+      ->check(CLI::Range(1, 10));
   explore_verb
       ->add_option("--schedules", o.trace.max_schedules,
                    "schedules to run (random), the bound (dfs), or per program (without FILE, at most 100000)")
@@ -592,11 +600,7 @@ int main(int argc, char** argv) {
       "again. Exit 0 when FIXED is clean, 1 when findings remain (each cause not fixed says why).");
   add_trace_file(*fix_verb, o);
   fix_verb->add_option("-o", o.output, "where to write the fixed trace")->required();
-  fix_verb
-      ->add_option("--strategy", o.strategy,
-                   "random; dfs: every execution (one outcome of each query, pool reuse and fault) up to --schedules; "
-                   "dfs-schedules: every interleaving of device steps (slower, to compare)")
-      ->check(CLI::IsMember(kStrategies));
+  fix_verb->add_option("--strategy", o.strategy, kStrategyHelp)->check(CLI::IsMember(kStrategies));
   add_seed(*fix_verb, o, "seed of the exploration");
   fix_verb->add_option("--schedules", o.trace.max_schedules, "schedules to run (random), or the bound (dfs)")
       ->check(kPositive);

@@ -217,6 +217,11 @@ class Collector {
                                  "every execution, exhaustive if it finishes within --schedules"});
         }
         break;
+      case Coverage::How::Pct:
+        c.to_finish.push_back({fmt::format("streamcheck explore {} --strategy pct --depth {} --schedules {}{}", file,
+                                           options_.pct_depth, options_.max_schedules * 10, same),
+                               "more runs lower the chance of missing a bug of that depth"});
+        [[fallthrough]];
       case Coverage::How::Random:
         c.to_finish.push_back(
             {fmt::format("streamcheck explore {} --strategy dfs --schedules {}{}", file, options_.max_schedules, same),
@@ -283,12 +288,15 @@ Report replay_trace(const Trace& trace, const std::string& schedule, const Trace
 }
 
 Report explore_trace(const Trace& trace, const TraceCheckOptions& o, const Progress& progress) {
-  const bool dfs = o.strategy != Strategy::Random;
-  Collector c(trace, o, dfs ? Coverage::How::Dfs : Coverage::How::Random);
+  const bool dfs = o.strategy == Strategy::Dfs || o.strategy == Strategy::DfsSchedules;
+  const bool pct = o.strategy == Strategy::Pct;
+  Collector c(trace, o, dfs ? Coverage::How::Dfs : pct ? Coverage::How::Pct : Coverage::How::Random);
   c.report().coverage.executions = c.run_options().progress == sim::DeviceProgress::OnObservation;
   // DFS fewest deviations first: a bound then stops it having tried every
   // choice point (issue 10 S5), where plain DFS varies only the deepest.
-  const sim::Strategy strategy = dfs ? sim::Strategy{sim::DeviationDfs{}} : sim::Strategy{sim::Random{o.seed}};
+  const sim::Strategy strategy = dfs   ? sim::Strategy{sim::DeviationDfs{}}
+                                 : pct ? sim::Strategy{sim::Pct{o.seed, o.pct_depth}}
+                                       : sim::Strategy{sim::Random{o.seed}};
   const auto explored = sim::explore(strategy, sim::Bounds{o.max_schedules}, [&](sim::Chooser& chooser) {
     const Execution run = run_on_simulator(trace, chooser, c.run_options());
     if (sim::repeats_earlier_round(chooser)) return false;  // run and reported before
@@ -297,6 +305,7 @@ Report explore_trace(const Trace& trace, const TraceCheckOptions& o, const Progr
     if (progress && n % 100 == 0) progress(n, c.report().findings.size());
     return false;
   });
+  c.report().coverage.pct = explored.pct;
   return std::move(c.finish(explored.exhaustive, explored.deviations_covered));
 }
 

@@ -20,14 +20,18 @@ namespace streamcheck::tools {
 /// progress only where the host observes it; schedules that differ only in
 /// the order independent device work completes are one execution).
 /// DfsSchedules: every schedule, each device step a choice (the naive
-/// enumeration Dfs replaced; kept to compare with).
-enum class Strategy : std::uint8_t { Random, Dfs, DfsSchedules };
+/// enumeration Dfs replaced; kept to compare with). Pct: probabilistic
+/// concurrency testing of depth `pct_depth` (sim::Pct), with the bound it
+/// guarantees in the coverage.
+enum class Strategy : std::uint8_t { Random, Dfs, DfsSchedules, Pct };
 
 struct TraceCheckOptions {
   Strategy strategy = Strategy::Random;
   std::uint64_t seed = 1;
-  /// Random: schedules to run. DFS: the bound (exploration stops there).
+  /// Random, Pct: schedules to run. DFS: the bound (exploration stops there).
   std::uint64_t max_schedules = 1000;
+  /// Pct: the bug depth each run is drawn for (its change points + 1).
+  std::uint32_t pct_depth = 3;
   bool faults = false;
   /// Report the waits and syncs that order nothing new (Report::redundant).
   bool redundant = false;

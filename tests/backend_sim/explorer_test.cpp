@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "backend_sim/device_model.h"
+
 namespace streamcheck::sim {
 namespace {
 
@@ -125,6 +127,78 @@ TEST(Explorer, RandomRunsExactlyTheBoundAndIsDeterministicPerSeed) {
     three_choices(c);
     EXPECT_EQ(s, c.schedule());
   }
+}
+
+// --- PCT
+
+/// Three agents (the host, s0, s1) offered one device step: with depth 1
+/// (no change point) the agent of highest priority always wins, so one
+/// chooser answers the same offer alike every time, and over many seeds
+/// each agent wins about a third of the time.
+TEST(Pct, TheReadyAgentOfHighestPriorityRuns) {
+  const std::vector<StreamIndex> heads{StreamIndex{0}, StreamIndex{1}};
+  std::vector<int> wins(3, 0);
+  for (std::uint64_t seed = 1; seed <= 3000; ++seed) {
+    PctChooser c(seed, 1, 0);
+    c.offer_device_step(heads, true);
+    const std::uint32_t first = c.choose(ChoiceKind::DeviceStep, 3);
+    for (int again = 0; again < 5; ++again) {
+      c.offer_device_step(heads, true);
+      ASSERT_EQ(c.choose(ChoiceKind::DeviceStep, 3), first) << "seed " << seed;
+    }
+    ++wins.at(first);
+    EXPECT_EQ(c.agents(), 3u);
+    EXPECT_EQ(c.steps(), 6u);
+  }
+  for (int w : wins) EXPECT_GT(w, 800) << "each of 3 agents should win about 1000 times";
+}
+
+TEST(Pct, AChangePointDropsTheAgentThatJustRan) {
+  // Depth 2 over 1 step: the change point is step 1, so whoever won step 1
+  // is below every other agent from step 2 on.
+  const std::vector<StreamIndex> heads{StreamIndex{0}, StreamIndex{1}};
+  for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+    PctChooser c(seed, 2, 1);
+    c.offer_device_step(heads, true);
+    const std::uint32_t first = c.choose(ChoiceKind::DeviceStep, 3);
+    c.offer_device_step(heads, true);
+    EXPECT_NE(c.choose(ChoiceKind::DeviceStep, 3), first) << "seed " << seed;
+  }
+}
+
+/// Two streams of two kernels each, then the device drains.
+void two_streams(Chooser& c) {
+  DeviceModel m(c);
+  m.create_stream("s0");
+  m.create_stream("s1");
+  const auto a = m.alloc(StreamIndex{0}, 512);
+  m.sync_device();
+  for (int k = 0; k < 2; ++k)
+    for (std::uint32_t s = 0; s < 2; ++s) {
+      m.device_steps();
+      m.launch(StreamIndex{s}, {KernelAccess{a->ptr + 256 * s, 256, Access::Write, {}}}, "k");
+    }
+  m.finish();
+}
+
+TEST(Pct, TheProbeCountsTheStepsTheOtherRunsDrawFrom) {
+  const ExploreResult r = explore(Pct{7, 3}, Bounds{50}, [](Chooser& c) {
+    two_streams(c);
+    return false;
+  });
+  EXPECT_EQ(r.explored, 50u);
+  EXPECT_FALSE(r.exhaustive);
+  ASSERT_TRUE(r.pct.has_value());
+  EXPECT_EQ(r.pct->depth, 3u);
+  EXPECT_EQ(r.pct->agents, 3u);  // the host, s0, s1
+  EXPECT_EQ(r.pct->runs_at_depth, 49u);
+  // The probe is run 0, seeded like Random's run 0, with depth 1.
+  PctChooser probe(SplitMix64(7).next(), 1, 0);
+  two_streams(probe);
+  EXPECT_EQ(r.pct->steps_covered, probe.steps());
+  EXPECT_GE(r.pct->steps_drawn, r.pct->steps_covered);
+  EXPECT_DOUBLE_EQ(r.pct->per_run(), 1.0 / (3.0 * static_cast<double>(r.pct->steps_drawn * r.pct->steps_drawn)));
+  EXPECT_LT(r.pct->missed(), 1.0);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 // (how they were seen to fail on the landed 2c0e875).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -87,6 +88,29 @@ TEST(CoverageS5, DfsTextSaysNotExhaustiveAndHowFarItGot) {
   EXPECT_NE(e.out.find("coverage: NOT exhaustive: dfs stopped at its bound of 1 execution;"), std::string::npos)
       << e.out;
   EXPECT_NE(e.out.find("had run every execution with at most 0 deviations"), std::string::npos) << e.out;
+}
+
+TEST(CoverageS5, PctFindsTheReuseRaceAndPrintsTheBoundItGuarantees) {
+  const auto r = run_stdout("explore " + example("05_opportunistic_reuse.trace") +
+                            " --strategy pct --depth 2 --schedules 300 --json");
+  ASSERT_EQ(r.exit_code, 1) << r.out;
+  const auto j = json_of(r);
+  std::set<std::string> kinds;
+  for (const auto& f : j.at("findings")) kinds.insert(f.at("kind").get<std::string>());
+  EXPECT_TRUE(kinds.count("reuse race")) << j.at("findings");
+  const auto& c = j.at("coverage");
+  EXPECT_EQ(c.at("strategy"), "pct");
+  EXPECT_EQ(c.at("exhaustive"), false);
+  EXPECT_EQ(c.at("pct").at("depth"), 2);
+  EXPECT_EQ(c.at("pct").at("runs_at_depth"), 299);
+  EXPECT_EQ(c.at("pct").at("agents"), 5) << "the host, the plain-allocation stream and s0-s2";
+  const double per_run = c.at("pct").at("per_run").get<double>();
+  EXPECT_DOUBLE_EQ(per_run, 1.0 / (5.0 * c.at("pct").at("steps_drawn").get<double>()));
+  EXPECT_NEAR(c.at("pct").at("missed").get<double>(), std::pow(1.0 - per_run, 299.0), 1e-12);
+  const auto text = run_stdout("explore " + example("05_opportunistic_reuse.trace") + " --strategy pct --depth 2");
+  EXPECT_NE(text.out.find("PCT bound: one run finds a given bug of depth <= 2"), std::string::npos) << text.out;
+  EXPECT_EQ(run_stdout("explore " + example("05_opportunistic_reuse.trace") + " --depth 2").exit_code, 2)
+      << "--depth without --strategy pct";
 }
 
 TEST(CoverageS5, AnExhaustiveDfsSaysSoAndSuggestsNothing) {

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Every --json report streamcheck prints for the bundled examples (check,
-explore random/dfs/dfs-schedules/faults, replay) must validate against
+explore random/dfs/dfs-schedules/pct/faults, replay) must validate against
 docs/report.schema.json, and its verdict must agree with the exit code; so
 must the JSON error object of an input or usage error (exit 2). Also checks
 that the schema rejects broken reports, so this test can fail.
@@ -53,6 +53,7 @@ for trace in sorted(pathlib.Path(examples).glob("*.trace")):
     reports.append(run(["explore", t, "--schedules", "40"]))
     reports.append(run(["explore", t, "--strategy", "dfs", "--schedules", "300"]))
     reports.append(run(["explore", t, "--strategy", "dfs-schedules", "--schedules", "300"]))
+    reports.append(run(["explore", t, "--strategy", "pct", "--schedules", "30"]))
     reports.append(run(["explore", t, "--schedules", "20", "--faults", "on"]))
     # A clean check shows no schedule; an empty one would not fit a program
     # that asks choices (replay refuses a schedule that ends early).
@@ -80,7 +81,7 @@ verdicts = {r["verdict"] for r in reports}
 for want in ("data race", "use before ready", "use after free", "reuse race", "leak"):
     if want not in kinds:
         failures.append(f"no example report has a {want!r} finding")
-for want in ("one schedule", "random", "dfs", "replay"):
+for want in ("one schedule", "random", "dfs", "replay", "pct"):
     if want not in strategies:
         failures.append(f"no report with strategy {want!r}")
 for want in ("clean", "findings", "errors"):
