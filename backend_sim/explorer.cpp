@@ -9,11 +9,16 @@ namespace streamcheck::sim {
 
 namespace {
 
+bool in_shard(std::uint64_t run_number, const Shard& shard) { return run_number % shard.count == shard.index; }
+
 ExploreResult explore_random(const Random& random, const Bounds& bounds, const RunFn& run) {
   ExploreResult result;
   SplitMix64 seeds(random.seed);
-  while (result.explored < bounds.max_runs) {
-    RandomChooser chooser(seeds.next(), random.options);
+  for (std::uint64_t r = 0; r < bounds.max_runs; ++r) {
+    const std::uint64_t seed = seeds.next();  // every run's seed is drawn, so a shard's runs are the whole's
+    if (!in_shard(r, bounds.shard)) continue;
+    RandomChooser chooser(seed, random.options);
+    chooser.set_run_number(r);
     ++result.explored;
     if (run(chooser)) {
       result.stopped_early = true;
@@ -28,18 +33,22 @@ ExploreResult explore_pct(const Pct& pct, const Bounds& bounds, const RunFn& run
   ExploreResult::PctRuns stats;
   stats.depth = pct.depth;
   SplitMix64 seeds(pct.seed);
-  while (result.explored < bounds.max_runs) {
-    const bool probe = result.explored == 0;
-    PctChooser chooser(seeds.next(), probe ? 1 : pct.depth, stats.steps_drawn, pct.options);
-    ++result.explored;
+  for (std::uint64_t r = 0; r < bounds.max_runs; ++r) {
+    const std::uint64_t seed = seeds.next();
+    const bool probe = r == 0;
+    const bool mine = in_shard(r, bounds.shard);
+    if (!mine && !probe) continue;
+    PctChooser chooser(seed, probe ? 1 : pct.depth, stats.steps, pct.options);
+    chooser.set_run_number(r);
+    chooser.set_counted(mine);  // every shard runs the probe to learn k; one counts it
+    if (mine) ++result.explored;
     const bool stop = run(chooser);
-    stats.agents = std::max(stats.agents, chooser.agents());
+    if (mine) stats.agents = std::max(stats.agents, chooser.agents());
     if (probe)
-      stats.steps_covered = chooser.steps();
+      stats.steps = chooser.steps();
     else
       ++stats.runs_at_depth;
-    stats.steps_drawn = std::max(stats.steps_drawn, chooser.steps());
-    if (stop) {
+    if (stop && mine) {
       result.stopped_early = true;
       break;
     }
@@ -50,12 +59,14 @@ ExploreResult explore_pct(const Pct& pct, const Bounds& bounds, const RunFn& run
 
 ExploreResult explore_dfs(const Bounds& bounds, const RunFn& run) {
   ExploreResult result;
-  DfsEnumerator dfs;
+  DfsEnumerator dfs(bounds.shard);
   while (!dfs.done() && result.explored < bounds.max_runs) {
     auto chooser = dfs.next_run();
-    ++result.explored;
+    chooser.set_run_number(result.explored);
     const bool stop = run(chooser);
     dfs.finished(chooser);
+    if (!chooser.counted()) continue;  // another shard's run, made to find the way
+    ++result.explored;
     if (stop) {
       result.stopped_early = true;
       break;
@@ -66,7 +77,8 @@ ExploreResult explore_dfs(const Bounds& bounds, const RunFn& run) {
 }
 
 /// The chooser of one DeviationDfs run: follows its prefix, then deviates
-/// (option 1) while the round allows, then takes the first option.
+/// (option 1, or the first of 1..n-1 that a shard owns) while the round
+/// allows, then takes the first option.
 class DeviationChooser final : public Chooser {
  public:
   DeviationChooser(std::vector<std::uint32_t> prefix, std::uint32_t round)
@@ -74,37 +86,55 @@ class DeviationChooser final : public Chooser {
   std::uint32_t round() const { return round_; }
 
  protected:
-  std::uint32_t pick(ChoiceKind, std::uint32_t) override {
+  std::uint32_t pick(ChoiceKind, std::uint32_t options) override {
     std::uint32_t option = 0;
     if (next_ < prefix_.size())
       option = prefix_[next_];
     else if (deviated_ < round_)
-      option = 1;
+      option = first_owned_deviation(options);
     ++next_;
     if (option != 0) ++deviated_;
     return option;
   }
 
  private:
+  /// The first of the deviations 1..n-1 the shard owns; 0 when only the
+  /// first option is the shard's, 1 when none is (the run left its part).
+  std::uint32_t first_owned_deviation(std::uint32_t options) const {
+    for (std::uint32_t option = 1; option < options; ++option)
+      if (keeps_shard(options, option)) return option;
+    return keeps_shard(options, 0) ? 0 : 1;
+  }
+
   std::vector<std::uint32_t> prefix_;
   std::uint32_t round_;
   std::size_t next_ = 0;
   std::uint32_t deviated_ = 0;
 };
 
+/// The order DeviationDfs tries the options of a choice in: 1, 2, ..., n-1, 0.
+std::uint32_t deviation_rank(const Choice& c) { return c.taken == 0 ? c.options : c.taken; }
+
 /// The prefix of the next schedule of the round after `run`, depth first;
-/// at each choice with deviations left the options go 1, 2, ..., n-1, 0.
-/// nullopt when the round is done.
-std::optional<std::vector<std::uint32_t>> next_in_round(const Chooser& run, std::uint32_t round) {
+/// at each choice with deviations left the options go 1, 2, ..., n-1, 0,
+/// skipping those whose subtree `shard` does not own. nullopt when the
+/// round is done.
+std::optional<std::vector<std::uint32_t>> next_in_round(const Chooser& run, std::uint32_t round, const Shard& shard) {
   const auto& taken = run.taken();
   std::vector<std::uint32_t> before(taken.size() + 1, 0);  // deviations before choice i
   for (std::size_t i = 0; i < taken.size(); ++i) before[i + 1] = before[i] + (taken[i].taken != 0 ? 1 : 0);
+  const bool split = shard.count > 1;
+  const std::vector<ShardSet> owners = split ? owners_along(taken, shard.count) : std::vector<ShardSet>{};
   for (std::size_t i = taken.size(); i-- > 0;) {
-    if (before[i] >= round || taken[i].taken == 0) continue;  // only option 0 here, or tried them all
-    std::vector<std::uint32_t> prefix;
-    for (std::size_t j = 0; j < i; ++j) prefix.push_back(taken[j].taken);
-    prefix.push_back(taken[i].taken + 1 < taken[i].options ? taken[i].taken + 1 : 0);
-    return prefix;
+    if (before[i] >= round) continue;                            // only option 0 here
+    for (std::uint32_t option = taken[i].taken; option != 0;) {  // the options after taken[i], in rank order
+      option = option + 1 < taken[i].options ? option + 1 : 0;
+      if (split && !owners[i].narrow(taken[i].options, option).contains(shard.index)) continue;
+      std::vector<std::uint32_t> prefix;
+      for (std::size_t j = 0; j < i; ++j) prefix.push_back(taken[j].taken);
+      prefix.push_back(option);
+      return prefix;
+    }
   }
   return std::nullopt;
 }
@@ -112,6 +142,10 @@ std::optional<std::vector<std::uint32_t>> next_in_round(const Chooser& run, std:
 ExploreResult explore_deviations(const Bounds& bounds, const RunFn& run) {
   ExploreResult result;
   for (std::uint32_t round = 0;; ++round) {
+    // Whether any run of the round has exactly `round` deviations, owned by
+    // this shard or not: when none has, no run has more (the last deviation
+    // of one would have been found as option 0 of this round), and every run
+    // this shard owns was run.
     bool any_in_round = false;
     std::optional<std::vector<std::uint32_t>> prefix = std::vector<std::uint32_t>{};
     while (prefix) {
@@ -120,16 +154,17 @@ ExploreResult explore_deviations(const Bounds& bounds, const RunFn& run) {
         return result;
       }
       DeviationChooser chooser(std::move(*prefix), round);
+      if (bounds.shard.count > 1) chooser.set_shard(bounds.shard);
+      chooser.set_run_number(result.explored);
       const bool stop = run(chooser);
-      if (!repeats_earlier_round(chooser)) {
-        ++result.explored;
-        any_in_round = true;
-      }
-      if (stop) {
+      const bool counted = !repeats_earlier_round(chooser) && chooser.counted();
+      if (!repeats_earlier_round(chooser)) any_in_round = true;
+      if (counted) ++result.explored;
+      if (stop && counted) {
         result.stopped_early = true;
         return result;
       }
-      prefix = next_in_round(chooser, round);
+      prefix = next_in_round(chooser, round, bounds.shard);
     }
     if (!any_in_round) {
       result.exhaustive = true;  // no schedule has `round` deviations: every one was run
@@ -141,7 +176,7 @@ ExploreResult explore_deviations(const Bounds& bounds, const RunFn& run) {
 }  // namespace
 
 double ExploreResult::PctRuns::per_run() const {
-  const double k = static_cast<double>(std::max<std::uint64_t>(steps_drawn, 1));
+  const double k = static_cast<double>(std::max<std::uint64_t>(steps, 1));
   return 1.0 / (std::max<std::uint32_t>(agents, 1) * std::pow(k, depth == 0 ? 0.0 : depth - 1.0));
 }
 
@@ -151,6 +186,16 @@ std::uint32_t deviations(const Chooser& run) {
   std::uint32_t n = 0;
   for (const auto& c : run.taken()) n += c.taken != 0 ? 1 : 0;
   return n;
+}
+
+bool deviation_dfs_before(const std::vector<Choice>& a, const std::vector<Choice>& b) {
+  const auto deviations_of = [](const std::vector<Choice>& run) {
+    return std::count_if(run.begin(), run.end(), [](const Choice& c) { return c.taken != 0; });
+  };
+  if (const auto da = deviations_of(a), db = deviations_of(b); da != db) return da < db;
+  return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(), [](const Choice& x, const Choice& y) {
+    return deviation_rank(x) < deviation_rank(y);
+  });
 }
 
 bool repeats_earlier_round(const Chooser& run) {

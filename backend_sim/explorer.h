@@ -14,6 +14,7 @@
 #include <optional>
 #include <type_traits>
 #include <variant>
+#include <vector>
 
 #include "backend_sim/schedule.h"
 
@@ -28,7 +29,8 @@ struct Random {
 };
 
 /// Every schedule of the program, depth first (DfsEnumerator), each once.
-/// A bound stops it having varied only the deepest choices.
+/// A bound stops it having varied only the deepest choices. Sharded, each
+/// part enters only the subtrees it owns (ShardSet).
 struct Dfs {};
 
 /// Every schedule of the program, each once, fewest deviations first. A
@@ -43,13 +45,15 @@ struct Dfs {};
 /// to find its way it re-runs a few schedules of earlier rounds (those that
 /// run out of choices before k deviations); they are not counted in
 /// `explored`, and the RunFn can tell them by repeats_earlier_round().
+/// Sharded, like Dfs: a part enters only the subtrees it owns, and runs of
+/// another part that it needs to find its way are not counted() either.
 struct DeviationDfs {};
 
 /// Probabilistic concurrency testing (PctChooser) over the host and the
 /// streams, under DeviceProgress::EveryStep: run 0 is a probe of depth 1
 /// that counts the device steps k; every later run draws its depth - 1
-/// change points from 1..k, k the most steps any earlier run took. Run k
-/// is seeded with the k-th value of SplitMix64(seed), as Random is.
+/// change points from 1..k. Run r is seeded with the r-th value of
+/// SplitMix64(seed), as Random is, so a shard can run any subset.
 struct Pct {
   std::uint64_t seed = 1;
   std::uint32_t depth = 3;
@@ -62,8 +66,12 @@ using Strategy = std::variant<Random, Dfs, DeviationDfs, Pct>;
 std::uint32_t deviations(const Chooser& run);
 
 struct Bounds {
-  /// Runs at most this many schedules.
+  /// Runs at most this many schedules. Random and Pct, sharded: of the
+  /// whole exploration (a shard runs its part of them); Dfs and
+  /// DeviationDfs, sharded: this shard counts at most this many.
   std::uint64_t max_runs = 1000;
+  /// Which part of the exploration to run (schedule.h: Shard).
+  Shard shard = {};
 };
 
 /// Runs the program once with the chooser it is given; returns true to stop
@@ -84,17 +92,22 @@ struct ExploreResult {
   struct PctRuns {
     std::uint32_t depth = 0;
     std::uint32_t agents = 0;         // n: the host and every stream seen
-    std::uint64_t steps_covered = 0;  // the probe's device steps: every run drew from at least 1..this
-    std::uint64_t steps_drawn = 0;    // K: the widest range a run drew its change points from
+    std::uint64_t steps = 0;          // k: the probe's device steps, where the change points are drawn
     std::uint64_t runs_at_depth = 0;  // the runs after the probe
-    /// 1 / (n * K^(d-1)): one run finds a given bug of depth <= d within the
-    /// first steps_covered device steps at least this often.
+    /// 1 / (n * k^(d-1)): one run finds a given bug of depth <= d within the
+    /// first k device steps at least this often.
     double per_run() const;
     /// (1 - per_run())^runs_at_depth: every run missed it at most this often.
     double missed() const;
   };
   std::optional<PctRuns> pct;
 };
+
+/// Whether DeviationDfs runs the complete run `a` before `b` (fewer
+/// deviations first, then depth first with the options of each choice in
+/// the order 1, 2, ..., n-1, 0): how `streamcheck merge` puts the runs of
+/// DFS shards back in the order one exploration meets them.
+bool deviation_dfs_before(const std::vector<Choice>& a, const std::vector<Choice>& b);
 
 /// DeviationDfs: true while `run` (its chooser, after the run) repeats a
 /// schedule of an earlier round -- it has fewer deviations than the round,

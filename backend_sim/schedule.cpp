@@ -218,8 +218,35 @@ std::uint32_t Chooser::choose(ChoiceKind kind, std::uint32_t options) {
     throw ScheduleMismatch(d);
   }
   taken_.push_back(Choice{kind, options, taken});
+  if (shard_) owners_ = owners_.narrow(options, taken);
   if (observer_) observer_(taken_.size() - 1, taken_.back());
   return taken;
+}
+
+void Chooser::set_shard(Shard shard) {
+  if (shard.count == 0 || shard.index >= shard.count)
+    throw std::invalid_argument("a shard I/N needs 0 <= I < N, got " + std::to_string(shard.index) + "/" +
+                                std::to_string(shard.count));
+  shard_ = shard;
+  owners_ = ShardSet::all(shard.count);
+  for (const Choice& c : taken_) owners_ = owners_.narrow(c.options, c.taken);
+}
+
+bool ShardSet::contains(std::uint32_t shard) const {
+  return shard >= start && (shard - start) % stride == 0 && (shard - start) / stride < size;
+}
+
+ShardSet ShardSet::narrow(std::uint32_t options, std::uint32_t option) const {
+  if (size >= options)  // the members p with p % options == option
+    return ShardSet{start + option * stride, stride * options, (size - 1 - option) / options + 1};
+  return ShardSet{start + (option % size) * stride, stride, 1};
+}
+
+std::vector<ShardSet> owners_along(const std::vector<Choice>& run, std::uint32_t count) {
+  std::vector<ShardSet> out{ShardSet::all(count)};
+  out.reserve(run.size() + 1);
+  for (const Choice& c : run) out.push_back(out.back().narrow(c.options, c.taken));
+  return out;
 }
 
 std::uint64_t SplitMix64::next() {
@@ -316,20 +343,34 @@ std::uint32_t ByteChooser::pick(ChoiceKind, std::uint32_t options) {
   return bytes_[next_++] % options;
 }
 
-std::uint32_t DfsEnumerator::RunChooser::pick(ChoiceKind, std::uint32_t) {
-  if (next_ >= prefix_.size()) return 0;
-  return prefix_[next_++];
+std::uint32_t DfsEnumerator::RunChooser::pick(ChoiceKind, std::uint32_t options) {
+  if (next_ < prefix_.size()) return prefix_[next_++];
+  // Past the prefix: the first option whose subtree the shard owns (0 when
+  // not split, or when the run already left the shard's part).
+  for (std::uint32_t option = 0; option < options; ++option)
+    if (keeps_shard(options, option)) return option;
+  return 0;
+}
+
+DfsEnumerator::RunChooser DfsEnumerator::next_run() const {
+  RunChooser run(prefix_);
+  if (shard_.count > 1) run.set_shard(shard_);
+  return run;
 }
 
 bool DfsEnumerator::finished(const Chooser& run) {
   ++explored_;
   const auto& taken = run.taken();
-  // Backtrack to the deepest choice with an untried alternative.
+  const bool split = shard_.count > 1;
+  const std::vector<ShardSet> owners = split ? owners_along(taken, shard_.count) : std::vector<ShardSet>{};
+  // Backtrack to the deepest choice with an untried alternative that the
+  // shard owns.
   for (std::size_t i = taken.size(); i-- > 0;) {
-    if (taken[i].taken + 1 < taken[i].options) {
+    for (std::uint32_t option = taken[i].taken + 1; option < taken[i].options; ++option) {
+      if (split && !owners[i].narrow(taken[i].options, option).contains(shard_.index)) continue;
       prefix_.clear();
       for (std::size_t j = 0; j < i; ++j) prefix_.push_back(taken[j].taken);
-      prefix_.push_back(taken[i].taken + 1);
+      prefix_.push_back(option);
       return true;
     }
   }

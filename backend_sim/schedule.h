@@ -112,6 +112,34 @@ ScheduleText parse_schedule(std::string_view text);
 /// the runs are expanded).
 std::vector<std::uint32_t> decode_schedule(std::string_view text);
 
+/// One of `count` disjoint parts of an exploration (`--shard I/N`).
+/// Random and Pct run only their runs r with r % count == index, seeded as
+/// the whole exploration seeds run r; Dfs and DeviationDfs split the tree of
+/// choices by prefixes (ShardSet). The parts together run what one
+/// exploration runs, each run counted by exactly one part.
+struct Shard {
+  std::uint32_t index = 0;
+  std::uint32_t count = 1;
+};
+
+/// The shards that own a subtree of the choice tree, when a depth-first
+/// exploration is split by prefixes: the members start, start + stride, ...
+/// (`size` of them). Every shard owns the root. At a choice of n options,
+/// option j goes to the members whose place p among them has p % n == j when
+/// there are at least n members, else to member j % size alone. A complete
+/// run belongs to the first member of the set its choices narrow to, so
+/// each run has exactly one owner, and a shard never needs to enter a
+/// subtree whose set does not contain it.
+struct ShardSet {
+  std::uint64_t start = 0;
+  std::uint64_t stride = 1;
+  std::uint64_t size = 1;
+  static ShardSet all(std::uint32_t count) { return ShardSet{0, 1, count}; }
+  bool contains(std::uint32_t shard) const;
+  ShardSet narrow(std::uint32_t options, std::uint32_t option) const;
+  std::uint64_t owner() const { return start; }
+};
+
 class Chooser {
  public:
   virtual ~Chooser() = default;
@@ -137,6 +165,19 @@ class Chooser {
     offered_heads_ = &heads;
     host_may_go_on_ = host_may_go_on;
   }
+  /// Which run of its exploration this is (sim::explore sets it for Random
+  /// and Pct: the run's place in the whole exploration, sharded or not).
+  void set_run_number(std::uint64_t n) { run_number_ = n; }
+  std::uint64_t run_number() const { return run_number_; }
+  /// False for a run made only to learn something (a shard's copy of the
+  /// PCT probe, counted by shard 0; a DFS run another shard owns): the RunFn
+  /// leaves it out of reports.
+  void set_counted(bool counted) { counted_ = counted; }
+  bool counted() const { return counted_ && (!shard_ || owners_.owner() == shard_->index); }
+  /// A depth-first run made for part `shard` of a split exploration: each
+  /// choice narrows the shards that own the run (ShardSet), and counted()
+  /// holds only for the run's owner.
+  void set_shard(Shard shard);
 
  protected:
   virtual std::uint32_t pick(ChoiceKind kind, std::uint32_t options) = 0;
@@ -145,11 +186,20 @@ class Chooser {
   /// The heads of the DeviceStep choice being asked (offer_device_step).
   const std::vector<StreamIndex>* offered_heads() const { return offered_heads_; }
   bool host_may_go_on() const { return host_may_go_on_; }
+  /// Whether answering `option` of `options` at the next choice keeps this
+  /// run in its shard's part (always, when not split by set_shard).
+  bool keeps_shard(std::uint32_t options, std::uint32_t option) const {
+    return !shard_ || owners_.narrow(options, option).contains(shard_->index);
+  }
 
  private:
   std::vector<Choice> taken_;
+  std::optional<Shard> shard_;
+  ShardSet owners_;
   const std::vector<StreamIndex>* offered_heads_ = nullptr;
   bool host_may_go_on_ = false;
+  std::uint64_t run_number_ = 0;
+  bool counted_ = true;
   int line_ = 0;
   std::function<void(std::uint64_t, const Choice&)> observer_;
 };
@@ -258,9 +308,12 @@ class ByteChooser final : public Chooser {
 
 /// Stateless depth-first enumeration of every schedule of a deterministic
 /// program: run it once per schedule with the chooser next_run() returns,
-/// then finished(), until done().
+/// then finished(), until done(). Made for one shard of a split
+/// exploration, it enters only the subtrees that shard owns (ShardSet), and
+/// only the runs the shard owns are counted() by their choosers.
 class DfsEnumerator {
  public:
+  explicit DfsEnumerator(Shard shard = {}) : shard_(shard) {}
   class RunChooser final : public Chooser {
    public:
     explicit RunChooser(std::vector<std::uint32_t> prefix) : prefix_(std::move(prefix)) {}
@@ -274,16 +327,22 @@ class DfsEnumerator {
   };
 
   /// The chooser for the next schedule; call finished() after the run.
-  RunChooser next_run() const { return RunChooser(prefix_); }
+  RunChooser next_run() const;
   /// Moves to the next unexplored schedule; false when all were explored.
   bool finished(const Chooser& run);
   bool done() const { return done_; }
   std::size_t explored() const { return explored_; }
 
  private:
+  Shard shard_;
   std::vector<std::uint32_t> prefix_;
   bool done_ = false;
   std::size_t explored_ = 0;
 };
+
+/// The sets of shards that own each prefix of `run` when its exploration
+/// is split in `count` shards: element i owns the choices before choice i
+/// (element 0 is every shard, the last the owners of the whole run).
+std::vector<ShardSet> owners_along(const std::vector<Choice>& run, std::uint32_t count);
 
 }  // namespace streamcheck::sim

@@ -269,14 +269,14 @@ std::string describe_coverage(const Coverage& c) {
       const auto p = c.pct.value_or(sim::ExploreResult::PctRuns{});
       fmt::format_to(line,
                      "coverage: NOT exhaustive: {} PCT schedules of depth {} (seed {}; the first a probe of depth 1 "
-                     "that counted {} device steps)\n",
-                     c.explored, p.depth, c.seed, p.steps_covered);
+                     "that counted k = {} device steps)\n",
+                     c.explored, p.depth, c.seed, p.steps);
       fmt::format_to(line,
                      "  PCT bound: one run finds a given bug of depth <= {} that lies in the first {} device steps "
-                     "with probability >= 1/(n*k^{}) = {:.3g} (n = {} agents: the host and the streams; k = {} "
-                     "steps, the most a run took); all {} runs after the probe miss it with probability <= {:.3g}\n",
-                     p.depth, p.steps_covered, p.depth == 0 ? 0 : p.depth - 1, p.per_run(), p.agents,
-                     std::max<std::uint64_t>(p.steps_drawn, 1), p.runs_at_depth, p.missed());
+                     "with probability >= 1/(n*k^{}) = {:.3g} (n = {} agents: the host and the streams); all {} runs "
+                     "after the probe miss it with probability <= {:.3g}\n",
+                     p.depth, p.steps, p.depth == 0 ? 0 : p.depth - 1, p.per_run(), p.agents, p.runs_at_depth,
+                     p.missed());
       break;
     }
     case Coverage::How::Dfs: {
@@ -298,6 +298,11 @@ std::string describe_coverage(const Coverage& c) {
       break;
     }
   }
+  if (c.shard)
+    fmt::format_to(line,
+                   "  shard {} of {}: these are its runs only; `streamcheck merge` the --json reports of all {} shards "
+                   "for the whole exploration's report\n",
+                   c.shard->index, c.shard->count, c.shard->count);
   for (const auto& s : c.to_finish) fmt::format_to(line, "  to explore the rest: {}  ({})\n", s.command, s.why);
   return out;
 }

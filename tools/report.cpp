@@ -229,14 +229,24 @@ Json coverage_json(const Coverage& c) {
   j["seed"] = c.seed;
   j["schedules"] = c.explored;
   if (c.executions) j["executions"] = c.explored;
+  if (c.shard) {
+    Json runs = Json::array();
+    for (const auto& r : c.shard->first_runs) runs.push_back({{"run", r.run}, {"schedule", r.schedule}});
+    Json policy = Json::array();
+    for (const auto& [name, value] : c.shard->policy_overrides) policy.push_back({name, value});
+    j["shard"] = {{"index", c.shard->index},
+                  {"count", c.shard->count},
+                  {"options",
+                   {{"schedules", c.shard->max_schedules},
+                    {"depth", c.shard->pct_depth},
+                    {"faults", c.shard->faults},
+                    {"policy", policy}}},
+                  {"first_runs", runs}};
+  }
   if (c.pct)
-    j["pct"] = {{"depth", c.pct->depth},
-                {"agents", c.pct->agents},
-                {"steps_covered", c.pct->steps_covered},
-                {"steps_drawn", c.pct->steps_drawn},
-                {"runs_at_depth", c.pct->runs_at_depth},
-                {"per_run", c.pct->per_run()},
-                {"missed", c.pct->missed()}};
+    j["pct"] = {{"depth", c.pct->depth},       {"agents", c.pct->agents},
+                {"steps", c.pct->steps},       {"runs_at_depth", c.pct->runs_at_depth},
+                {"per_run", c.pct->per_run()}, {"missed", c.pct->missed()}};
   j["exhaustive"] = c.exhaustive;
   j["bound"] = c.bound ? Json(*c.bound) : Json(nullptr);
   j["unexplored"] = choices_json(c.unexplored);

@@ -160,6 +160,13 @@ struct NextStep {
   std::string why;
 };
 
+/// A run of a sharded exploration that first showed a finding or a note:
+/// its number in the whole exploration and its schedule.
+struct ShardFirstRun {
+  std::uint64_t run = 0;
+  std::string schedule;
+};
+
 /// What was explored, whether that was everything, and if not, how far it
 /// got and what would finish it (issue 10: never a silent "clean").
 struct Coverage {
@@ -194,6 +201,19 @@ struct Coverage {
   std::optional<DfsDepth> dfs;
   /// Pct: the runs its probability bound is stated over.
   std::optional<sim::ExploreResult::PctRuns> pct;
+  /// `--shard I/N`: which part this was, the options every part must share,
+  /// and the runs of this part that first showed a finding or a note (what
+  /// `streamcheck merge` replays). nullopt when not sharded.
+  struct ShardPart {
+    std::uint32_t index = 0;
+    std::uint32_t count = 1;
+    std::uint64_t max_schedules = 0;
+    std::uint32_t pct_depth = 0;
+    bool faults = false;
+    std::vector<std::pair<std::string, std::string>> policy_overrides;
+    std::vector<ShardFirstRun> first_runs;
+  };
+  std::optional<ShardPart> shard;
   /// What would explore the rest; empty when exhaustive.
   std::vector<NextStep> to_finish;
 };

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -25,6 +26,7 @@
 #include "tools/explain_schedule.h"
 #include "tools/explore.h"
 #include "tools/fix_plan.h"
+#include "tools/merge.h"
 #include "tools/render.h"
 #include "tools/schedule_io.h"
 #include "tools/trace_check.h"
@@ -93,7 +95,30 @@ struct Options {
   std::string mutant;
   std::string strategy = "random";
   std::string faults = "off";
+  std::string shard;                 // explore --shard I/N
+  std::vector<std::string> reports;  // merge REPORT...
 };
+
+/// `--shard I/N`: digits, a slash, digits; 0 <= I < N <= 100000.
+std::optional<sim::Shard> parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  const auto digits = [](const std::string& s) {
+    return !s.empty() && s.size() <= 6 && s.find_first_not_of("0123456789") == std::string::npos;
+  };
+  if (slash == std::string::npos || !digits(text.substr(0, slash)) || !digits(text.substr(slash + 1)))
+    return std::nullopt;
+  const auto index = static_cast<std::uint32_t>(std::stoul(text.substr(0, slash)));
+  const auto count = static_cast<std::uint32_t>(std::stoul(text.substr(slash + 1)));
+  if (count == 0 || count > 100000 || index >= count) return std::nullopt;
+  return sim::Shard{index, count};
+}
+
+const CLI::Validator kShard(
+    [](std::string& text) -> std::string {
+      return parse_shard(text) ? std::string()
+                               : "--shard takes I/N with 0 <= I < N <= 100000, got '" + tools::shown_input(text) + "'";
+    },
+    "I/N");
 
 /// An option check that accepts what `parse` accepts; `parse`'s
 /// std::invalid_argument says what is wrong.
@@ -304,6 +329,7 @@ tools::TraceCheckOptions with_policy(const Options& o) {
   tools::TraceCheckOptions t = o.trace;
   t.strategy = kStrategies.at(o.strategy);
   t.faults = kOnOff.at(o.faults);
+  if (!o.shard.empty()) t.shard = parse_shard(o.shard);
   for (const auto& s : o.policy) {
     const auto eq = s.find('=');
     t.policy_overrides.emplace_back(s.substr(0, eq), s.substr(eq + 1));
@@ -333,6 +359,7 @@ Outcome explore(const CLI::App& verb, const Options& o) {
     if (verb.count(builtin_only) > 0) throw UsageError(std::string(builtin_only) + " is for explore without FILE");
   if (verb.count("--depth") > 0 && kStrategies.at(o.strategy) != tools::Strategy::Pct)
     throw UsageError("--depth is for --strategy pct");
+  if (!o.shard.empty() && o.trace.redundant) throw UsageError("--shard cannot be combined with --redundant");
   const tools::Trace trace = tools::load_trace(o.file);
   const bool tty = isatty(STDERR_FILENO) != 0;
   auto progress = [tty](std::uint64_t n, std::size_t found) {
@@ -427,6 +454,20 @@ Outcome fix(const Options& o) {
                                                          : "findings remain (streamcheck explore " + o.output + ")")
             << "\n";
   return outcome_of(after);
+}
+
+Outcome merge(const Options& o) {
+  std::vector<std::string> texts;
+  for (const std::string& path : o.reports) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw UsageError("merge: cannot read " + tools::shown_input(path, tools::kShownPathBytes));
+    texts.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  try {
+    return print_report(tools::merge_reports(texts, o.reports), o);
+  } catch (const tools::MergeError& e) {
+    throw UsageError(e.what());
+  }
 }
 
 Outcome counterexamples(const Options& o) {
@@ -531,6 +572,12 @@ int main(int argc, char** argv) {
                    "schedules to run (random), the bound (dfs), or per program (without FILE, at most 100000)")
       ->check(kDecimal)
       ->check(kPositive);
+  explore_verb
+      ->add_option("--shard", o.shard,
+                   "run part I of N (0 <= I < N) of the exploration: random and pct run the runs r with r % N == I, "
+                   "seeded as the whole exploration seeds them; dfs splits the tree of choices by prefixes (and "
+                   "--schedules bounds each part); `streamcheck merge` combines the N JSON reports")
+      ->check(kShard);
   add_policy(*explore_verb, o);
   add_faults(*explore_verb, o);
   add_redundant(*explore_verb, o);
@@ -606,6 +653,17 @@ int main(int argc, char** argv) {
       ->check(kPositive);
   add_policy(*fix_verb, o);
 
+  auto* merge_verb = app.add_subcommand(
+      "merge",
+      "Combines the JSON reports of the shards of one exploration (explore FILE --shard I/N --json, I = 0..N-1) into "
+      "the report the unsharded exploration gives, byte for byte. The trace FILE named in the reports is read again "
+      "(the runs that first showed each finding are replayed).");
+  merge_verb->add_option("REPORT", o.reports, "the shards' JSON reports, in any order")
+      ->required()
+      ->check(CLI::ExistingFile);
+  add_json(*merge_verb, o);
+  add_save_schedules(*merge_verb, o);
+
   auto* counterexamples_verb = app.add_subcommand(
       "counterexamples",
       "Writes DIR/Mk.md and DIR/Mk.svg for every mutant (M1..M18) and DIR/README.md; docs/counterexamples is "
@@ -625,6 +683,7 @@ int main(int argc, char** argv) {
     if (explain_verb->parsed()) outcome = explain(*explain_verb, o);
     if (fix_verb->parsed()) outcome = fix(o);
     if (counterexamples_verb->parsed()) outcome = counterexamples(o);
+    if (merge_verb->parsed()) outcome = merge(o);
   } catch (...) {
     outcome = outcome_of_failure(app, wants_json(argc, argv), o.file);
   }

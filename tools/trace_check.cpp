@@ -165,6 +165,7 @@ class Collector {
 
   void add(const Execution& run, const sim::Chooser& chooser) {
     ++report_.coverage.explored;
+    const std::size_t findings_before = report_.findings.size(), notes_before = report_.notes.size();
     std::optional<std::string> schedule;  // encoded once, when a new finding needs it
     for (const auto& f : run.model().findings()) {
       const Key k{f.kind, f.first, f.second, f.definite};
@@ -188,6 +189,9 @@ class Collector {
       if (notes_seen_.insert({n.line, n.message}).second) report_.notes.push_back(n);
     last_choices_ = run.choices();
     last_queries_ = run.query_answers();
+    auto& shard = report_.coverage.shard;
+    if (shard && (report_.findings.size() > findings_before || report_.notes.size() > notes_before))
+      shard->first_runs.push_back(ShardFirstRun{chooser.run_number(), schedule ? *schedule : schedule_of(chooser)});
     if (auto& redundant = report_.redundant) {
       // Redundant only when redundant in every schedule run.
       if (report_.coverage.explored == 1)
@@ -290,23 +294,79 @@ Report replay_trace(const Trace& trace, const std::string& schedule, const Trace
 Report explore_trace(const Trace& trace, const TraceCheckOptions& o, const Progress& progress) {
   const bool dfs = o.strategy == Strategy::Dfs || o.strategy == Strategy::DfsSchedules;
   const bool pct = o.strategy == Strategy::Pct;
+  if (o.shard) {
+    if (o.redundant) throw std::invalid_argument("--shard cannot be combined with --redundant");
+    if (o.shard->count == 0 || o.shard->index >= o.shard->count)
+      throw std::invalid_argument("--shard I/N needs 0 <= I < N");
+  }
   Collector c(trace, o, dfs ? Coverage::How::Dfs : pct ? Coverage::How::Pct : Coverage::How::Random);
+  if (o.shard)
+    c.report().coverage.shard = Coverage::ShardPart{
+        o.shard->index, o.shard->count, o.max_schedules, o.pct_depth, o.faults, o.policy_overrides, {}};
   c.report().coverage.executions = c.run_options().progress == sim::DeviceProgress::OnObservation;
   // DFS fewest deviations first: a bound then stops it having tried every
   // choice point (issue 10 S5), where plain DFS varies only the deepest.
   const sim::Strategy strategy = dfs   ? sim::Strategy{sim::DeviationDfs{}}
                                  : pct ? sim::Strategy{sim::Pct{o.seed, o.pct_depth}}
                                        : sim::Strategy{sim::Random{o.seed}};
-  const auto explored = sim::explore(strategy, sim::Bounds{o.max_schedules}, [&](sim::Chooser& chooser) {
-    const Execution run = run_on_simulator(trace, chooser, c.run_options());
-    if (sim::repeats_earlier_round(chooser)) return false;  // run and reported before
-    c.add(run, chooser);
-    const std::uint64_t n = c.report().coverage.explored;
-    if (progress && n % 100 == 0) progress(n, c.report().findings.size());
-    return false;
-  });
+  const auto explored =
+      sim::explore(strategy, sim::Bounds{o.max_schedules, o.shard.value_or(sim::Shard{})}, [&](sim::Chooser& chooser) {
+        const Execution run = run_on_simulator(trace, chooser, c.run_options());
+        if (sim::repeats_earlier_round(chooser)) return false;  // run and reported before
+        if (!chooser.counted()) return false;                   // another shard's run (the PCT probe)
+        c.add(run, chooser);
+        const std::uint64_t n = c.report().coverage.explored;
+        if (progress && n % 100 == 0) progress(n, c.report().findings.size());
+        return false;
+      });
   c.report().coverage.pct = explored.pct;
   return std::move(c.finish(explored.exhaustive, explored.deviations_covered));
+}
+
+std::string finding_key(const ReportFinding& f) {
+  std::string key = fmt::format("{}|{}|{}#{}", sim::to_string(f.kind), f.definite, f.first.stream, f.first.ref.index);
+  if (f.second) key += fmt::format("|{}#{}", f.second->stream, f.second->ref.index);
+  return key;
+}
+
+Report merge_shards(const Trace& trace, const TraceCheckOptions& o, const ShardTotals& totals) {
+  const bool dfs = o.strategy == Strategy::Dfs || o.strategy == Strategy::DfsSchedules;
+  const bool pct = o.strategy == Strategy::Pct;
+  Collector c(trace, o, dfs ? Coverage::How::Dfs : pct ? Coverage::How::Pct : Coverage::How::Random);
+  c.report().coverage.executions = c.run_options().progress == sim::DeviceProgress::OnObservation;
+  struct Replayed {
+    std::uint64_t number;
+    std::unique_ptr<sim::ReplayChooser> chooser;
+    Execution run;
+  };
+  std::vector<Replayed> firsts;
+  for (const ShardFirstRun& first : totals.first_runs) {
+    const ScheduleToReplay replay = schedule_to_replay(trace, first.schedule, o, false);
+    auto chooser = std::make_unique<sim::ReplayChooser>(replay.schedule.runs, sim::ReplayChooser::PastTheEnd::Refuse);
+    chooser->set_run_number(first.run);
+    Execution run = replay_on_simulator(trace, *chooser, c.run_options());
+    firsts.push_back(Replayed{first.run, std::move(chooser), std::move(run)});
+  }
+  // The first runs, in the order one exploration meets them (random and
+  // pct: by run number; dfs: as DeviationDfs orders its runs), add every
+  // finding and note in that order; the runs in between added nothing new.
+  std::stable_sort(firsts.begin(), firsts.end(), [dfs](const Replayed& a, const Replayed& b) {
+    return dfs ? sim::deviation_dfs_before(a.chooser->taken(), b.chooser->taken()) : a.number < b.number;
+  });
+  for (const Replayed& first : firsts) c.add(first.run, *first.chooser);
+  Report& r = c.report();
+  for (ReportFinding& f : r.findings) {
+    const auto it = totals.finding_runs.find(finding_key(f));
+    if (it == totals.finding_runs.end())
+      throw std::invalid_argument(
+          fmt::format("merge: no shard counted the finding its first run shows ({}); the "
+                      "reports do not belong to one exploration",
+                      finding_key(f)));
+    f.schedules = it->second;
+  }
+  r.coverage.explored = totals.explored;
+  r.coverage.pct = totals.pct;
+  return std::move(c.finish(totals.exhaustive, totals.deviations_covered));
 }
 
 HeldRun run_one(const Trace& trace, const TraceCheckOptions& o) {

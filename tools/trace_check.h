@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,6 +33,9 @@ struct TraceCheckOptions {
   std::uint64_t max_schedules = 1000;
   /// Pct: the bug depth each run is drawn for (its change points + 1).
   std::uint32_t pct_depth = 3;
+  /// `--shard I/N`: run only part I of N of the exploration (sim::Shard);
+  /// the report then lists what `streamcheck merge` needs.
+  std::optional<sim::Shard> shard;
   bool faults = false;
   /// Report the waits and syncs that order nothing new (Report::redundant).
   bool redundant = false;
@@ -75,6 +79,27 @@ struct HeldRun {
   Report report;
 };
 HeldRun run_one(const Trace& trace, const TraceCheckOptions& options);
+
+/// What `streamcheck merge` read from the shards' reports (tools/merge.h):
+/// the runs that first showed a finding or note in any shard, and the
+/// totals. merge_shards replays those runs in run order, as one exploration
+/// would have met them, and puts the totals in: the report one unsharded
+/// exploration gives.
+struct ShardTotals {
+  std::vector<ShardFirstRun> first_runs;  // sorted by run
+  std::uint64_t explored = 0;
+  /// Per finding (finding_key), the runs that showed it, over all shards.
+  std::map<std::string, std::uint64_t> finding_runs;
+  std::optional<sim::ExploreResult::PctRuns> pct;
+  /// Dfs: every shard ran all of its part; if not, the fewest deviations
+  /// every shard covered.
+  bool exhaustive = false;
+  std::uint32_t deviations_covered = 0;
+};
+Report merge_shards(const Trace& trace, const TraceCheckOptions& options, const ShardTotals& totals);
+/// A finding's identity across shards: its kind, whether definite, and its
+/// ops by stream name and index.
+std::string finding_key(const ReportFinding& f);
 HeldRun replay_one(const Trace& trace, const ScheduleToReplay& replay);
 
 }  // namespace streamcheck::tools

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -195,10 +196,152 @@ TEST(Pct, TheProbeCountsTheStepsTheOtherRunsDrawFrom) {
   // The probe is run 0, seeded like Random's run 0, with depth 1.
   PctChooser probe(SplitMix64(7).next(), 1, 0);
   two_streams(probe);
-  EXPECT_EQ(r.pct->steps_covered, probe.steps());
-  EXPECT_GE(r.pct->steps_drawn, r.pct->steps_covered);
-  EXPECT_DOUBLE_EQ(r.pct->per_run(), 1.0 / (3.0 * static_cast<double>(r.pct->steps_drawn * r.pct->steps_drawn)));
+  EXPECT_EQ(r.pct->steps, probe.steps());
+  EXPECT_DOUBLE_EQ(r.pct->per_run(), 1.0 / (3.0 * static_cast<double>(r.pct->steps * r.pct->steps)));
   EXPECT_LT(r.pct->missed(), 1.0);
+}
+
+// --- Sharded explorations (--shard I/N): disjoint parts that make the whole
+
+/// A program whose tree of choices is irregular: how many options a choice
+/// has, and whether the run goes on, depend on the answers so far and on
+/// `seed`. Answers of 1 option are forced (not recorded).
+void irregular(Chooser& c, std::uint64_t seed) {
+  std::uint64_t h = seed * 0x9e3779b97f4a7c15ULL + 1;
+  for (int depth = 0; depth < 6; ++depth) {
+    const auto options = static_cast<std::uint32_t>(1 + (h >> 7) % 4);
+    h = (h ^ c.choose(ChoiceKind::Client, options)) * 0xbf58476d1ce4e5b9ULL + static_cast<std::uint64_t>(depth);
+    if ((h >> 11) % 5 == 0) break;
+  }
+}
+
+struct Part {
+  std::vector<std::string> counted;  // in the order run
+  std::uint64_t calls = 0;           // runs made, counted or not
+  ExploreResult result;
+};
+
+Part explore_part(const Strategy& strategy, std::uint64_t seed, Shard shard, std::uint64_t bound = 100000) {
+  Part p;
+  p.result = explore(strategy, Bounds{bound, shard}, [&](Chooser& c) {
+    irregular(c, seed);
+    ++p.calls;
+    if (!repeats_earlier_round(c) && c.counted()) p.counted.push_back(c.schedule());
+    return false;
+  });
+  return p;
+}
+
+TEST(Shard, DfsPartsAreDisjointAndTogetherRunEveryScheduleOnce) {
+  // For Dfs and DeviationDfs, on 60 irregular trees, split 1 to 7 ways:
+  // every part is exhaustive, no schedule is counted by two parts, the
+  // parts together count exactly the whole exploration's schedules, and
+  // their `explored` add up to the whole's.
+  std::size_t split_trees = 0;
+  for (std::uint64_t seed = 0; seed < 60; ++seed) {
+    for (const Strategy& strategy : {Strategy{Dfs{}}, Strategy{DeviationDfs{}}}) {
+      const Part whole = explore_part(strategy, seed, Shard{});
+      ASSERT_TRUE(whole.result.exhaustive);
+      const std::set<std::string> all(whole.counted.begin(), whole.counted.end());
+      ASSERT_EQ(all.size(), whole.counted.size());
+      for (std::uint32_t n = 1; n <= 7; ++n) {
+        std::multiset<std::string> union_of_parts;
+        std::uint64_t explored = 0, calls = 0;
+        std::size_t nonempty = 0;
+        for (std::uint32_t i = 0; i < n; ++i) {
+          const Part part = explore_part(strategy, seed, Shard{i, n});
+          EXPECT_TRUE(part.result.exhaustive) << "seed " << seed << ", shard " << i << "/" << n;
+          EXPECT_EQ(part.result.explored, part.counted.size());
+          explored += part.result.explored;
+          calls += part.calls;
+          nonempty += part.counted.empty() ? 0 : 1;
+          union_of_parts.insert(part.counted.begin(), part.counted.end());
+        }
+        EXPECT_EQ(union_of_parts, std::multiset<std::string>(all.begin(), all.end()))
+            << "seed " << seed << ", " << n << " shards";
+        EXPECT_EQ(explored, whole.result.explored);
+        // A part enters only its own subtrees: the parts together run each
+        // schedule about once, not n times (the runs that lead a part to
+        // its subtrees are few).
+        // (Each part runs at most 6 runs of others, one per choice of a path.)
+        EXPECT_LE(calls, whole.calls + 6 * n) << "seed " << seed << ", " << n << " shards";
+        if (n == 4 && nonempty >= 3) ++split_trees;
+      }
+    }
+  }
+  EXPECT_GE(split_trees, 40u) << "too few trees were split over at least 3 of 4 shards";
+}
+
+TEST(Shard, DeviationDfsOrderPutsTheRunsOfTheShardsBackInTheWholeOrder) {
+  // streamcheck merge sorts the shards' runs with deviation_dfs_before: that
+  // gives exactly the order one DeviationDfs exploration runs them in.
+  for (std::uint64_t seed = 0; seed < 60; ++seed) {
+    std::vector<std::vector<Choice>> whole;
+    (void)explore(DeviationDfs{}, Bounds{100000}, [&](Chooser& c) {
+      irregular(c, seed);
+      if (!repeats_earlier_round(c)) whole.push_back(c.taken());
+      return false;
+    });
+    std::vector<std::vector<Choice>> parts;
+    for (std::uint32_t i = 0; i < 3; ++i)
+      (void)explore(DeviationDfs{}, Bounds{100000, Shard{i, 3}}, [&](Chooser& c) {
+        irregular(c, seed);
+        if (!repeats_earlier_round(c) && c.counted()) parts.push_back(c.taken());
+        return false;
+      });
+    std::sort(parts.begin(), parts.end(), deviation_dfs_before);
+    ASSERT_EQ(parts.size(), whole.size()) << "seed " << seed;
+    for (std::size_t k = 0; k < parts.size(); ++k)
+      EXPECT_EQ(encode_schedule(parts[k]), encode_schedule(whole[k])) << "seed " << seed << ", run " << k;
+  }
+}
+
+TEST(Shard, ABoundedDfsShardCountsAtMostItsBound) {
+  const Part part = explore_part(Dfs{}, 3, Shard{1, 2}, 2);
+  EXPECT_LE(part.result.explored, 2u);
+  EXPECT_EQ(part.result.explored, part.counted.size());
+}
+
+TEST(Shard, RandomAndPctShardsRunTheWholeExplorationsRunsSeededAlike) {
+  for (const Strategy& strategy : {Strategy{Random{5}}, Strategy{Pct{5, 2}}}) {
+    std::map<std::uint64_t, std::string> whole;
+    (void)explore(strategy, Bounds{40}, [&](Chooser& c) {
+      irregular(c, 9);
+      if (c.counted()) whole[c.run_number()] = c.schedule();
+      return false;
+    });
+    ASSERT_EQ(whole.size(), 40u);
+    std::map<std::uint64_t, std::string> parts;
+    for (std::uint32_t i = 0; i < 3; ++i)
+      (void)explore(strategy, Bounds{40, Shard{i, 3}}, [&](Chooser& c) {
+        irregular(c, 9);
+        if (!c.counted()) return false;
+        EXPECT_EQ(c.run_number() % 3, i);
+        EXPECT_TRUE(parts.emplace(c.run_number(), c.schedule()).second) << "run " << c.run_number() << " twice";
+        return false;
+      });
+    EXPECT_EQ(parts, whole);
+  }
+}
+
+TEST(Shard, ShardSetNarrowsToOneOwnerPerOption) {
+  // 5 shards, a choice of 2: options 0 and 1 split them {0, 2, 4} and {1, 3};
+  // a choice of 3 under {0, 2, 4}: one shard each. 2 shards, a choice of 3:
+  // option 2 goes to shard 0 (2 % 2).
+  const ShardSet all = ShardSet::all(5);
+  const ShardSet even = all.narrow(2, 0), odd = all.narrow(2, 1);
+  EXPECT_EQ(even.size, 3u);
+  EXPECT_TRUE(even.contains(0) && even.contains(2) && even.contains(4) && !even.contains(1));
+  EXPECT_EQ(odd.size, 2u);
+  EXPECT_TRUE(odd.contains(1) && odd.contains(3) && !odd.contains(0) && !odd.contains(5));
+  for (std::uint32_t j = 0; j < 3; ++j) {
+    const ShardSet one = even.narrow(3, j);
+    EXPECT_EQ(one.size, 1u);
+    EXPECT_EQ(one.owner(), 2u * j);
+  }
+  EXPECT_EQ(ShardSet::all(2).narrow(3, 2).owner(), 0u);
+  DfsEnumerator::RunChooser c(std::vector<std::uint32_t>{});
+  EXPECT_THROW(c.set_shard(Shard{2, 2}), std::invalid_argument);
 }
 
 }  // namespace

@@ -105,7 +105,7 @@ TEST(CoverageS5, PctFindsTheReuseRaceAndPrintsTheBoundItGuarantees) {
   EXPECT_EQ(c.at("pct").at("runs_at_depth"), 299);
   EXPECT_EQ(c.at("pct").at("agents"), 5) << "the host, the plain-allocation stream and s0-s2";
   const double per_run = c.at("pct").at("per_run").get<double>();
-  EXPECT_DOUBLE_EQ(per_run, 1.0 / (5.0 * c.at("pct").at("steps_drawn").get<double>()));
+  EXPECT_DOUBLE_EQ(per_run, 1.0 / (5.0 * c.at("pct").at("steps").get<double>()));
   EXPECT_NEAR(c.at("pct").at("missed").get<double>(), std::pow(1.0 - per_run, 299.0), 1e-12);
   const auto text = run_stdout("explore " + example("05_opportunistic_reuse.trace") + " --strategy pct --depth 2");
   EXPECT_NE(text.out.find("PCT bound: one run finds a given bug of depth <= 2"), std::string::npos) << text.out;

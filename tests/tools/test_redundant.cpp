@@ -20,6 +20,7 @@
 
 #include "backend_sim/schedule.h"
 #include "tests/tools/command.h"
+#include "tests/tools/example_files.h"
 #include "tools/report.h"
 #include "tools/trace_check.h"
 
@@ -27,14 +28,6 @@ namespace streamcheck::tools {
 namespace {
 
 using Lines = std::vector<std::string>;  // a trace's text, line i + 1 at [i]
-
-std::vector<std::string> example_files() {
-  std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(STREAMCHECK_EXAMPLES_DIR))
-    if (e.path().extension() == ".trace") out.push_back(e.path().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 Lines read_lines(const std::string& path) {
   std::ifstream in(path);

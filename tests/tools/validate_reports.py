@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Every --json report streamcheck prints for the bundled examples (check,
-explore random/dfs/dfs-schedules/pct/faults, replay) must validate against
+explore random/dfs/dfs-schedules/pct/faults, shards of one and their merge,
+replay) must validate against
 docs/report.schema.json, and its verdict must agree with the exit code; so
 must the JSON error object of an input or usage error (exit 2). Also checks
 that the schema rejects broken reports, so this test can fail.
@@ -12,6 +13,7 @@ import json
 import pathlib
 import subprocess
 import sys
+import tempfile
 
 try:
     import jsonschema
@@ -54,6 +56,17 @@ for trace in sorted(pathlib.Path(examples).glob("*.trace")):
     reports.append(run(["explore", t, "--strategy", "dfs", "--schedules", "300"]))
     reports.append(run(["explore", t, "--strategy", "dfs-schedules", "--schedules", "300"]))
     reports.append(run(["explore", t, "--strategy", "pct", "--schedules", "30"]))
+    reports.append(run(["explore", t, "--strategy", "pct", "--schedules", "30", "--shard", "1/2"]))
+    # The two parts of a dfs exploration, and their merge.
+    parts = [run(["explore", t, "--strategy", "dfs", "--faults", "on", "--shard", f"{i}/2"]) for i in (0, 1)]
+    reports.extend(parts)
+    if all(parts):
+        with tempfile.TemporaryDirectory() as folder:
+            names = []
+            for i, part in enumerate(parts):
+                names.append(str(pathlib.Path(folder) / f"part{i}.json"))
+                pathlib.Path(names[-1]).write_text(json.dumps(part))
+            reports.append(run(["merge", *names]))
     reports.append(run(["explore", t, "--schedules", "20", "--faults", "on"]))
     # A clean check shows no schedule; an empty one would not fit a program
     # that asks choices (replay refuses a schedule that ends early).
@@ -95,6 +108,8 @@ if not any(r["coverage"]["exhaustive"] for r in reports):
     failures.append("no report is exhaustive")
 if not any(r["coverage"].get("dfs") for r in reports):
     failures.append("no dfs report stopped at its bound")
+if not any(r["coverage"].get("shard") for r in reports):
+    failures.append("no report of a shard")
 if not any(r["coverage"].get("executions") for r in reports):
     failures.append("no dfs report counts executions")
 for r in reports:
