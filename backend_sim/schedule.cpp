@@ -1,5 +1,6 @@
 #include "backend_sim/schedule.h"
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 
@@ -118,6 +119,7 @@ std::pair<std::size_t, std::optional<ScheduleHeader>> parse_header(std::string_v
         malformed(start, "unknown header option '" + name + "' (faults, observed, or SWITCH=VALUE)");
     } else {
       const std::string value(option.substr(eq + 1));
+
       const auto bad_name = name.find_first_not_of("abcdefghijklmnopqrstuvwxyz_");
       const auto bad_value = value.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ");
       if (name.empty() || bad_name != std::string::npos || value.empty() || bad_value != std::string::npos)
@@ -143,6 +145,8 @@ std::string_view to_string(ChoiceKind kind) {
       return "client choice";
     case ChoiceKind::QueryAnswer:
       return "query answer";
+    case ChoiceKind::HostStep:
+      return "host step";
   }
   return "choice";
 }
@@ -211,15 +215,59 @@ Divergence Chooser::here(ChoiceKind kind, std::uint32_t options) const {
 
 std::uint32_t Chooser::choose(ChoiceKind kind, std::uint32_t options) {
   if (options < 2) return 0;
-  const std::uint32_t taken = pick(kind, options);
+  return record(kind, options, pick(kind, options), 0);
+}
+
+std::uint32_t Chooser::record(ChoiceKind kind, std::uint32_t options, std::uint32_t taken, std::uint64_t asleep) {
   if (taken >= options) {
     Divergence d = here(kind, options);
     d.given = taken;
     throw ScheduleMismatch(d);
   }
-  taken_.push_back(Choice{kind, options, taken});
+  taken_.push_back(Choice{kind, options, taken, asleep});
   if (shard_) owners_ = owners_.narrow(options, taken);
   if (observer_) observer_(taken_.size() - 1, taken_.back());
+  return taken;
+}
+
+std::uint32_t Chooser::choose_host_step(const std::vector<HostStep>& steps, bool first_continues) {
+  if (steps.empty()) throw std::invalid_argument("choose_host_step: no host thread can step (a deadlock)");
+  auto options = static_cast<std::uint32_t>(steps.size());
+  // The preemption bound (CHESS): once spent, the running thread goes on
+  // whenever it can.
+  if (first_continues && preemption_bound_ && preemptions_ >= *preemption_bound_) options = 1;
+  const bool sleeping = sleep_sets_ && enumerates();
+  auto is_sleeping = [&](std::uint32_t thread) {
+    return std::any_of(sleep_.begin(), sleep_.end(), [&](const HostStep& s) { return s.thread == thread; });
+  };
+  std::uint64_t asleep = 0;
+  bool all_asleep = sleeping;
+  for (std::uint32_t i = 0; i < options; ++i) {
+    const bool a = sleeping && is_sleeping(steps[i].thread);
+    if (a && i < 64) asleep |= std::uint64_t{1} << i;
+    all_asleep = all_asleep && a;
+  }
+  // Every thread that may step is asleep: each run below this point only
+  // reorders commuting steps of a run explored before.
+  if (all_asleep && !blocked_at_) blocked_at_ = taken_.size();
+  if (blocked_at_) asleep = 0;
+  std::uint32_t taken = 0;
+  if (options >= 2) taken = record(ChoiceKind::HostStep, options, pick_host_step(options, asleep), asleep);
+  if (first_continues && taken != 0) ++preemptions_;
+  if (sleeping && !blocked_at_) {
+    // Sleep set of the child: the sleeping steps and the siblings explored
+    // before this one (ranked first), less those the step taken conflicts
+    // with (they may now lead somewhere new).
+    const HostStep& chosen = steps[taken];
+    std::vector<HostStep> next;
+    auto keep = [&](const HostStep& s) {
+      if (s.thread != chosen.thread && !s.footprint.conflicts_with(chosen.footprint)) next.push_back(s);
+    };
+    for (const HostStep& s : sleep_) keep(s);
+    for (std::uint32_t i = 0; i < options; ++i)
+      if (i != taken && !is_asleep(asleep, i) && rank(i, options) < rank(taken, options)) keep(steps[i]);
+    sleep_ = std::move(next);
+  }
   return taken;
 }
 
@@ -266,6 +314,7 @@ std::uint32_t RandomChooser::pick(ChoiceKind kind, std::uint32_t options) {
     case ChoiceKind::PoolRange:
     case ChoiceKind::Client:
     case ChoiceKind::QueryAnswer:
+    case ChoiceKind::HostStep:
       return rng_.below(options);
   }
   return 0;
@@ -343,12 +392,14 @@ std::uint32_t ByteChooser::pick(ChoiceKind, std::uint32_t options) {
   return bytes_[next_++] % options;
 }
 
-std::uint32_t DfsEnumerator::RunChooser::pick(ChoiceKind, std::uint32_t options) {
+std::uint32_t DfsEnumerator::RunChooser::pick(ChoiceKind, std::uint32_t options) { return pick_host_step(options, 0); }
+
+std::uint32_t DfsEnumerator::RunChooser::pick_host_step(std::uint32_t options, std::uint64_t asleep) {
   if (next_ < prefix_.size()) return prefix_[next_++];
-  // Past the prefix: the first option whose subtree the shard owns (0 when
-  // not split, or when the run already left the shard's part).
+  // Past the prefix: the first option awake whose subtree the shard owns
+  // (0 when not split, or when the run already left the shard's part).
   for (std::uint32_t option = 0; option < options; ++option)
-    if (keeps_shard(options, option)) return option;
+    if (!is_asleep(asleep, option) && keeps_shard(options, option)) return option;
   return 0;
 }
 
@@ -364,9 +415,11 @@ bool DfsEnumerator::finished(const Chooser& run) {
   const bool split = shard_.count > 1;
   const std::vector<ShardSet> owners = split ? owners_along(taken, shard_.count) : std::vector<ShardSet>{};
   // Backtrack to the deepest choice with an untried alternative that the
-  // shard owns.
-  for (std::size_t i = taken.size(); i-- > 0;) {
+  // shard owns and that was awake there (a sleep-blocked run's later
+  // choices only reorder commuting steps: never varied).
+  for (std::size_t i = run.explorable_choices(); i-- > 0;) {
     for (std::uint32_t option = taken[i].taken + 1; option < taken[i].options; ++option) {
+      if (Chooser::is_asleep(taken[i].asleep, option)) continue;
       if (split && !owners[i].narrow(taken[i].options, option).contains(shard_.index)) continue;
       prefix_.clear();
       for (std::size_t j = 0; j < i; ++j) prefix_.push_back(taken[j].taken);

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend_sim/footprint.h"
 #include "backend_sim/ids.h"
 
 namespace streamcheck::sim {
@@ -29,6 +30,10 @@ enum class ChoiceKind : std::uint8_t {
   /// asked only when the device makes progress on observation
   /// (DeviceProgress::OnObservation), where no device step came first.
   QueryAnswer,
+  /// Which host thread takes the next step (R6): option 0 is the thread
+  /// that took the last step when it may go on (so a deviation here is a
+  /// preemption), then the other threads that may step, in thread order.
+  HostStep,
 };
 
 /// "device step", "pool range", "fault point", "client choice", "query answer".
@@ -38,6 +43,10 @@ struct Choice {
   ChoiceKind kind;
   std::uint32_t options;  // n >= 2; forced choices are not recorded
   std::uint32_t taken;
+  /// HostStep choices of a run with sleep sets: bit i set when option i was
+  /// asleep (its subtree only reorders commuting steps of a subtree explored
+  /// before); DFS never enters it. Options past 63 are never marked.
+  std::uint64_t asleep = 0;
 };
 
 /// Where a replayed schedule stopped fitting the program: choice `choice`
@@ -147,7 +156,36 @@ class Chooser {
   /// are not recorded.
   /// Throws ScheduleMismatch when the answer is not below `options`.
   std::uint32_t choose(ChoiceKind kind, std::uint32_t options);
+  /// Which of `steps` goes next (an index into it): a ChoiceKind::HostStep
+  /// choice when there are several, the running thread first (see HostTurns).
+  /// Call it before every host step while several host threads live, even
+  /// with one step on offer: with sleep sets each step wakes the sleeping
+  /// threads it conflicts with. Throws std::invalid_argument on no steps.
+  /// `first_continues`: steps[0] is the thread that took the last step,
+  /// able to go on (taking another option is then a preemption).
+  std::uint32_t choose_host_step(const std::vector<HostStep>& steps, bool first_continues);
+  /// At most `bound` preemptions per run (CHESS): past it, a HostStep choice
+  /// whose first option continues the running thread is forced to it.
+  void set_preemption_bound(std::optional<std::uint32_t> bound) { preemption_bound_ = bound; }
+  std::uint32_t preemptions() const { return preemptions_; }
+  /// Partial-order reduction over host threads for this run (sleep sets):
+  /// choosers that enumerate (DFS) then never enter a subtree that only
+  /// swaps commuting host steps of one they enter first. Only for runs
+  /// whose other choices come from the host steps themselves
+  /// (DeviceProgress::OnObservation): a device step between two host steps
+  /// does not commute with what footprints say.
+  void enable_sleep_sets() { sleep_sets_ = true; }
+  bool sleep_sets() const { return sleep_sets_; }
+  /// The run reached a host step where every thread that could step was
+  /// asleep: every run of this subtree is equivalent to one explored
+  /// elsewhere. Such a run is not counted(); its runner may stop early.
+  bool sleep_blocked() const { return blocked_at_.has_value(); }
+  /// The choices DFS may vary: all of them, or those made before the run
+  /// was sleep-blocked.
+  std::size_t explorable_choices() const { return blocked_at_ ? *blocked_at_ : taken_.size(); }
   const std::vector<Choice>& taken() const { return taken_; }
+  /// Whether option `option` of a HostStep choice was asleep (Choice::asleep).
+  static bool is_asleep(std::uint64_t asleep, std::uint32_t option) { return option < 64 && (asleep >> option) & 1u; }
   std::string schedule() const { return encode_schedule(taken_); }
   /// The program position asking the next choices: a trace line, 0 for none
   /// (the device draining after the last statement). Divergences name it.
@@ -173,7 +211,7 @@ class Chooser {
   /// PCT probe, counted by shard 0; a DFS run another shard owns): the RunFn
   /// leaves it out of reports.
   void set_counted(bool counted) { counted_ = counted; }
-  bool counted() const { return counted_ && (!shard_ || owners_.owner() == shard_->index); }
+  bool counted() const { return counted_ && !blocked_at_ && (!shard_ || owners_.owner() == shard_->index); }
   /// A depth-first run made for part `shard` of a split exploration: each
   /// choice narrows the shards that own the run (ShardSet), and counted()
   /// holds only for the run's owner.
@@ -191,9 +229,30 @@ class Chooser {
   bool keeps_shard(std::uint32_t options, std::uint32_t option) const {
     return !shard_ || owners_.narrow(options, option).contains(shard_->index);
   }
+  /// A HostStep choice of `options` options, those with a bit in `asleep`
+  /// asleep (always 0 without sleep sets). Choosers that enumerate never
+  /// pick an asleep option past their prefix; the default asks pick().
+  virtual std::uint32_t pick_host_step(std::uint32_t options, std::uint64_t asleep) {
+    (void)asleep;
+    return pick(ChoiceKind::HostStep, options);
+  }
+  /// Choosers that enumerate (DFS) keep sleep sets: they say in which order
+  /// they try the options of one choice (rank 0 first).
+  virtual bool enumerates() const { return false; }
+  virtual std::uint32_t rank(std::uint32_t option, std::uint32_t options) const {
+    (void)options;
+    return option;
+  }
 
  private:
+  std::uint32_t record(ChoiceKind kind, std::uint32_t options, std::uint32_t taken, std::uint64_t asleep);
+
   std::vector<Choice> taken_;
+  bool sleep_sets_ = false;
+  std::vector<HostStep> sleep_;            // threads asleep, with the step each would take
+  std::optional<std::size_t> blocked_at_;  // taken_.size() when the run was sleep-blocked
+  std::optional<std::uint32_t> preemption_bound_;
+  std::uint32_t preemptions_ = 0;
   std::optional<Shard> shard_;
   ShardSet owners_;
   const std::vector<StreamIndex>* offered_heads_ = nullptr;
@@ -320,6 +379,8 @@ class DfsEnumerator {
 
    protected:
     std::uint32_t pick(ChoiceKind kind, std::uint32_t options) override;
+    std::uint32_t pick_host_step(std::uint32_t options, std::uint64_t asleep) override;
+    bool enumerates() const override { return true; }
 
    private:
     std::vector<std::uint32_t> prefix_;

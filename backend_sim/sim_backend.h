@@ -1,6 +1,9 @@
 // The simulated backend: the Backend concept over a DeviceModel, with a
 // fault point at every backend call (SPEC §9) and a device-progress choice
-// point before each call.
+// point before each call. Under a HostScheduler every backend call, and the
+// release of an event, is also a host scheduling point (R6, P8), with a
+// footprint naming the streams, events and pool it touches; its Mutex and
+// Atomic types are scheduling points too.
 #pragma once
 
 #include <atomic>
@@ -15,6 +18,7 @@
 
 #include "backend_sim/device_model.h"
 #include "backend_sim/explain.h"
+#include "backend_sim/host_scheduler.h"
 #include "model/backend.h"
 #include "model/fault_injecting.h"
 #include "props/violation.h"
@@ -31,9 +35,9 @@ class SimBackend {
  public:
   using StreamRef = StreamIndex;
   using HostThread = sim::HostThread;
-  using Mutex = std::mutex;
+  using Mutex = SchedMutex;
   template <class T>
-  using Atomic = std::atomic<T>;
+  using Atomic = SchedAtomic<T>;
 
   /// Owns one simulated event; destroying it gives the event back.
   class Event {
@@ -57,7 +61,12 @@ class SimBackend {
     friend class SimBackend;
     Event(SimBackend* owner, EventIndex id) : owner_(owner), id_(id) {}
     void release() {
-      if (owner_) owner_->model_.destroy_event(id_);
+      if (owner_) {
+        owner_->host_point(Footprint()
+                               .touch(SharedObject{shared::kEvent, id_.value}, Touch::Write)
+                               .touch(SharedObject{shared::kEventTable, 0}, Touch::Accumulate));
+        owner_->model_.destroy_event(id_);
+      }
       owner_ = nullptr;
     }
     SimBackend* owner_;
@@ -86,24 +95,28 @@ class SimBackend {
 
   // --- the Backend concept
   Result<Event> create_event() {
+    host_point(Footprint().touch(SharedObject{shared::kEventTable, 0}, Touch::Accumulate));
     if (auto f = enter("create_event")) return *f;
     Event e(this, model_.create_event(event_label_));
     recorded_on_.erase(e.id().value);  // an index may come back for a new event
     return e;
   }
   Status record_event(Event& e, StreamRef s) {
+    host_point(Footprint().touch(event_object(e), Touch::Write).touch(stream_object(s), Touch::Read));
     if (auto f = enter("record_event")) return *f;
     model_.record(e.id(), s);
     recorded_on_[e.id().value] = s;
     return {};
   }
   Status wait_event(StreamRef s, const Event& e) {
+    host_point(Footprint().touch(event_object(e), Touch::Read).touch(stream_object(s), Touch::Write));
     if (auto f = enter("wait_event")) return *f;
     model_.wait(s, e.id());
     if (auto it = recorded_on_.find(e.id().value); it != recorded_on_.end() && it->second == s) ++self_waits_;
     return {};
   }
   Result<std::uint64_t> alloc_async(std::size_t bytes, StreamRef s) {
+    host_point(pool_op(s));
     if (auto f = enter("alloc_async")) return *f;
     if (auto live = std::exchange(collision_, std::nullopt)) return *live;  // a broken driver: allocates nothing
     auto a = model_.alloc(s, bytes, take_label("alloc"), std::exchange(preferred_address_, std::nullopt));
@@ -113,14 +126,22 @@ class SimBackend {
     return a->ptr;
   }
   Status free_async(std::uint64_t ptr, StreamRef s) {
+    host_point(pool_op(s));
     if (auto f = enter("free_async")) return *f;
-    if (!model_.free(s, ptr, take_label("free")))
+    if (!model_.free(s, ptr, take_label("free"))) {
+      ++invalid_frees_;
       return ResourceError::driver("free_async: invalid device pointer " + std::to_string(ptr));
+    }
     last_free_ = OpRef{s, model_.op_count(s) - 1};
     tag(*last_free_);
     return {};
   }
   Status synchronize_stream(StreamRef s) {
+    // Completing the covered work changes which ops have run, which only
+    // the pool reads (a reuse of a range whose free has run, the release of
+    // idle ranges); findings come from clocks, and the host's clock is its
+    // own. So a sync writes the pool and its stream.
+    host_point(pool_op(s));
     if (auto f = enter("synchronize_stream")) return *f;
     model_.sync_stream(s);
     return {};
@@ -244,6 +265,8 @@ class SimBackend {
   /// Waits queued on an event last recorded on the waiting stream itself:
   /// redundant by R1 (the resource skips them; the economy check counts).
   std::size_t self_waits() const { return self_waits_; }
+  /// free_async calls on a pointer the device did not hold (a double free).
+  std::size_t invalid_frees() const { return invalid_frees_; }
   /// Findings (P1) and value mismatches (P2) that appeared since the last
   /// call, as typed violations.
   std::vector<props::Violation> new_problems() {
@@ -268,6 +291,23 @@ class SimBackend {
   const DeviceModel& model() const { return model_; }
 
  private:
+  static SharedObject stream_object(StreamRef s) { return SharedObject{shared::kStream, s.value}; }
+  static SharedObject event_object(const Event& e) { return SharedObject{shared::kEvent, e.id().value}; }
+  static Footprint pool_op(StreamRef s) {
+    return Footprint().touch(SharedObject{shared::kPool, 0}, Touch::Write).touch(stream_object(s), Touch::Write);
+  }
+  /// A host scheduling point before a backend call (R6), when a
+  /// HostScheduler runs this thread. The footprints hold only while the
+  /// device progresses on observation: with a device step choice at every
+  /// call, any call may complete any stream's work, so each touches all.
+  /// Injected faults count calls across threads: P8 runs without them.
+  void host_point(Footprint footprint) {
+    if (auto* s = HostScheduler::current()) {
+      if (model_.progress() != DeviceProgress::OnObservation) footprint.touch_everything();
+      s->step(std::move(footprint));
+    }
+  }
+
   /// Every Backend call begins with a device-progress choice point, then a
   /// fault point (the order in which schedule strings record them).
   std::optional<ResourceError> enter(const char* call) {
@@ -315,6 +355,7 @@ class SimBackend {
   std::optional<OpRef> last_free_;
   std::map<std::uint32_t, StreamRef> recorded_on_;  // event index -> stream of its last record
   std::size_t self_waits_ = 0;
+  std::size_t invalid_frees_ = 0;
   std::size_t findings_seen_ = 0;
   std::size_t mismatches_seen_ = 0;
 };

@@ -1,4 +1,5 @@
-// Protocol variants: the correct protocol and the mutants M1..M18 (SPEC §5).
+// Protocol variants: the correct protocol, the mutants M1..M18 (SPEC §5)
+// and the concurrency mutants M19..M21 (P8).
 //
 // A protocol is a type with `static constexpr bool has(MutantId)`. The core
 // tests it with `if constexpr`, so the correct build carries no trace of any
@@ -33,7 +34,15 @@ enum class MutantId : std::uint8_t {
   M15,
   M16,
   M17,
-  M18
+  M18,
+  // Concurrency mutants: wrong only when host threads interleave, so no
+  // single-threaded property can see them; P8 kills them
+  // (tests/props/test_concurrency_sim.cpp). Not in kMutants, whose users
+  // (explore --mutant, the counterexample pages, GPU validation) replay
+  // single-threaded programs.
+  M19,
+  M20,
+  M21
 };
 
 template <MutantId... Ids>
@@ -75,7 +84,18 @@ inline constexpr std::array<MutantInfo, 18> kMutants{{
     {MutantId::M18, "M18", "reap goes on synchronizing after a failed synchronization"},
 }};
 
-constexpr const MutantInfo& info(MutantId id) { return kMutants[static_cast<std::size_t>(id) - 1]; }
+inline constexpr std::array<MutantInfo, 3> kConcurrencyMutants{{
+    {MutantId::M19, "M19", "deallocate adds to the pending total outside the pending lock, by a load then a store"},
+    {MutantId::M20, "M20",
+     "reap drains the pending map in two locked steps (copy, then clear): a deallocate between them is lost"},
+    {MutantId::M21, "M21",
+     "deallocate drops the lock between validating a block and removing it, and does not validate again"},
+}};
+
+constexpr const MutantInfo& info(MutantId id) {
+  const auto i = static_cast<std::size_t>(id) - 1;
+  return i < kMutants.size() ? kMutants[i] : kConcurrencyMutants[i - kMutants.size()];
+}
 
 inline std::optional<MutantId> parse_mutant(std::string_view name) {
   for (const auto& m : kMutants)

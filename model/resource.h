@@ -271,36 +271,49 @@ Status Resource<B, P>::deallocate(const DeviceBlock& block) {
   if (!s) return s.error();
 
   std::optional<LiveEntry> retired;
-  {
+  if constexpr (P::has(MutantId::M21)) {
+    // Validates, then lets go of the lock; the second locked step below
+    // takes whatever entry is at the address, and frees it even when a
+    // concurrent deallocate already did.
     auto live = live_.lock();
     auto it = live->find(block.ptr);
     if (it == live->end() || it->second.generation != block.generation)
       return ResourceError::use_after_free(block.generation);
+  }
+  {
+    auto live = live_.lock();
+    auto it = live->find(block.ptr);
+    const bool found = it != live->end() && (P::has(MutantId::M21) || it->second.generation == block.generation);
+    if (!found && !P::has(MutantId::M21)) return ResourceError::use_after_free(block.generation);
     if constexpr (P::has(MutantId::M10)) {
       // Removes the entry before the waits are known to have succeeded.
       retired.emplace(std::move(it->second));
       live->erase(it);
     }
-    const LiveEntry& entry = retired ? *retired : it->second;
-    // P-free: the alloc stream waits for last_write and every read (M4
-    // skips the reads). If a wait fails the entry stays and nothing moves.
-    auto waited = wait_for_uses("deallocate", entry, s.value(), block.alloc_stream, block.alloc_stream, true,
-                                !P::has(MutantId::M4));
-    if (!waited) return waited;
+    if (found) {
+      const LiveEntry& entry = retired ? *retired : it->second;
+      // P-free: the alloc stream waits for last_write and every read (M4
+      // skips the reads). If a wait fails the entry stays and nothing moves.
+      auto waited = wait_for_uses("deallocate", entry, s.value(), block.alloc_stream, block.alloc_stream, true,
+                                  !P::has(MutantId::M4));
+      if (!waited) return waited;
+    }
     auto freed = backend_.free_async(block.ptr, s.value());
     if (!freed) return ResourceError::driver_caused_by(where("deallocate") + ": free_async", freed.error());
-    if (!retired) {
+    if (found && !retired) {
       retired.emplace(std::move(it->second));
       live->erase(it);
     }
+    const std::size_t bytes = retired ? retired->bytes : block.bytes;
     // Move the bytes from live to pending, the per-stream tally and the
     // total together under the pending lock, so a concurrent reap either
-    // sees both or neither.
-    live_bytes_.fetch_sub(retired->bytes);
+    // sees both or neither (M19 updates the total after the locks).
+    live_bytes_.fetch_sub(bytes);
     auto pending = pending_per_stream_.lock();
-    (*pending)[block.alloc_stream] += retired->bytes;
-    pending_bytes_.fetch_add(retired->bytes);
+    (*pending)[block.alloc_stream] += bytes;
+    if constexpr (!P::has(MutantId::M19)) pending_bytes_.fetch_add(bytes);
   }
+  if constexpr (P::has(MutantId::M19)) pending_bytes_.store(pending_bytes_.load() + block.bytes);
   // `retired` (and its events) is released here, after the free is queued:
   // the waits are already part of the stream.
   return {};
@@ -309,7 +322,12 @@ Status Resource<B, P>::deallocate(const DeviceBlock& block) {
 template <Backend B, class P>
 Status Resource<B, P>::reap_pending() {
   std::map<StreamId, std::size_t> drained;
-  drained.swap(*pending_per_stream_.lock());
+  if constexpr (P::has(MutantId::M20)) {
+    drained = *pending_per_stream_.lock();
+    pending_per_stream_.lock()->clear();
+  } else {
+    drained.swap(*pending_per_stream_.lock());
+  }
   if (drained.empty()) return {};
   std::size_t synced = 0;
   std::optional<ResourceError> failure;

@@ -81,6 +81,9 @@ std::string what_it_did(const Execution& run, const Step& s) {
     case sim::ChoiceKind::QueryAnswer:
       return s.choice.taken == 1 ? "the query finds its event's work done (that work runs first)"
                                  : "the query finds its event's work not done yet";
+    case sim::ChoiceKind::HostStep:
+      return s.choice.taken == 0 ? "the running host thread takes the next step"
+                                 : fmt::format("host thread option {} takes the next step", s.choice.taken);
   }
   return {};
 }

@@ -120,6 +120,7 @@ ChoiceSummary summarize(const std::vector<ChoicePoint>& choices, const std::vect
         break;
       case sim::ChoiceKind::DeviceStep:
       case sim::ChoiceKind::Client:
+      case sim::ChoiceKind::HostStep:
         ++s.device_steps;
         break;
       case sim::ChoiceKind::QueryAnswer:
