@@ -90,6 +90,25 @@ inline std::string show(const ConcurrentProgram& p) {
 
 inline void showValue(const ConcurrentProgram& p, std::ostream& os) { os << show(p); }
 
+/// Issue 12's acceptance program: 2 host threads x 6 calls each, over two
+/// shared blocks. Both threads free shared b0 (exactly one may succeed),
+/// use b1 and one frees it, each allocates, uses and frees a block of its
+/// own, and each reaps while the other may be deallocating.
+inline ConcurrentProgram two_threads_by_six_calls() {
+  using K = ThreadCall::Kind;
+  auto use = [](bool shared, std::uint32_t b, Access a) { return ThreadCall{K::Use, 0, shared, b, a}; };
+  auto dealloc = [](bool shared, std::uint32_t b) { return ThreadCall{K::Deallocate, 0, shared, b, Access::Read}; };
+  auto alloc = [](std::size_t bytes) { return ThreadCall{K::Allocate, bytes, true, 0, Access::Read}; };
+  const ThreadCall reap{};
+  ConcurrentProgram p;
+  p.shared_blocks = {256, 1024};
+  p.threads = {
+      {alloc(512), use(true, 1, Access::Read), dealloc(true, 0), use(false, 0, Access::Write), dealloc(false, 0), reap},
+      {use(true, 1, Access::Write), dealloc(true, 0), alloc(256), dealloc(true, 1), reap, dealloc(false, 0)},
+  };
+  return p;
+}
+
 struct P8Options {
   /// Runs to make at most; the exploration reports whether it finished.
   std::uint64_t max_runs = 100000;

@@ -48,6 +48,18 @@ Counts explore(const std::function<std::vector<HostScheduler::Body>(std::functio
   return c;
 }
 
+/// Two threads, each `x = x + 1` as a load then a store on one atomic; the
+/// outcome is x.
+std::vector<HostScheduler::Body> lost_update_program(std::function<std::string()>& outcome) {
+  struct State {
+    SchedAtomic<int> x{0};
+  };
+  auto st = std::make_shared<State>();
+  outcome = [st] { return std::to_string(st->x.load()); };
+  auto inc = [st] { st->x.store(st->x.load() + 1); };
+  return {inc, inc};
+}
+
 // Two threads, each `x = x + 1` as a load then a store on one atomic.
 // Steps per thread: load, store (each a scheduling point). Without
 // reduction the runs are the interleavings of two sequences of two,
@@ -56,15 +68,7 @@ Counts explore(const std::function<std::vector<HostScheduler::Body>(std::functio
 // sleep sets leave 4 (the Mazurkiewicz traces). Outcomes: 2 when one
 // thread's load follows the other's store, else 1 (the lost update).
 TEST(HostSchedulerLitmus, LostUpdateSixExecutionsBothOutcomes) {
-  struct State {
-    SchedAtomic<int> x{0};
-  };
-  auto make = [](std::function<std::string()>& outcome) {
-    auto st = std::make_shared<State>();
-    outcome = [st] { return std::to_string(st->x.load()); };
-    auto inc = [st] { st->x.store(st->x.load() + 1); };
-    return std::vector<HostScheduler::Body>{inc, inc};
-  };
+  const auto make = lost_update_program;
   const Counts naive = explore(make, false);
   EXPECT_EQ(naive.executions, 6u);
   EXPECT_EQ(naive.outcomes, (std::set<std::string>{"1", "2"}));
@@ -164,15 +168,7 @@ TEST(HostSchedulerLitmus, ReadersCommute) {
 // its end): 4 runs, and the lost update is among them. The first choice,
 // once every thread has started, is no preemption.
 TEST(HostSchedulerLitmus, PreemptionBound) {
-  struct State {
-    SchedAtomic<int> x{0};
-  };
-  auto make = [](std::function<std::string()>& outcome) {
-    auto st = std::make_shared<State>();
-    outcome = [st] { return std::to_string(st->x.load()); };
-    auto inc = [st] { st->x.store(st->x.load() + 1); };
-    return std::vector<HostScheduler::Body>{inc, inc};
-  };
+  const auto make = lost_update_program;
   const Counts none = explore(make, false, 0);
   EXPECT_EQ(none.executions, 2u);
   EXPECT_EQ(none.outcomes, std::set<std::string>{"2"});

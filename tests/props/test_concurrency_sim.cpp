@@ -21,9 +21,7 @@ using Kind = ThreadCall::Kind;
 
 ThreadCall allocate(std::size_t bytes) { return ThreadCall{Kind::Allocate, bytes, true, 0, Access::Read}; }
 ThreadCall use_shared(std::uint32_t b, Access a) { return ThreadCall{Kind::Use, 0, true, b, a}; }
-ThreadCall use_own(std::uint32_t back, Access a) { return ThreadCall{Kind::Use, 0, false, back, a}; }
 ThreadCall free_shared(std::uint32_t b) { return ThreadCall{Kind::Deallocate, 0, true, b, Access::Read}; }
-ThreadCall free_own(std::uint32_t back) { return ThreadCall{Kind::Deallocate, 0, false, back, Access::Read}; }
 ThreadCall reap() { return ThreadCall{}; }
 
 std::uint64_t runs_per_program() {
@@ -50,13 +48,15 @@ rc::Gen<std::vector<T>> vector_of(std::size_t lo, std::size_t hi, rc::Gen<T> gen
                          [gen](std::size_t n) { return rc::gen::container<std::vector<T>>(n, gen); });
 }
 
-/// 2-3 threads of 1-4 calls over 0-2 shared blocks: small enough that the
-/// exploration of each program usually finishes within the run cap.
-rc::Gen<ConcurrentProgram> gen_program() {
+/// 2-3 threads of 1 to `max_calls` calls over 0-2 shared blocks: small
+/// enough that the exploration of each program usually finishes within the
+/// run cap.
+rc::Gen<ConcurrentProgram> gen_program(std::size_t max_calls = 4) {
   return rc::gen::build<ConcurrentProgram>(
       rc::gen::set(&ConcurrentProgram::shared_blocks,
                    vector_of<std::size_t>(0, 3, rc::gen::element<std::size_t>(256, 1024))),
-      rc::gen::set(&ConcurrentProgram::threads, vector_of<std::vector<ThreadCall>>(2, 4, vector_of(1, 5, gen_call()))));
+      rc::gen::set(&ConcurrentProgram::threads,
+                   vector_of<std::vector<ThreadCall>>(2, 4, vector_of(1, max_calls + 1, gen_call()))));
 }
 
 /// The property: no P8 violation in any explored execution. A failure
@@ -73,28 +73,15 @@ void check_p8(const ConcurrentProgram& program) {
 
 RC_GTEST_PROP(P8, CorrectCoreKeepsP8OnGeneratedPrograms, ()) { check_p8<CorrectProtocol>(*gen_program()); }
 
-// The acceptance program: 2 host threads x 6 calls each, over two shared
-// blocks. Both threads free the same shared block (exactly one may
-// succeed), use and free the other, allocate and free their own blocks, and
-// reap while the other thread deallocates. Explored exhaustively within a
-// preemption bound of 3 (CHESS: at most 3 switches away from a thread that
-// could go on; 5,077 executions). Without a bound it has more than 1.1
-// million executions (docs/DESIGN.md "Host threads as choices").
-ConcurrentProgram two_by_six() {
-  ConcurrentProgram p;
-  p.shared_blocks = {256, 1024};
-  p.threads = {
-      {allocate(512), use_shared(1, Access::Read), free_shared(0), use_own(0, Access::Write), free_own(0), reap()},
-      {use_shared(1, Access::Write), free_shared(0), allocate(256), free_shared(1), reap(), free_own(0)},
-  };
-  return p;
-}
-
+// The acceptance program (two_threads_by_six_calls) explored exhaustively
+// within a preemption bound of 3 (CHESS: at most 3 switches away from a
+// thread that could go on). Without a bound it has more than 1.1 million
+// executions (docs/DESIGN.md "Host threads as choices").
 TEST(P8, CorrectCoreExhaustiveTwoThreadsBySixCallsWithinThreePreemptions) {
   P8Options options;
   options.max_runs = 1'000'000;
   options.preemption_bound = 3;
-  const P8Result r = explore_concurrent<CorrectProtocol>(two_by_six(), options);
+  const P8Result r = explore_concurrent<CorrectProtocol>(two_threads_by_six_calls(), options);
   std::cout << "2 threads x 6 calls, at most 3 preemptions: " << r.executions << " executions, " << r.sleep_blocked
             << " sleep-blocked runs, exhaustive: " << (r.exhaustive ? "yes" : "no") << "\n";
   EXPECT_FALSE(r.violation) << *r.violation << "\nschedule " << r.schedule;
@@ -106,9 +93,9 @@ TEST(P8, CorrectCoreExhaustiveTwoThreadsBySixCallsWithinThreePreemptions) {
 TEST(P8, AcceptanceProgramCatchesEachConcurrencyMutant) {
   P8Options options;
   options.preemption_bound = 3;
-  EXPECT_TRUE(explore_concurrent<MutantSet<MutantId::M19>>(two_by_six(), options).violation);
-  EXPECT_TRUE(explore_concurrent<MutantSet<MutantId::M20>>(two_by_six(), options).violation);
-  EXPECT_TRUE(explore_concurrent<MutantSet<MutantId::M21>>(two_by_six(), options).violation);
+  EXPECT_TRUE(explore_concurrent<MutantSet<MutantId::M19>>(two_threads_by_six_calls(), options).violation);
+  EXPECT_TRUE(explore_concurrent<MutantSet<MutantId::M20>>(two_threads_by_six_calls(), options).violation);
+  EXPECT_TRUE(explore_concurrent<MutantSet<MutantId::M21>>(two_threads_by_six_calls(), options).violation);
 }
 
 // Two threads x 3 calls, no bound: exhaustive.
@@ -158,9 +145,9 @@ TEST(P8, ViolationScheduleReplays) {
 // or the outcomes it reaches: on generated programs, the exploration with
 // and without them agrees on whether a mutant is caught.
 RC_GTEST_PROP(P8, SleepSetsKeepTheVerdict, ()) {
-  const ConcurrentProgram program = *gen_program();
+  const ConcurrentProgram program = *gen_program(3);
   P8Options with;
-  with.max_runs = 5000;
+  with.max_runs = 3000;
   P8Options without = with;
   without.sleep_sets = false;
   using M19 = MutantSet<MutantId::M19>;
