@@ -160,6 +160,14 @@ decltype(auto) with_protocol(std::optional<MutantId> mutant, Fn&& fn) {
       return fn.template operator()<MutantSet<MutantId::M17>>();
     case MutantId::M18:
       return fn.template operator()<MutantSet<MutantId::M18>>();
+    // The concurrency mutants are protocols too; parse_mutant does not
+    // name them, so a single-threaded tool is never asked for one.
+    case MutantId::M19:
+      return fn.template operator()<MutantSet<MutantId::M19>>();
+    case MutantId::M20:
+      return fn.template operator()<MutantSet<MutantId::M20>>();
+    case MutantId::M21:
+      return fn.template operator()<MutantSet<MutantId::M21>>();
   }
   throw std::invalid_argument("with_protocol: unknown mutant id " + std::to_string(static_cast<int>(*mutant)));
 }

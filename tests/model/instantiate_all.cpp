@@ -45,6 +45,9 @@ template class sc::Resource<SimB, Mut<sc::MutantId::M15>>;
 template class sc::Resource<SimB, Mut<sc::MutantId::M16>>;
 template class sc::Resource<SimB, Mut<sc::MutantId::M17>>;
 template class sc::Resource<SimB, Mut<sc::MutantId::M18>>;
+template class sc::Resource<SimB, Mut<sc::MutantId::M19>>;
+template class sc::Resource<SimB, Mut<sc::MutantId::M20>>;
+template class sc::Resource<SimB, Mut<sc::MutantId::M21>>;
 // Several mutants at once must compose too.
 template class sc::Resource<SimB, sc::MutantSet<sc::MutantId::M1, sc::MutantId::M4, sc::MutantId::M11>>;
 
@@ -131,7 +134,8 @@ INSTANTIATE_TEST_SUITE_P(Model, EveryProtocol,
                          ::testing::Values(std::nullopt, MutantId::M1, MutantId::M2, MutantId::M3, MutantId::M4,
                                            MutantId::M5, MutantId::M6, MutantId::M7, MutantId::M8, MutantId::M9,
                                            MutantId::M10, MutantId::M11, MutantId::M12, MutantId::M13, MutantId::M14,
-                                           MutantId::M15, MutantId::M16, MutantId::M17, MutantId::M18),
+                                           MutantId::M15, MutantId::M16, MutantId::M17, MutantId::M18, MutantId::M19,
+                                           MutantId::M20, MutantId::M21),
                          protocol_name);
 
 TEST(Instantiate, MutantTableMatchesIds) {
@@ -140,7 +144,13 @@ TEST(Instantiate, MutantTableMatchesIds) {
     EXPECT_EQ(static_cast<std::size_t>(kMutants[i].id), i + 1);
     EXPECT_EQ(parse_mutant(kMutants[i].name), std::optional<MutantId>(kMutants[i].id));
   }
+  // The concurrency mutants are named by their own table, not parsed: the
+  // single-threaded tools that parse a mutant id cannot kill them.
   EXPECT_EQ(parse_mutant("M19"), std::nullopt);
+  for (std::size_t i = 0; i < kConcurrencyMutants.size(); ++i) {
+    EXPECT_EQ(static_cast<std::size_t>(kConcurrencyMutants[i].id), kMutants.size() + i + 1);
+    EXPECT_EQ(info(kConcurrencyMutants[i].id).name, kConcurrencyMutants[i].name);
+  }
   EXPECT_TRUE(CorrectProtocol::is_correct);
   EXPECT_FALSE(MutantSet<MutantId::M3>::is_correct);
 }
