@@ -236,7 +236,10 @@ std::uint32_t Chooser::choose_host_step(const std::vector<HostStep>& steps, bool
   // The preemption bound (CHESS): once spent, the running thread goes on
   // whenever it can.
   if (first_continues && preemption_bound_ && preemptions_ >= *preemption_bound_) options = 1;
-  const bool sleeping = sleep_sets_ && enumerates();
+  // Sleep sets are off under a preemption bound: the run a sleep set keeps
+  // for a class of equivalent runs may need more preemptions than the bound
+  // allows, while the equivalent run within it is the one pruned.
+  const bool sleeping = sleep_sets_ && enumerates() && !preemption_bound_;
   auto is_sleeping = [&](std::uint32_t thread) {
     return std::any_of(sleep_.begin(), sleep_.end(), [&](const HostStep& s) { return s.thread == thread; });
   };

@@ -165,7 +165,9 @@ class Chooser {
   /// able to go on (taking another option is then a preemption).
   std::uint32_t choose_host_step(const std::vector<HostStep>& steps, bool first_continues);
   /// At most `bound` preemptions per run (CHESS): past it, a HostStep choice
-  /// whose first option continues the running thread is forced to it.
+  /// whose first option continues the running thread is forced to it. A
+  /// bound turns sleep sets off (they are not sound together: the one run a
+  /// sleep set keeps of equivalent runs may be one the bound excludes).
   void set_preemption_bound(std::optional<std::uint32_t> bound) { preemption_bound_ = bound; }
   std::uint32_t preemptions() const { return preemptions_; }
   /// Partial-order reduction over host threads for this run (sleep sets):
