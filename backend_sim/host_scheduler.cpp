@@ -239,7 +239,6 @@ std::optional<std::uint32_t> HostScheduler::choose_next() {
 }
 
 void HostScheduler::point(Pending pending) {
-  ++points_;
   const Pending::Kind kind = pending.kind;
   const void* mutex = pending.mutex;
   if (!abandoned_) {

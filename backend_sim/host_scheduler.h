@@ -1,16 +1,18 @@
 // Host threads as choices (R6, SPEC P8): a cooperative scheduler in the
 // style of loom and Shuttle.
 //
-// A HostScheduler runs N host-thread bodies, only one at a time: a thread runs until its next scheduling point, where
-// it says what its next step touches (a Footprint), and the chooser picks which thread takes the next step
-// (ChoiceKind::HostStep). Scheduling points are every lock and atomic operation of the simulated backend's Mutex and
-// Atomic types (SchedMutex, SchedAtomic: what the core uses as
-// Backend::Mutex and Backend::Atomic) and every call into the simulated
-// device (SimBackend). So one step is exactly one shared operation plus the
-// thread-local code after it (and the unlocks in it: a release matters only
-// to threads waiting for the mutex, which cannot step until it is free), and the footprint declared at the point names
-// all that the step shares -- what partial-order reduction (sleep sets,
-// Chooser::choose_host_step) needs to be sound.
+// A HostScheduler runs N host-thread bodies, only one at a time: a thread
+// runs until its next scheduling point, where it says what its next step
+// touches (a Footprint), and the chooser picks which thread takes the next
+// step (ChoiceKind::HostStep). Scheduling points are every lock and atomic
+// operation of the simulated backend's Mutex and Atomic types (SchedMutex,
+// SchedAtomic: what the core uses as Backend::Mutex and Backend::Atomic) and
+// every call into the simulated device (SimBackend). So one step is exactly
+// one shared operation plus the thread-local code after it (and the unlocks
+// in it: a release matters only to threads waiting for the mutex, which
+// cannot step until it is free), and the footprint declared at the point
+// names all that the step shares -- what partial-order reduction (sleep
+// sets, Chooser::choose_host_step) needs to be sound.
 //
 // The bodies must touch nothing shared outside those points: their own
 // bookkeeping stays per thread until run() returns.
@@ -94,8 +96,6 @@ class HostScheduler {
   /// The run was stopped at a sleep-blocked choice (Chooser::sleep_blocked):
   /// the bodies were unwound early, and their state means nothing.
   bool cut() const { return cut_; }
-  /// Scheduling points passed so far.
-  std::uint64_t points() const { return points_; }
 
  private:
   struct Pending {
@@ -130,7 +130,6 @@ class HostScheduler {
   std::exception_ptr failure_;
   std::map<const void*, std::uint32_t> owner_of_;  // mutex -> the thread holding it
   std::map<const void*, std::uint32_t> objects_;
-  std::uint64_t points_ = 0;
 };
 
 /// Backend::Mutex of the simulator: a scheduling point at every lock and

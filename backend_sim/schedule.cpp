@@ -119,7 +119,6 @@ std::pair<std::size_t, std::optional<ScheduleHeader>> parse_header(std::string_v
         malformed(start, "unknown header option '" + name + "' (faults, observed, or SWITCH=VALUE)");
     } else {
       const std::string value(option.substr(eq + 1));
-
       const auto bad_name = name.find_first_not_of("abcdefghijklmnopqrstuvwxyz_");
       const auto bad_value = value.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ");
       if (name.empty() || bad_name != std::string::npos || value.empty() || bad_value != std::string::npos)
@@ -259,16 +258,16 @@ std::uint32_t Chooser::choose_host_step(const std::vector<HostStep>& steps, bool
   if (first_continues && taken != 0) ++preemptions_;
   if (sleeping && !blocked_at_) {
     // Sleep set of the child: the sleeping steps and the siblings explored
-    // before this one (ranked first), less those the step taken conflicts
-    // with (they may now lead somewhere new).
+    // before this one (the lower options), less those the step taken
+    // conflicts with (they may now lead somewhere new).
     const HostStep& chosen = steps[taken];
     std::vector<HostStep> next;
     auto keep = [&](const HostStep& s) {
       if (s.thread != chosen.thread && !s.footprint.conflicts_with(chosen.footprint)) next.push_back(s);
     };
     for (const HostStep& s : sleep_) keep(s);
-    for (std::uint32_t i = 0; i < options; ++i)
-      if (i != taken && !is_asleep(asleep, i) && rank(i, options) < rank(taken, options)) keep(steps[i]);
+    for (std::uint32_t i = 0; i < taken; ++i)
+      if (!is_asleep(asleep, i)) keep(steps[i]);
     sleep_ = std::move(next);
   }
   return taken;

@@ -157,7 +157,7 @@ class Chooser {
   /// Throws ScheduleMismatch when the answer is not below `options`.
   std::uint32_t choose(ChoiceKind kind, std::uint32_t options);
   /// Which of `steps` goes next (an index into it): a ChoiceKind::HostStep
-  /// choice when there are several, the running thread first (see HostTurns).
+  /// choice when there are several, the running thread first.
   /// Call it before every host step while several host threads live, even
   /// with one step on offer: with sleep sets each step wakes the sleeping
   /// threads it conflicts with. Throws std::invalid_argument on no steps.
@@ -169,7 +169,6 @@ class Chooser {
   /// bound turns sleep sets off (they are not sound together: the one run a
   /// sleep set keeps of equivalent runs may be one the bound excludes).
   void set_preemption_bound(std::optional<std::uint32_t> bound) { preemption_bound_ = bound; }
-  std::uint32_t preemptions() const { return preemptions_; }
   /// Partial-order reduction over host threads for this run (sleep sets):
   /// choosers that enumerate (DFS) then never enter a subtree that only
   /// swaps commuting host steps of one they enter first. Only for runs
@@ -177,7 +176,6 @@ class Chooser {
   /// (DeviceProgress::OnObservation): a device step between two host steps
   /// does not commute with what footprints say.
   void enable_sleep_sets() { sleep_sets_ = true; }
-  bool sleep_sets() const { return sleep_sets_; }
   /// The run reached a host step where every thread that could step was
   /// asleep: every run of this subtree is equivalent to one explored
   /// elsewhere. Such a run is not counted(); its runner may stop early.
@@ -238,13 +236,9 @@ class Chooser {
     (void)asleep;
     return pick(ChoiceKind::HostStep, options);
   }
-  /// Choosers that enumerate (DFS) keep sleep sets: they say in which order
-  /// they try the options of one choice (rank 0 first).
+  /// Choosers that enumerate (DFS, trying the options of a choice in
+  /// order) keep sleep sets.
   virtual bool enumerates() const { return false; }
-  virtual std::uint32_t rank(std::uint32_t option, std::uint32_t options) const {
-    (void)options;
-    return option;
-  }
 
  private:
   std::uint32_t record(ChoiceKind kind, std::uint32_t options, std::uint32_t taken, std::uint64_t asleep);
