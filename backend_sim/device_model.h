@@ -106,6 +106,9 @@ class DeviceModel {
   /// R4. OnObservation: a choice (QueryAnswer) when the event's work has
   /// not all run; "done" runs it (and what it waits for) first.
   bool query_event(EventIndex event);
+  /// R6: host-to-host ordering (HbState::host_release, host_acquire).
+  std::size_t host_release() { return hb_.host_release(); }
+  void host_acquire(std::size_t release) { hb_.host_acquire(release); }
 
   /// A point where the device may make progress: asks the chooser, one step
   /// at a time, whether (and which) ready stream head completes.

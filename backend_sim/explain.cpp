@@ -42,6 +42,10 @@ std::string host_action(const DeviceModel& model, const LogEntry& entry) {
       return fmt::format("query {} -> done", model.event_name(entry.event));
     case LogEntry::Kind::QueryNotDone:
       return fmt::format("query {} -> not done", model.event_name(entry.event));
+    case LogEntry::Kind::HostRelease:
+      return "hand off to another host thread";
+    case LogEntry::Kind::HostAcquire:
+      return fmt::format("take over from host{}", model.log().at(*entry.released_by).host.value);
   }
   return "?";
 }

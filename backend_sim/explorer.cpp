@@ -76,9 +76,18 @@ ExploreResult explore_dfs(const Bounds& bounds, const RunFn& run) {
   return result;
 }
 
+/// The option a choice takes when it does not deviate: its first, or at a
+/// host step under sleep sets its first awake one (an asleep option is never
+/// taken, so a run that skips it deviates from nothing).
+std::uint32_t default_option(const Choice& c) {
+  std::uint32_t option = 0;
+  while (option + 1 < c.options && Chooser::is_asleep(c.asleep, option)) ++option;
+  return option;
+}
+
 /// The chooser of one DeviationDfs run: follows its prefix, then deviates
-/// (option 1, or the first of 1..n-1 that a shard owns) while the round
-/// allows, then takes the first option.
+/// (the first awake option after the default, or the first of them that a
+/// shard owns) while the round allows, then takes the default option.
 class DeviationChooser final : public Chooser {
  public:
   DeviationChooser(std::vector<std::uint32_t> prefix, std::uint32_t round)
@@ -86,24 +95,35 @@ class DeviationChooser final : public Chooser {
   std::uint32_t round() const { return round_; }
 
  protected:
-  std::uint32_t pick(ChoiceKind, std::uint32_t options) override {
-    std::uint32_t option = 0;
+  std::uint32_t pick(ChoiceKind, std::uint32_t options) override { return pick_host_step(options, 0); }
+  std::uint32_t pick_host_step(std::uint32_t options, std::uint64_t asleep) override {
+    const std::uint32_t first = default_option(Choice{ChoiceKind::HostStep, options, 0, asleep});
+    std::uint32_t option = first;
     if (next_ < prefix_.size())
       option = prefix_[next_];
     else if (deviated_ < round_)
-      option = first_owned_deviation(options);
+      option = first_owned_deviation(options, asleep, first);
     ++next_;
-    if (option != 0) ++deviated_;
+    if (option != first) ++deviated_;
     return option;
   }
+  // Sleep sets (Chooser::enable_sleep_sets) apply: the rounds never enter
+  // an asleep option, so every run they make is one no earlier sibling
+  // covers.
+  bool enumerates() const override { return true; }
 
  private:
-  /// The first of the deviations 1..n-1 the shard owns; 0 when only the
-  /// first option is the shard's, 1 when none is (the run left its part).
-  std::uint32_t first_owned_deviation(std::uint32_t options) const {
-    for (std::uint32_t option = 1; option < options; ++option)
+  /// The first awake deviation after `first` the shard owns; `first` when
+  /// only it is the shard's, the next awake one when none is (the run left
+  /// its part).
+  std::uint32_t first_owned_deviation(std::uint32_t options, std::uint64_t asleep, std::uint32_t first) const {
+    std::optional<std::uint32_t> any;
+    for (std::uint32_t option = first + 1; option < options; ++option) {
+      if (is_asleep(asleep, option)) continue;
       if (keeps_shard(options, option)) return option;
-    return keeps_shard(options, 0) ? 0 : 1;
+      if (!any) any = option;
+    }
+    return keeps_shard(options, first) ? first : any.value_or(first);
   }
 
   std::vector<std::uint32_t> prefix_;
@@ -112,23 +132,28 @@ class DeviationChooser final : public Chooser {
   std::uint32_t deviated_ = 0;
 };
 
-/// The order DeviationDfs tries the options of a choice in: 1, 2, ..., n-1, 0.
-std::uint32_t deviation_rank(const Choice& c) { return c.taken == 0 ? c.options : c.taken; }
+/// The order DeviationDfs tries the options of a choice in: the awake ones
+/// after the default ascending, then the default.
+std::uint32_t deviation_rank(const Choice& c) { return c.taken == default_option(c) ? c.options : c.taken; }
 
 /// The prefix of the next schedule of the round after `run`, depth first;
-/// at each choice with deviations left the options go 1, 2, ..., n-1, 0,
-/// skipping those whose subtree `shard` does not own. nullopt when the
-/// round is done.
+/// at each choice with deviations left the options go in deviation_rank
+/// order, skipping asleep ones and those whose subtree `shard` does not
+/// own. Choices after a sleep-blocked point are never varied. nullopt when
+/// the round is done.
 std::optional<std::vector<std::uint32_t>> next_in_round(const Chooser& run, std::uint32_t round, const Shard& shard) {
   const auto& taken = run.taken();
   std::vector<std::uint32_t> before(taken.size() + 1, 0);  // deviations before choice i
-  for (std::size_t i = 0; i < taken.size(); ++i) before[i + 1] = before[i] + (taken[i].taken != 0 ? 1 : 0);
+  for (std::size_t i = 0; i < taken.size(); ++i)
+    before[i + 1] = before[i] + (taken[i].taken != default_option(taken[i]) ? 1 : 0);
   const bool split = shard.count > 1;
   const std::vector<ShardSet> owners = split ? owners_along(taken, shard.count) : std::vector<ShardSet>{};
-  for (std::size_t i = taken.size(); i-- > 0;) {
-    if (before[i] >= round) continue;                            // only option 0 here
-    for (std::uint32_t option = taken[i].taken; option != 0;) {  // the options after taken[i], in rank order
-      option = option + 1 < taken[i].options ? option + 1 : 0;
+  for (std::size_t i = run.explorable_choices(); i-- > 0;) {
+    if (before[i] >= round) continue;  // only the default here
+    const std::uint32_t first = default_option(taken[i]);
+    for (std::uint32_t option = taken[i].taken; option != first;) {  // the options after taken[i], in rank order
+      option = option + 1 < taken[i].options ? option + 1 : first;
+      if (Chooser::is_asleep(taken[i].asleep, option)) continue;
       if (split && !owners[i].narrow(taken[i].options, option).contains(shard.index)) continue;
       std::vector<std::uint32_t> prefix;
       for (std::size_t j = 0; j < i; ++j) prefix.push_back(taken[j].taken);
@@ -184,13 +209,13 @@ double ExploreResult::PctRuns::missed() const { return std::pow(1.0 - per_run(),
 
 std::uint32_t deviations(const Chooser& run) {
   std::uint32_t n = 0;
-  for (const auto& c : run.taken()) n += c.taken != 0 ? 1 : 0;
+  for (const auto& c : run.taken()) n += c.taken != default_option(c) ? 1 : 0;
   return n;
 }
 
 bool deviation_dfs_before(const std::vector<Choice>& a, const std::vector<Choice>& b) {
   const auto deviations_of = [](const std::vector<Choice>& run) {
-    return std::count_if(run.begin(), run.end(), [](const Choice& c) { return c.taken != 0; });
+    return std::count_if(run.begin(), run.end(), [](const Choice& c) { return c.taken != default_option(c); });
   };
   if (const auto da = deviations_of(a), db = deviations_of(b); da != db) return da < db;
   return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(), [](const Choice& x, const Choice& y) {

@@ -36,7 +36,8 @@ struct Dfs {};
 /// Every schedule of the program, each once, fewest deviations first. A
 /// deviation is a choice that takes another option than its first (a device
 /// step instead of letting the host go on, a reused range instead of a fresh
-/// one, a fault that fires). Round k runs, depth first, the schedules with
+/// one, a fault that fires, another host thread than the first in file
+/// order; under sleep sets, than the first awake one). Round k runs, depth first, the schedules with
 /// exactly k deviations, deviating as early as it can first; so a bound stops
 /// it after every schedule with fewer deviations anywhere in the run -- an
 /// early pool reuse or query answer included -- where Dfs varies only the
@@ -47,6 +48,9 @@ struct Dfs {};
 /// `explored`, and the RunFn can tell them by repeats_earlier_round().
 /// Sharded, like Dfs: a part enters only the subtrees it owns, and runs of
 /// another part that it needs to find its way are not counted() either.
+/// Sleep sets (host-thread steps) apply as in Dfs: an asleep option is never
+/// entered. A bound then covers every execution that has a run with at most
+/// k deviations among those the sleep sets keep.
 struct DeviationDfs {};
 
 /// Probabilistic concurrency testing (PctChooser) over the host and the

@@ -23,9 +23,11 @@
 // Pool-inserted waits (LogEntry::pool_wait) are deliberately left out: they
 // order execution, but user code must not rely on them (R7).
 //
-// Limitation: the log does not record host-thread creation, so a host
-// thread other than 0 is treated as having no history when it starts (true
-// when it is created before any API call).
+// Limitation: the log does not record host-thread creation itself, so a
+// host thread other than 0 is treated as having no history when it starts
+// (true when it is created before any API call). The trace interpreter logs
+// each thread's start as a release by its creator and an acquire by the
+// child (R6a), which gives that edge too.
 #pragma once
 
 #include <boost/graph/adjacency_list.hpp>
@@ -116,7 +118,11 @@ void visit_hb(const std::vector<LogEntry>& log, std::uint32_t stream_count, OnNo
         if (auto it = capture.find(entry.event); it != capture.end()) sync_after(it->second);
         break;
       case LogEntry::Kind::QueryNotDone:
-        break;  // orders nothing
+      case LogEntry::Kind::HostRelease:
+        break;  // orders nothing by itself
+      case LogEntry::Kind::HostAcquire:
+        on_edge(HbRule::R6, HbNode{*entry.released_by, Side::Host}, host);
+        break;
     }
   }
 }

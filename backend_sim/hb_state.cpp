@@ -85,8 +85,25 @@ void HbState::set_host_thread(HostThread h) {
 
 void HbState::host_tick() { hosts_.at(current_host_.value).tick(host_agents_.at(current_host_.value)); }
 
+std::size_t HbState::host_release() {
+  host_tick();
+  const std::size_t entry = log_.size();
+  log_.push_back(LogEntry{LogEntry::Kind::HostRelease, current_host_, {}, {}, {}, {}, {}});
+  releases_.emplace(entry, host_clock());
+  return entry;
+}
+
+void HbState::host_acquire(std::size_t entry) {
+  auto it = releases_.find(entry);
+  if (it == releases_.end())
+    throw std::out_of_range(fmt::format("DeviceModel: log entry {} is not a host release", entry));
+  host_tick();
+  host_joins(it->second);  // R6: ordered after the releaser's past
+  log_.push_back(LogEntry{LogEntry::Kind::HostAcquire, current_host_, {}, {}, {}, {}, entry});
+}
+
 void HbState::log_host(LogEntry::Kind kind, StreamIndex stream, EventIndex event) {
-  log_.push_back(LogEntry{kind, current_host_, stream, event, {}, {}});
+  log_.push_back(LogEntry{kind, current_host_, stream, event, {}, {}, {}});
 }
 
 OpRef HbState::enqueue(StreamIndex s, OpKind kind, std::string label, std::optional<OpRef> pool_dep) {
@@ -96,7 +113,7 @@ OpRef HbState::enqueue(StreamIndex s, OpKind kind, std::string label, std::optio
   st.vc.tick(st.agent);      // R1: the own component counts this stream's ops
   const OpRef ref{s, static_cast<std::uint32_t>(st.ops.size())};
   st.ops.push_back(Op{kind, std::move(label), st.vc, pool_dep, std::nullopt});
-  log_.push_back(LogEntry{LogEntry::Kind::Enqueue, current_host_, s, {}, ref, pool_dep});
+  log_.push_back(LogEntry{LogEntry::Kind::Enqueue, current_host_, s, {}, ref, pool_dep, {}});
   return ref;
 }
 

@@ -21,9 +21,15 @@
 //   R6 host threads  - a host thread's actions are ordered in program order,
 //                      and creating a thread orders the child after its
 //                      creator's past (host_tick, create_host_thread).
+//                      Host-to-host ordering (R6a spawn, R6b join, R6c
+//                      unlock -> lock, R6d send -> receive) is a release
+//                      by one thread and an acquire of it by another: the
+//                      acquirer is ordered after the releaser's past
+//                      (host_release, host_acquire).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,7 +43,18 @@ enum class OpKind : std::uint8_t { Alloc, Free, Kernel };
 
 /// One API call, in program order, for the HB-graph oracle and renderers.
 struct LogEntry {
-  enum class Kind : std::uint8_t { Enqueue, Record, Wait, SyncStream, SyncEvent, SyncDevice, QueryDone, QueryNotDone };
+  enum class Kind : std::uint8_t {
+    Enqueue,
+    Record,
+    Wait,
+    SyncStream,
+    SyncEvent,
+    SyncDevice,
+    QueryDone,
+    QueryNotDone,
+    HostRelease,  // R6: the host thread hands its past on (spawn, unlock, send, thread end)
+    HostAcquire,  // R6: the host thread is ordered after a release (released_by)
+  };
   Kind kind;
   HostThread host;
   StreamIndex stream;
@@ -46,6 +63,8 @@ struct LogEntry {
   /// For an Enqueue of a pool allocation with an internal dependency: the
   /// free the pool made it wait for (not a user-visible HB edge).
   std::optional<OpRef> pool_wait;
+  /// For a HostAcquire: the HostRelease entry it is ordered after.
+  std::optional<std::size_t> released_by;
 };
 
 class HbState {
@@ -98,6 +117,12 @@ class HbState {
   /// R4: "done" when the capture has executed, and only then the host is
   /// ordered after it.
   bool query_event(EventIndex event);
+  /// R6: the current host thread hands its past on; returns the release's
+  /// log entry, for host_acquire.
+  std::size_t host_release();
+  /// R6: the current host thread is ordered after release `entry` (a log
+  /// entry host_release returned). Throws std::out_of_range for any other.
+  void host_acquire(std::size_t entry);
 
   // --- execution progress (the scheduler decides the order)
   /// How many ops of the stream have executed: ops [0, n) have.
@@ -153,6 +178,7 @@ class HbState {
   HostThread current_host_;
   AgentId next_agent_ = 0;  // streams and host threads share one numbering
   std::vector<LogEntry> log_;
+  std::map<std::size_t, VectorClock> releases_;  // HostRelease entry -> the releaser's clock
 };
 
 }  // namespace streamcheck::sim

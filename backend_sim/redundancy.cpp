@@ -91,6 +91,7 @@ std::vector<RedundantSync> find_redundant_syncs(const std::vector<LogEntry>& log
   std::map<HostThread, TracedClock> hosts;               // the log does not record thread creation:
                                                          // a thread starts with no history (fewer flags)
   std::map<EventIndex, Capture> captures;
+  std::map<std::size_t, TracedClock> released;  // HostRelease entry -> the releasing host's clock
   std::vector<RedundantSync> out;
 
   for (std::size_t i = 0; i < log.size(); ++i) {
@@ -152,6 +153,12 @@ std::vector<RedundantSync> find_redundant_syncs(const std::vector<LogEntry>& log
       }
       case LogEntry::Kind::QueryDone:  // holds in this schedule only: counts for nothing here
       case LogEntry::Kind::QueryNotDone:
+        break;
+      case LogEntry::Kind::HostRelease:
+        released.insert_or_assign(i, host);
+        break;
+      case LogEntry::Kind::HostAcquire:
+        host.join(released.at(*e.released_by), std::nullopt);  // R6
         break;
     }
   }

@@ -161,6 +161,22 @@ class SimBackend {
   HostThread add_host_thread() { return model_.create_host_thread(); }
   HostThread main_host_thread() const { return HostThread{0}; }
   void set_host_thread(HostThread h) { model_.set_host_thread(h); }
+  /// Host-to-host ordering of trace threads (R6a-R6d): the current thread
+  /// releases its past, and a later host_acquire of the mark orders the
+  /// acquiring thread after it.
+  struct HostMark {
+    std::size_t release = 0;
+  };
+  HostMark host_release() { return HostMark{model_.host_release()}; }
+  void host_acquire(const HostMark& mark) { model_.host_acquire(mark.release); }
+  /// Which trace thread takes the next statement (Chooser::choose_host_step).
+  std::uint32_t choose_host_step(const std::vector<HostStep>& steps, bool first_continues) {
+    return model_.chooser().choose_host_step(steps, first_continues);
+  }
+  /// The run stopped being worth finishing: every thread that may step is
+  /// asleep (sleep sets), so it only reorders commuting steps of a run
+  /// explored before, and it will not be counted.
+  bool host_run_cut() { return model_.chooser().sleep_blocked(); }
   Status synchronize_event(const Event& e) {
     model_.device_steps();
     model_.sync_event(e.id());

@@ -17,6 +17,8 @@ enum class StatementKeyword : std::uint8_t {
   Stream,
   Event,
   Thread,
+  Mutex,
+  Channel,
   Policy,
   Buffer,
   Free,
@@ -33,6 +35,12 @@ enum class StatementKeyword : std::uint8_t {
   Finish,
   Reap,
   Run,
+  Spawn,
+  Join,
+  Lock,
+  Unlock,
+  Send,
+  Receive,
 };
 
 struct StatementWord {
@@ -42,16 +50,33 @@ struct StatementWord {
 
 /// Every statement keyword, in alphabetical order (the parser's "did you
 /// mean" hint names the last close one in this order).
-inline constexpr std::array<StatementWord, 19> kStatementWords = {{
-    {"allocate", StatementKeyword::Allocate}, {"buffer", StatementKeyword::Buffer},
-    {"copy", StatementKeyword::Copy},         {"deallocate", StatementKeyword::Deallocate},
-    {"event", StatementKeyword::Event},       {"finish", StatementKeyword::Finish},
-    {"free", StatementKeyword::Free},         {"launch", StatementKeyword::Launch},
-    {"policy", StatementKeyword::Policy},     {"prepare", StatementKeyword::Prepare},
-    {"query", StatementKeyword::Query},       {"reap", StatementKeyword::Reap},
-    {"record", StatementKeyword::Record},     {"resource", StatementKeyword::Resource},
-    {"run", StatementKeyword::Run},           {"stream", StatementKeyword::Stream},
-    {"sync", StatementKeyword::Sync},         {"thread", StatementKeyword::Thread},
+inline constexpr std::array<StatementWord, 27> kStatementWords = {{
+    {"allocate", StatementKeyword::Allocate},
+    {"buffer", StatementKeyword::Buffer},
+    {"channel", StatementKeyword::Channel},
+    {"copy", StatementKeyword::Copy},
+    {"deallocate", StatementKeyword::Deallocate},
+    {"event", StatementKeyword::Event},
+    {"finish", StatementKeyword::Finish},
+    {"free", StatementKeyword::Free},
+    {"join", StatementKeyword::Join},
+    {"launch", StatementKeyword::Launch},
+    {"lock", StatementKeyword::Lock},
+    {"mutex", StatementKeyword::Mutex},
+    {"policy", StatementKeyword::Policy},
+    {"prepare", StatementKeyword::Prepare},
+    {"query", StatementKeyword::Query},
+    {"reap", StatementKeyword::Reap},
+    {"receive", StatementKeyword::Receive},
+    {"record", StatementKeyword::Record},
+    {"resource", StatementKeyword::Resource},
+    {"run", StatementKeyword::Run},
+    {"send", StatementKeyword::Send},
+    {"spawn", StatementKeyword::Spawn},
+    {"stream", StatementKeyword::Stream},
+    {"sync", StatementKeyword::Sync},
+    {"thread", StatementKeyword::Thread},
+    {"unlock", StatementKeyword::Unlock},
     {"wait", StatementKeyword::Wait},
 }};
 

@@ -285,8 +285,10 @@ std::string describe_coverage(const Coverage& c) {
         fmt::format_to(line, "coverage: exhaustive: dfs ran every {} of the trace ({})\n", unit, c.explored);
         if (c.executions)
           fmt::format_to(line,
-                         "  (an execution: one outcome of every query, pool reuse and fault; schedules that differ "
-                         "only in the order independent device work completes are one execution, with one verdict)\n");
+                         "  (an execution: one outcome of every query, pool reuse and fault, and one order of the "
+                         "host threads' statements that touch a common object; schedules that differ only in the "
+                         "order independent device work completes, or independent host statements run, are one "
+                         "execution, with one verdict)\n");
         break;
       }
       fmt::format_to(line,
@@ -373,6 +375,8 @@ std::string_view to_string(NoteKind k) {
       return "skipped";
     case NoteKind::BackendFailed:
       return "backend failed";
+    case NoteKind::Deadlock:
+      return "deadlock";
   }
   return {};
 }

@@ -17,6 +17,7 @@ Severity severity(NoteKind kind) {
     case NoteKind::NotAResourceBlock:
     case NoteKind::Skipped:
     case NoteKind::BackendFailed:
+    case NoteKind::Deadlock:
       return Severity::Error;
   }
   return Severity::Error;

@@ -38,7 +38,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return prev[b.size()];
 }
 
-enum class NameKind : std::uint8_t { Stream, Event, Thread, Buffer };
+enum class NameKind : std::uint8_t { Stream, Event, Thread, Buffer, Mutex, Channel };
 
 std::string with_article(NameKind k);
 
@@ -52,6 +52,10 @@ std::string_view to_string(NameKind k) {
       return "thread";
     case NameKind::Buffer:
       return "buffer";
+    case NameKind::Mutex:
+      return "mutex";
+    case NameKind::Channel:
+      return "channel";
   }
   return "?";
 }
@@ -84,8 +88,16 @@ class Parser {
                        "the trace has no statements (the file is empty or holds only comments and blank lines)");
     if (!first_run_line_)
       throw TraceError(TraceError::Kind::NoStatements, file_,
-                       "the trace has no statement that runs, only declarations (stream, event, thread, policy, "
-                       "resource): nothing to check");
+                       "the trace has no statement that runs, only declarations (stream, event, thread, mutex, "
+                       "channel, policy, resource): nothing to check");
+    // A thread that ends holding a mutex would leave every later lock of
+    // it waiting forever: the trace is wrong, not the schedule.
+    for (const auto& [thread, held] : held_)
+      for (const auto& [mutex, at] : held)
+        throw TraceError(file_, at.first, at.second,
+                         fmt::format("thread {} ends holding mutex {} (locked here): unlock it", thread, mutex));
+    for (Statement& st : trace_.statements)
+      if (auto* decl = std::get_if<ast::ThreadDecl>(&st)) decl->starts_at_spawn = spawned_.contains(decl->name);
     return std::move(trace_);
   }
 
@@ -328,7 +340,21 @@ class Parser {
       case K::Event:
         return ast::EventDecl{std::move(src), new_name(NameKind::Event)};
       case K::Thread:
-        return ast::ThreadDecl{std::move(src), new_name(NameKind::Thread)};
+        return ast::ThreadDecl{std::move(src), new_name(NameKind::Thread), false};
+      case K::Mutex:
+        return ast::MutexDecl{std::move(src), new_name(NameKind::Mutex)};
+      case K::Channel:
+        return ast::ChannelDecl{std::move(src), new_name(NameKind::Channel)};
+      case K::Spawn:
+      case K::Join:
+        return thread_control(keyword == K::Spawn, std::move(src));
+      case K::Lock:
+      case K::Unlock:
+        return mutex_use(keyword == K::Lock, std::move(src));
+      case K::Send:
+        return ast::Send{std::move(src), use_name(NameKind::Channel, "a channel")};
+      case K::Receive:
+        return ast::Receive{std::move(src), use_name(NameKind::Channel, "a channel")};
       case K::Policy:
         // The pool's switches hold for the whole run: one after the first
         // statement that runs would silently apply to the ops before it too.
@@ -423,6 +449,43 @@ class Parser {
     fail(kw.col, fmt::format("unknown statement '{}'", kw.text));
   }
 
+  /// `spawn T` / `join T`: T is another declared thread, not main; a
+  /// thread is spawned at most once.
+  Statement thread_control(bool spawn, ast::Source src) {
+    const int col = next_col();
+    std::string target = use_name(NameKind::Thread, "a thread");
+    const char* verb = spawn ? "spawn" : "join";
+    if (target == "main") fail(col, fmt::format("main cannot be {}ed: it is the thread the trace starts on", verb));
+    if (target == src.thread) fail(col, fmt::format("thread {} cannot {} itself", target, verb));
+    if (!spawn) return ast::Join{std::move(src), std::move(target)};
+    if (auto [it, fresh] = spawned_.emplace(target, line_); !fresh)
+      fail(col, fmt::format("thread {} is already spawned at line {} (a thread starts once)", target, it->second));
+    return ast::Spawn{std::move(src), std::move(target)};
+  }
+
+  /// `lock M` / `unlock M`. Each thread's statements are one straight line,
+  /// so what it holds is known here: a lock of a mutex the thread holds
+  /// (mutexes are not recursive) and an unlock of one it does not hold are
+  /// errors, as is a thread that ends holding one (parse()).
+  Statement mutex_use(bool lock, ast::Source src) {
+    const int col = next_col();
+    std::string mutex = use_name(NameKind::Mutex, "a mutex");
+    auto& held = held_[src.thread];
+    if (lock) {
+      if (auto it = held.find(mutex); it != held.end())
+        fail(col, fmt::format("thread {} already holds mutex {} (locked at line {}): mutexes are not recursive, "
+                              "so this lock would wait forever",
+                              src.thread, mutex, it->second.first));
+      held.emplace(mutex, std::pair{line_, col});
+      return ast::Lock{std::move(src), std::move(mutex)};
+    }
+    if (held.erase(mutex) == 0)
+      fail(col, fmt::format("thread {} does not hold mutex {}: only the thread that locked a mutex unlocks it",
+                            src.thread, mutex));
+    if (held.empty()) held_.erase(src.thread);
+    return ast::Unlock{std::move(src), std::move(mutex)};
+  }
+
   /// `prepare|finish BUFFER on STREAM ACCESS`.
   template <class Use>
   Use block_use(const Token& kw, ast::Source src) {
@@ -484,7 +547,8 @@ class Parser {
 
   static bool is_declaration(trace_language::StatementKeyword k) {
     using K = trace_language::StatementKeyword;
-    return k == K::Stream || k == K::Event || k == K::Thread || k == K::Policy || k == K::Resource;
+    return k == K::Stream || k == K::Event || k == K::Thread || k == K::Mutex || k == K::Channel || k == K::Policy ||
+           k == K::Resource;
   }
 
   std::string_view text_;
@@ -498,7 +562,11 @@ class Parser {
     bool made_by_allocate = false;  // a resource block: `deallocate`, never `free`
   };
   std::map<std::string, BufferInfo, std::less<>> buffers_;
-  std::optional<int> first_run_line_;  // the first statement that is not a declaration
+  std::optional<int> first_run_line_;                // the first statement that is not a declaration
+  std::map<std::string, int, std::less<>> spawned_;  // thread -> the line of its `spawn`
+  /// Per thread, the mutexes it holds at this point of its statements, with
+  /// the line and column of their `lock`.
+  std::map<std::string, std::map<std::string, std::pair<int, int>>> held_;
   std::vector<Token> toks_;
   std::size_t pos_ = 0;
   int line_ = 0;
@@ -586,6 +654,10 @@ std::optional<PoolSwitchProblem> set_pool_switch(PoolPolicy& policy, std::string
 Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const TraceRunOptions& options,
                            const std::function<void(const sim::DeviceModel&)>& on_model) {
   auto model = std::make_unique<sim::DeviceModel>(chooser, options.policy, options.progress);
+  // Partial-order reduction over the trace's host threads (R6): sound only
+  // where the device moves on observation, so that every other choice is
+  // made inside a host statement whose footprint covers it.
+  if (options.sleep_sets && options.progress == sim::DeviceProgress::OnObservation) chooser.enable_sleep_sets();
   if (on_model) on_model(*model);
   sim::SimBackendOptions bo;
   bo.max_explored_faults = options.faults ? 1 : 0;

@@ -101,8 +101,43 @@ struct StreamDecl : Source {
 struct EventDecl : Source {
   std::string name;
 };
+/// `thread NAME`: a host thread. It starts here, ordered after the
+/// declaring thread's past (R6a), unless a `spawn NAME` starts it.
 struct ThreadDecl : Source {
   std::string name;
+  bool starts_at_spawn = false;  // set by the parser when the trace spawns it
+};
+/// `mutex NAME` / `channel NAME`: declarations only (nothing runs).
+struct MutexDecl : Source {
+  std::string name;
+};
+struct ChannelDecl : Source {
+  std::string name;
+};
+/// `spawn T`: T starts, ordered after the spawner's past (R6a).
+struct Spawn : Source {
+  std::string target;
+};
+/// `join T`: waits until T has run its last statement; ordered after all of
+/// T (R6b).
+struct Join : Source {
+  std::string target;
+};
+/// `lock M` waits until no thread holds M and takes it, ordered after M's
+/// last unlock (R6c); `unlock M` gives it back.
+struct Lock : Source {
+  std::string mutex;
+};
+struct Unlock : Source {
+  std::string mutex;
+};
+/// `send C` puts a message on channel C; `receive C` waits for the oldest
+/// message not yet received and is ordered after its send (R6d).
+struct Send : Source {
+  std::string channel;
+};
+struct Receive : Source {
+  std::string channel;
 };
 /// `policy SWITCH = VALUE`: already applied to Trace::policy by the parser.
 struct PoolSwitch : Source {};
@@ -180,10 +215,12 @@ struct Run : Source {
 
 }  // namespace ast
 
-using Statement = std::variant<ast::StreamDecl, ast::EventDecl, ast::ThreadDecl, ast::PoolSwitch, ast::ResourceDecl,
-                               ast::BufferDecl, ast::Free, ast::Launch, ast::Copy, ast::Record, ast::Wait,
-                               ast::SyncStream, ast::SyncEvent, ast::SyncDevice, ast::Query, ast::Allocate,
-                               ast::Deallocate, ast::Prepare, ast::Finish, ast::Reap, ast::Run>;
+using Statement =
+    std::variant<ast::StreamDecl, ast::EventDecl, ast::ThreadDecl, ast::PoolSwitch, ast::ResourceDecl, ast::BufferDecl,
+                 ast::Free, ast::Launch, ast::Copy, ast::Record, ast::Wait, ast::SyncStream, ast::SyncEvent,
+                 ast::SyncDevice, ast::Query, ast::Allocate, ast::Deallocate, ast::Prepare, ast::Finish, ast::Reap,
+                 ast::Run, ast::MutexDecl, ast::ChannelDecl, ast::Spawn, ast::Join, ast::Lock, ast::Unlock, ast::Send,
+                 ast::Receive>;
 
 /// The line, text and host thread of any statement.
 inline const ast::Source& source(const Statement& st) {
@@ -279,6 +316,7 @@ enum class NoteKind : std::uint8_t {
   NotAResourceBlock,  // deallocate/prepare/finish of a buffer not made by `allocate`
   Skipped,            // the statement names a buffer or event that the run could not make
   BackendFailed,      // the backend could not do the program's own call (create an event, record, wait, sync)
+  Deadlock,           // host threads were left waiting with no thread able to go on (lock, join, receive)
 };
 
 /// Something that went wrong that is not an HB finding: a resource call
@@ -362,6 +400,9 @@ struct TraceRunOptions {
   /// (check, random, dfs-schedules), or only where the host observes it
   /// (dfs: one run per execution).
   sim::DeviceProgress progress = sim::DeviceProgress::EveryStep;
+  /// Partial-order reduction over the trace's host threads (sleep sets,
+  /// R6): on for DeviceProgress::OnObservation; off to compare (tests).
+  bool sleep_sets = true;
 };
 
 /// Runs `trace` once on the simulator, the schedule chosen by `chooser`

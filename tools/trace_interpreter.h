@@ -13,16 +13,20 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <concepts>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
 
+#include "backend_sim/footprint.h"
 #include "model/backend.h"
 #include "model/budget_resource.h"
 #include "model/launch_recorder.h"
@@ -45,7 +49,6 @@ class TraceInterpreter {
     // The hidden stream of plain `buffer`/`free` (cudaMalloc / cudaFree),
     // created first: trace streams keep the same indexes on every backend.
     legacy_ = b_.add_stream(std::string(kPlainAllocationStream));
-    threads_["main"] = b_.main_host_thread();
     with_protocol(trace_.mutant, [&]<class P>() {
       using Core = Resource<B, P>;
       std::unique_ptr<Core> core;
@@ -60,28 +63,262 @@ class TraceInterpreter {
         run_statements<P>(core.get());
     });
     b_.set_host_thread(b_.main_host_thread());
-    b_.drain();
+    if (!cut_) b_.drain();  // a cut run is not counted: its device need not finish
     return std::move(exec_);
   }
   /// The hidden stream of plain `buffer` / `free` that run() made.
   StreamId plain_alloc_stream() const { return legacy_; }
 
  private:
+  // --- host threads (R6): which thread runs its next statement
+
+  /// A backend that orders host threads itself (the simulator: R6a-R6d in
+  /// its HB state) hands out marks; on others (the GPU, whose host runs the
+  /// statements one after another) a mark is nothing.
+  static constexpr bool kOrdersHosts = requires(B & b) { b.host_release(); };
+  struct NoMark {};
+  static auto mark_type() {
+    if constexpr (kOrdersHosts)
+      return decltype(std::declval<B&>().host_release()){};
+    else
+      return NoMark{};
+  }
+  using Mark = decltype(mark_type());
+  Mark release() {
+    if constexpr (kOrdersHosts)
+      return b_.host_release();
+    else
+      return {};
+  }
+  void acquire(const Mark& m) {
+    if constexpr (kOrdersHosts) b_.host_acquire(m);
+  }
+
+  /// One host thread of the trace: its statements in file order and how far
+  /// it has run.
+  struct HostRun {
+    std::string name;
+    std::vector<const Statement*> statements;
+    std::size_t next = 0;
+    bool started = false;
+    std::optional<typename B::HostThread> handle;
+    std::optional<Mark> start;  // the spawner's release, acquired by the first statement
+    std::optional<Mark> end;    // the release after the last statement, for `join`
+    bool done() const { return next == statements.size(); }
+    const Statement& next_statement() const { return *statements[next]; }
+  };
+  struct MutexState {
+    std::optional<std::size_t> holder;  // index into runs_
+    int locked_line = 0;
+    std::optional<Mark> last_unlock;
+  };
+
+  /// Runs the statements: each step, one thread whose next statement can go
+  /// on runs it. With one thread that is file order; with several, which
+  /// one goes next is a choice (R6) on a backend that makes choices, and
+  /// the first in file order on one that does not. A statement that names a
+  /// buffer, stream or event no thread has made yet waits for it (the
+  /// pointer's hand-off is no ordering: `send`/`receive` orders it).
   template <class P, class R>
   void run_statements(R* resource) {
-    for (const Statement& st : trace_.statements) {
-      const ast::Source& src = source(st);
-      b_.set_host_thread(threads_.at(src.thread));
-      b_.set_op_origin(src.line);
-      if (auto why = missing(st)) {
-        note(src, NoteKind::Skipped, *why);
-        continue;
+    runs_.push_back(HostRun{"main", {}, 0, true, b_.main_host_thread(), std::nullopt, std::nullopt});
+    run_index_["main"] = 0;
+    for (const Statement& st : trace_.statements)
+      if (const auto* decl = std::get_if<ast::ThreadDecl>(&st)) {
+        run_index_[decl->name] = runs_.size();
+        runs_.push_back(HostRun{decl->name, {}, 0, false, std::nullopt, std::nullopt, std::nullopt});
       }
-      std::visit([&](const auto& s) { step<P>(s, resource); }, st);
-      // Labels name what one statement makes; the next one names its own.
-      b_.set_op_label({});
-      b_.set_event_label({});
+    for (const Statement& st : trace_.statements) {
+      runs_.at(run_index_.at(source(st).thread)).statements.push_back(&st);
+      if (const auto* join = std::get_if<ast::Join>(&st)) joined_.insert(join->target);
     }
+    std::optional<std::size_t> last;
+    for (;;) {
+      std::vector<std::size_t> ready;
+      std::size_t with_work = 0;
+      for (std::size_t t = 0; t < runs_.size(); ++t) {
+        with_work += runs_[t].done() ? 0 : 1;
+        if (runs_[t].started && !runs_[t].done() && can_go_on(runs_[t].next_statement())) ready.push_back(t);
+      }
+      if (ready.empty()) {
+        if (with_work > 0) deadlock();
+        return;
+      }
+      std::sort(ready.begin(), ready.end(), [&](std::size_t a, std::size_t b) {
+        return source(runs_[a].next_statement()).line < source(runs_[b].next_statement()).line;
+      });
+      std::size_t pick = 0;
+      if constexpr (requires(std::vector<sim::HostStep> steps) { b_.choose_host_step(steps, true); }) {
+        // Asked at every step once the trace has threads, even with one
+        // thread left: with sleep sets it may be asleep (the run then only
+        // reorders commuting steps of one explored before, and is cut).
+        if (runs_.size() > 1) {
+          std::vector<sim::HostStep> steps;
+          for (std::size_t t : ready)
+            steps.push_back(sim::HostStep{static_cast<std::uint32_t>(t), footprint(runs_[t].next_statement())});
+          pick = b_.choose_host_step(steps, last && ready[0] == *last);
+          if (b_.host_run_cut()) {
+            cut_ = true;
+            return;
+          }
+        }
+      }
+      last = ready[pick];
+      run_next<P>(ready[pick], resource);
+    }
+  }
+
+  template <class P, class R>
+  void run_next(std::size_t t, R* resource) {
+    HostRun& run = runs_[t];
+    const Statement& st = run.next_statement();
+    const ast::Source& src = source(st);
+    b_.set_host_thread(*run.handle);
+    b_.set_op_origin(src.line);
+    if (run.start) acquire(*std::exchange(run.start, std::nullopt));  // R6a
+    current_ = t;
+    if (auto why = missing(st))
+      note(src, NoteKind::Skipped, *why);
+    else
+      std::visit([&](const auto& s) { step<P>(s, resource); }, st);
+    // Labels name what one statement makes; the next one names its own.
+    b_.set_op_label({});
+    b_.set_event_label({});
+    ++run.next;
+    if (run.done() && joined_.contains(run.name)) run.end = release();  // R6b
+  }
+
+  /// Whether `st` can run now: what it waits for is there.
+  bool can_go_on(const Statement& st) const {
+    if (const auto* lock = std::get_if<ast::Lock>(&st))
+      return !mutexes_.contains(lock->mutex) || !mutexes_.at(lock->mutex).holder;
+    if (const auto* join = std::get_if<ast::Join>(&st)) return runs_.at(run_index_.at(join->target)).done();
+    if (const auto* receive = std::get_if<ast::Receive>(&st))
+      return channels_.contains(receive->channel) && !channels_.at(receive->channel).empty();
+    return !unmade_name(st);
+  }
+
+  /// A name `st` uses that no thread has made yet (nor failed to make).
+  std::optional<std::string> unmade_name(const Statement& st) const {
+    std::optional<std::string> out;
+    const auto buffer = [&](const std::string& name) {
+      if (!out && !exec_.buffers().contains(name) && !missing_.contains(name)) out = name;
+    };
+    const auto accesses = [&](const std::vector<AccessList>& lists) {
+      for (const auto& list : lists)
+        for (const auto& r : list.refs) buffer(r.buffer);
+    };
+    std::visit(
+        [&](const auto& s) {
+          using S = std::decay_t<decltype(s)>;
+          if constexpr (requires { s.stream; }) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(s.stream)>, std::string>) {
+              if (!streams_.contains(s.stream)) out = s.stream;
+            } else if (s.stream && !streams_.contains(*s.stream)) {
+              out = *s.stream;
+            }
+          }
+          if constexpr (requires { s.event; })
+            if (!out && !events_.contains(s.event) && !missing_.contains(s.event)) out = s.event;
+          if constexpr (std::is_same_v<S, ast::Copy>)
+            accesses(s.accesses());
+          else if constexpr (requires { s.accesses; })
+            accesses(s.accesses);
+          if constexpr (requires { s.buffer; } && !std::is_same_v<S, ast::Allocate>) buffer(s.buffer);
+        },
+        st);
+    return out;
+  }
+
+  /// What `st` touches (sim/footprint.h), for the partial-order reduction
+  /// over trace threads: two statements of different threads that touch no
+  /// common object (or only read it) run in either order with the same
+  /// outcome. Statements that observe the device (sync, query) or run the
+  /// resource (whose calls query events and move the pool) touch everything.
+  sim::Footprint footprint(const Statement& st) {
+    using sim::Touch;
+    sim::Footprint f;
+    const auto object = [&](std::uint8_t kind, const std::string& name) {
+      const auto [it, fresh] = object_index_.try_emplace(name, static_cast<std::uint32_t>(object_index_.size()));
+      return sim::SharedObject{kind, it->second};
+    };
+    const auto stream_touch = [&](const std::string& name) { f.touch(object(kStreamObject, name), Touch::Write); };
+    const auto buffer_touch = [&](const std::vector<AccessList>& lists) {
+      for (const auto& list : lists)
+        for (const auto& r : list.refs)
+          f.touch(object(kBufferObject, r.buffer), list.access == Access::Read ? Touch::Read : Touch::Write);
+    };
+    const auto pool_op = [&](const std::string& buffer, const std::optional<std::string>& stream) {
+      if (!stream) return f.touch_everything();  // cudaMalloc / cudaFree synchronize the device
+      stream_touch(*stream);
+      f.touch(object(kBufferObject, buffer), Touch::Write);
+      return f.touch(sim::SharedObject{kPoolObject, 0}, Touch::Write);
+    };
+    std::visit(
+        [&](const auto& s) {
+          using S = std::decay_t<decltype(s)>;
+          if constexpr (std::is_same_v<S, ast::StreamDecl> || std::is_same_v<S, ast::EventDecl> ||
+                        std::is_same_v<S, ast::ThreadDecl> || std::is_same_v<S, ast::Spawn>)
+            f.touch(sim::SharedObject{kDeclarationObject, 0}, Touch::Write);  // numbers streams, events, threads
+          else if constexpr (std::is_same_v<S, ast::BufferDecl>)
+            pool_op(s.name, s.stream);
+          else if constexpr (std::is_same_v<S, ast::Free>)
+            pool_op(s.buffer, s.stream);
+          else if constexpr (std::is_same_v<S, ast::Launch>) {
+            stream_touch(s.stream);
+            buffer_touch(s.accesses);
+          } else if constexpr (std::is_same_v<S, ast::Copy>) {
+            stream_touch(s.stream);
+            buffer_touch(s.accesses());
+          } else if constexpr (std::is_same_v<S, ast::Record>) {
+            stream_touch(s.stream);
+            f.touch(object(kEventObject, s.event), Touch::Write);
+          } else if constexpr (std::is_same_v<S, ast::Wait>) {
+            stream_touch(s.stream);
+            f.touch(object(kEventObject, s.event), Touch::Read);
+          } else if constexpr (std::is_same_v<S, ast::Lock> || std::is_same_v<S, ast::Unlock>)
+            f.touch(object(kMutexObject, s.mutex), Touch::Write);
+          else if constexpr (std::is_same_v<S, ast::Send> || std::is_same_v<S, ast::Receive>)
+            f.touch(object(kChannelObject, s.channel), Touch::Write);
+          else if constexpr (std::is_same_v<S, ast::Join> || std::is_same_v<S, ast::MutexDecl> ||
+                             std::is_same_v<S, ast::ChannelDecl> || std::is_same_v<S, ast::PoolSwitch> ||
+                             std::is_same_v<S, ast::ResourceDecl>)
+            ;  // orders only the thread itself, or runs nothing
+          else
+            f.touch_everything();  // sync, query, and every resource call
+        },
+        st);
+    return f;
+  }
+  static constexpr std::uint8_t kStreamObject = 1, kBufferObject = 2, kEventObject = 3, kPoolObject = 4,
+                                kMutexObject = 5, kChannelObject = 6, kDeclarationObject = 7;
+
+  /// No thread can go on, yet some have statements left: a Deadlock note
+  /// saying what each waits for.
+  void deadlock() {
+    std::vector<std::string> waits;
+    int line = 0;
+    for (const HostRun& run : runs_) {
+      if (run.done()) continue;
+      const ast::Source& src = source(run.next_statement());
+      if (line == 0) line = src.line;
+      waits.push_back(fmt::format("{} waits at line {} ({})", run.name, src.line, waiting_for(run)));
+    }
+    std::string message = "deadlock: ";
+    for (std::size_t i = 0; i < waits.size(); ++i) message += (i ? "; " : "") + waits[i];
+    exec_.add_note(Note{line, NoteKind::Deadlock, std::move(message)});
+  }
+  std::string waiting_for(const HostRun& run) const {
+    if (!run.started) return "never spawned";
+    const Statement& st = run.next_statement();
+    if (const auto* lock = std::get_if<ast::Lock>(&st)) {
+      const MutexState& m = mutexes_.at(lock->mutex);
+      return fmt::format("lock {}, held by {} since line {}", lock->mutex, runs_.at(*m.holder).name, m.locked_line);
+    }
+    if (const auto* join = std::get_if<ast::Join>(&st)) return fmt::format("join {}, which does not end", join->target);
+    if (const auto* receive = std::get_if<ast::Receive>(&st))
+      return fmt::format("receive {}: nothing left to receive", receive->channel);
+    return fmt::format("{} is never made", unmade_name(st).value_or("?"));
   }
 
   // --- one step per statement kind
@@ -103,7 +340,51 @@ class TraceInterpreter {
   }
   template <class P, class R>
   void step(const ast::ThreadDecl& st, R*) {
-    threads_[st.name] = b_.add_host_thread();
+    if (!st.starts_at_spawn) start(st.name);  // R6a: the declaring thread's past
+  }
+  template <class P, class R>
+  void step(const ast::Spawn& st, R*) {
+    start(st.target);  // R6a
+  }
+  template <class P, class R>
+  void step(const ast::Join& st, R*) {
+    acquire(*runs_.at(run_index_.at(st.target)).end);  // R6b
+  }
+  template <class P, class R>
+  void step(const ast::Lock& st, R*) {
+    MutexState& m = mutexes_[st.mutex];
+    m.holder = current_;
+    m.locked_line = st.line;
+    if (m.last_unlock) acquire(*m.last_unlock);  // R6c
+  }
+  template <class P, class R>
+  void step(const ast::Unlock& st, R*) {
+    MutexState& m = mutexes_.at(st.mutex);
+    m.holder.reset();
+    m.last_unlock = release();  // R6c
+  }
+  template <class P, class R>
+  void step(const ast::Send& st, R*) {
+    channels_[st.channel].push_back(release());  // R6d
+  }
+  template <class P, class R>
+  void step(const ast::Receive& st, R*) {
+    auto& queue = channels_.at(st.channel);
+    acquire(queue.front());  // R6d: the oldest message not yet received
+    queue.pop_front();
+  }
+  template <class P, class R>
+  void step(const ast::MutexDecl&, R*) {}
+  template <class P, class R>
+  void step(const ast::ChannelDecl&, R*) {}
+
+  /// Starts thread `name`: the current thread releases its past, and the
+  /// new thread's first statement acquires it (R6a).
+  void start(const std::string& name) {
+    HostRun& run = runs_.at(run_index_.at(name));
+    run.handle = b_.add_host_thread();
+    run.start = release();
+    run.started = true;
   }
   template <class P, class R>
   void step(const ast::PoolSwitch&, R*) {}  // applied by the parser (Trace::policy)
@@ -324,7 +605,14 @@ class TraceInterpreter {
   StreamId legacy_{};
   std::map<std::string, StreamId> streams_;
   std::map<std::string, typename B::Event> events_;
-  std::map<std::string, typename B::HostThread> threads_;
+  std::vector<HostRun> runs_;  // main first, then the declared threads in file order
+  std::map<std::string, std::size_t> run_index_;
+  std::set<std::string> joined_;  // threads some `join` waits for
+  std::size_t current_ = 0;       // the thread running the current statement
+  std::map<std::string, MutexState> mutexes_;
+  std::map<std::string, std::deque<Mark>> channels_;
+  std::map<std::string, std::uint32_t> object_index_;  // footprint objects by name
+  bool cut_ = false;                                   // the run was cut (B::host_run_cut)
   std::map<std::string, DeviceBlock> blocks_;
   std::map<std::string, std::string> missing_;  // buffer or event -> why the run has none
 };

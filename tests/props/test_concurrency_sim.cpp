@@ -13,6 +13,7 @@
 #include <string>
 
 #include "props/concurrency_property.h"
+#include "tests/test_scale.h"
 
 namespace streamcheck::props {
 namespace {
@@ -77,24 +78,28 @@ RC_GTEST_PROP(P8, CorrectCoreKeepsP8OnGeneratedPrograms, ()) { check_p8<CorrectP
 // within a preemption bound of 3 (CHESS: at most 3 switches away from a
 // thread that could go on; sleep sets are off under a bound). Without a
 // bound it has more than 1.1 million executions (docs/DESIGN.md "Host
-// threads as choices").
+// threads as choices"). The sanitizer run takes a bound of 2
+// (tests/test_scale.h): 4,033 executions instead of 56,352.
+std::size_t acceptance_bound() { return tests::sanitizer_scale() ? 2 : 3; }
+
 TEST(P8, CorrectCoreExhaustiveTwoThreadsBySixCallsWithinThreePreemptions) {
   P8Options options;
   options.max_runs = 1'000'000;
-  options.preemption_bound = 3;
+  options.preemption_bound = acceptance_bound();
   const P8Result r = explore_concurrent<CorrectProtocol>(two_threads_by_six_calls(), options);
-  std::cout << "2 threads x 6 calls, at most 3 preemptions: " << r.executions << " executions, " << r.sleep_blocked
+  std::cout << "2 threads x 6 calls, at most " << acceptance_bound() << " preemptions: " << r.executions
+            << " executions, " << r.sleep_blocked
             << " sleep-blocked runs, exhaustive: " << (r.exhaustive ? "yes" : "no") << "\n";
   EXPECT_FALSE(r.violation) << *r.violation << "\nschedule " << r.schedule;
   EXPECT_TRUE(r.exhaustive);
-  EXPECT_EQ(r.executions, 56352u);  // every run within the bound, none cut
+  EXPECT_EQ(r.executions, acceptance_bound() == 3 ? 56352u : 4033u);  // every run within the bound, none cut
   EXPECT_EQ(r.sleep_blocked, 0u);
 }
 
 // Every mutant is caught by the acceptance program within the bound too.
 TEST(P8, AcceptanceProgramCatchesEachConcurrencyMutant) {
   P8Options options;
-  options.preemption_bound = 3;
+  options.preemption_bound = acceptance_bound();
   EXPECT_TRUE(explore_concurrent<MutantSet<MutantId::M19>>(two_threads_by_six_calls(), options).violation);
   EXPECT_TRUE(explore_concurrent<MutantSet<MutantId::M20>>(two_threads_by_six_calls(), options).violation);
   EXPECT_TRUE(explore_concurrent<MutantSet<MutantId::M21>>(two_threads_by_six_calls(), options).violation);

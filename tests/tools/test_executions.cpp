@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backend_sim/explorer.h"
+#include "tests/test_scale.h"
 #include "tests/tools/trace_generator.h"
 #include "tools/trace.h"
 #include "tools/trace_check.h"
@@ -238,8 +239,9 @@ TEST(Executions, AreTheOutcomesOfEveryScheduleEachOnceOnFiveHundredGeneratedProg
   // executions give exactly the outcomes its schedules give (so the same
   // findings, notes and query answers), and no outcome twice. Programs with
   // the tracked Resource explore one injected fault per run in every
-  // other program (fault points are observations too).
-  constexpr std::size_t kWanted = 500;
+  // other program (fault points are observations too). The sanitizer run
+  // compares 100 (tests/test_scale.h).
+  const std::size_t kWanted = tests::sanitizer_scale() ? 100 : 500;
   std::size_t compared = 0, seed = 0;
   std::uint64_t schedules = 0, executions = 0;
   while (compared < kWanted && seed < 3 * kWanted) {
