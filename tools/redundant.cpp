@@ -66,11 +66,23 @@ std::vector<RedundantCall> redundant_calls(const Trace& trace, const Execution& 
   return out;
 }
 
-void keep_common(std::vector<RedundantCall>& kept, const std::vector<RedundantCall>& run) {
-  std::erase_if(kept, [&](const RedundantCall& k) {
-    return std::none_of(run.begin(), run.end(),
-                        [&](const RedundantCall& c) { return c.rule == k.rule && c.call.line == k.call.line; });
-  });
+void RedundantInEveryRun::add_run(const std::vector<RedundantCall>& calls, const std::set<int>& executed) {
+  std::set<int> noted;
+  for (const RedundantCall& c : calls) {
+    noted.insert(c.call.line);
+    if (!refuted_.contains(c.call.line)) kept_.try_emplace(c.call.line, c);
+  }
+  for (const int line : executed)
+    if (!noted.contains(line)) {
+      refuted_.insert(line);
+      kept_.erase(line);
+    }
+}
+
+std::vector<RedundantCall> RedundantInEveryRun::calls() const {
+  std::vector<RedundantCall> out;
+  for (const auto& [line, call] : kept_) out.push_back(call);
+  return out;
 }
 
 std::string redundant_label(const RedundantCall& c) {

@@ -4,7 +4,9 @@
 // orders. Warnings only: they never change the verdict or the exit code.
 #pragma once
 
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,9 +31,22 @@ struct RedundantCall {
 /// plain `buffer`) are not the program's to remove and are left out.
 std::vector<RedundantCall> redundant_calls(const Trace& trace, const Execution& run);
 
-/// Keeps the calls of `kept` that `run` has too (same rule, same line): a
-/// call is reported only when it was redundant in every schedule explored.
-void keep_common(std::vector<RedundantCall>& kept, const std::vector<RedundantCall>& run);
+/// The calls redundant in every run explored so far that ran them. A run
+/// that never reaches a line (a host thread left waiting in a deadlock)
+/// says nothing about it; a run that ran it without noting it refutes it for
+/// good.
+class RedundantInEveryRun {
+ public:
+  /// Folds in one run: `calls` are its redundant calls, `executed` the
+  /// lines it ran.
+  void add_run(const std::vector<RedundantCall>& calls, const std::set<int>& executed);
+  /// The calls kept, in line order.
+  std::vector<RedundantCall> calls() const;
+
+ private:
+  std::map<int, RedundantCall> kept_;  // by line
+  std::set<int> refuted_;
+};
 
 /// "redundant wait" or "redundant sync".
 std::string redundant_label(const RedundantCall& c);

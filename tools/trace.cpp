@@ -708,6 +708,13 @@ std::optional<OpOrigin> Execution::log_origin(std::size_t entry) const {
   return std::prev(after)->statement;
 }
 
+std::set<int> Execution::executed_lines() const {
+  std::set<int> out;
+  for (const LogStart& s : log_starts_)
+    if (s.statement.line != 0) out.insert(s.statement.line);
+  return out;
+}
+
 std::vector<NamedBytes> Execution::name_bytes(sim::ByteRange bytes) const {
   struct Held {
     const std::string* name;

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -359,6 +360,9 @@ class Execution {
   /// The statement that made log entry `entry` of the model (a wait, a
   /// sync, ...); nullopt for an entry made before the first statement.
   std::optional<OpOrigin> log_origin(std::size_t entry) const;
+  /// The lines of the statements the run ran (simulator; a statement left
+  /// waiting when the run ended is not among them).
+  std::set<int> executed_lines() const;
 
   // Recording (the interpreter and its drivers).
   void add_note(Note note) { notes_.push_back(std::move(note)); }

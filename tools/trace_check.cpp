@@ -194,11 +194,9 @@ class Collector {
     if (shard && (report_.findings.size() > findings_before || report_.notes.size() > notes_before))
       shard->first_runs.push_back(ShardFirstRun{chooser.run_number(), schedule ? *schedule : schedule_of(chooser)});
     if (auto& redundant = report_.redundant) {
-      // Redundant only when redundant in every schedule run.
-      if (report_.coverage.explored == 1)
-        *redundant = redundant_calls(trace_, run);
-      else
-        keep_common(*redundant, redundant_calls(trace_, run));
+      // Redundant only when redundant in every schedule run that ran it.
+      redundant_runs_.add_run(redundant_calls(trace_, run), run.executed_lines());
+      *redundant = redundant_runs_.calls();
     }
   }
   Report& report() { return report_; }
@@ -266,6 +264,7 @@ class Collector {
   Report report_;
   std::map<Key, std::size_t> index_;
   std::set<std::pair<int, std::string>> notes_seen_;
+  RedundantInEveryRun redundant_runs_;
   std::vector<ChoicePoint> last_choices_;  // of the last run added
   std::vector<QueryAnswer> last_queries_;
 };
