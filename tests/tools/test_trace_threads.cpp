@@ -77,6 +77,16 @@ TEST(TraceThreads, TwoCriticalSectionsHaveTwoExecutions) {
     }
 }
 
+TEST(TraceThreads, CriticalSectionsOnUnrelatedWorkStillHaveTwoExecutions) {
+  // The same with each thread on its own stream and buffer: nothing but
+  // the mutex relates the two critical sections, and two locks of one mutex
+  // never commute (each disables the other), so both orders are explored.
+  const std::string t = kHeader +
+                        "thread t\nmutex M\nlock M\nlaunch k1 on s1 writes A\nunlock M\n"
+                        "@t lock M\n@t launch k2 on s2 writes B\n@t unlock M\n";
+  EXPECT_EQ(executions(t), 2u);
+}
+
 TEST(TraceThreads, AChannelOrdersTheWaitAfterTheRecord) {
   // R6d: main writes A on s1, records E and sends; t receives, makes s2 wait
   // on E and reads A. The receive is ordered after the send, so the wait
