@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace streamcheck::sim {
@@ -26,17 +27,34 @@ namespace streamcheck::sim {
 enum class Touch : std::uint8_t { Read, Accumulate, Write };
 
 /// An object steps can share: a kind the runner names (a stream, an event, a
-/// mutex, ...) and its number among objects of that kind.
+/// mutex, ...) and its number among objects of that kind; for an object with
+/// entries (what a mutex guards: GuardedMap), the entry `key`, or `whole`:
+/// every entry. Two touches meet when they name one object and one entry
+/// (or either names the whole).
 struct SharedObject {
   std::uint8_t kind = 0;
   std::uint32_t index = 0;
+  std::uint64_t key = 0;
+  bool whole = true;
   friend constexpr bool operator==(SharedObject, SharedObject) = default;
+  constexpr bool meets(SharedObject other) const {
+    return kind == other.kind && index == other.index && (whole || other.whole || key == other.key);
+  }
 };
 
 class Footprint {
  public:
   Footprint& touch(SharedObject object, Touch how) {
+    for (const Entry& e : entries_)
+      if (e.object == object && e.how == how) return *this;
     entries_.push_back(Entry{object, how});
+    return *this;
+  }
+  /// Adds what `other` touches (a critical section's footprint is the union
+  /// of its steps').
+  Footprint& merge(const Footprint& other) {
+    everything_ = everything_ || other.everything_;
+    for (const Entry& e : other.entries_) touch(e.object, e.how);
     return *this;
   }
   /// The step may touch anything (a device-wide synchronization, a step the
@@ -52,7 +70,7 @@ class Footprint {
     if ((everything_ && !other.empty()) || (other.everything_ && !empty())) return true;
     for (const Entry& a : entries_)
       for (const Entry& b : other.entries_)
-        if (a.object == b.object && conflict(a.how, b.how)) return true;
+        if (a.object.meets(b.object) && conflict(a.how, b.how)) return true;
     return false;
   }
 
@@ -74,6 +92,11 @@ class Footprint {
 struct HostStep {
   std::uint32_t thread = 0;
   Footprint footprint;
+  /// Lock-aware reduction (HostScheduler::set_lock_aware): the step locks
+  /// the mutex with this number. Two such steps on one mutex are ordered
+  /// only when the critical sections they open conflict
+  /// (Chooser::section_ended), not by the lock itself.
+  std::optional<std::uint32_t> lock;
 };
 
 }  // namespace streamcheck::sim

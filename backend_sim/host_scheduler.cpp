@@ -51,6 +51,10 @@ struct HostScheduler::Fiber {
   std::unique_ptr<char[]> stack;  // none for run()'s own context
   std::size_t stack_size = 0;
   Pending pending;
+  /// The HostStep choice (its place among the run's choices) that chose the
+  /// pending step; none when it was forced.
+  std::optional<std::size_t> pending_choice;
+  std::vector<Section> sections;  // innermost last (lock-aware runs)
   bool done = false;
 #if defined(STREAMCHECK_ASAN_FIBERS)
   void* fake_stack = nullptr;
@@ -170,6 +174,15 @@ void HostScheduler::run(std::vector<Body> bodies) {
   while (!abandoned_) {
     const auto next = choose_next();
     if (!next) break;
+    if (lock_aware_) {
+      // The step about to run belongs to every critical section its thread
+      // is in (a lock step: the sections around the one it opens).
+      Fiber& f = *fibers_[*next];
+      Footprint fp = f.pending.kind == Pending::Kind::Step ? f.pending.footprint : Footprint{};
+      if (f.pending.kind == Pending::Kind::Lock)
+        fp.touch(SharedObject{shared::kMutex, object_index(f.pending.mutex)}, Touch::Write);
+      for (Section& section : f.sections) section.footprint.merge(fp);
+    }
     resume(*next);
   }
   // Abandoned (a failure, or a sleep-blocked run): every thread not yet
@@ -203,8 +216,12 @@ std::optional<std::uint32_t> HostScheduler::choose_next() {
   auto offer = [&](std::uint32_t t) {
     const Pending& p = fibers_[t]->pending;
     Footprint fp = p.kind == Pending::Kind::Step ? p.footprint : Footprint{};
-    if (p.kind == Pending::Kind::Lock) fp.touch(SharedObject{shared::kMutex, object_index(p.mutex)}, Touch::Write);
-    steps.push_back(HostStep{t, std::move(fp)});
+    std::optional<std::uint32_t> lock;
+    if (p.kind == Pending::Kind::Lock) {
+      fp.touch(SharedObject{shared::kMutex, object_index(p.mutex)}, Touch::Write);
+      if (lock_aware_) lock = object_index(p.mutex);
+    }
+    steps.push_back(HostStep{t, std::move(fp), lock});
     who.push_back(t);
   };
   // The thread that stepped last is offered first; the first choice (who
@@ -223,7 +240,10 @@ std::optional<std::uint32_t> HostScheduler::choose_next() {
     return std::nullopt;
   }
   try {
+    const std::size_t choices_before = chooser_.taken().size();
     const std::uint32_t next = who[chooser_.choose_host_step(steps, first_continues)];
+    fibers_[next]->pending_choice.reset();
+    if (chooser_.taken().size() > choices_before) fibers_[next]->pending_choice = choices_before;
     if (chooser_.sleep_blocked()) {
       // Every run from here only reorders commuting steps of one explored
       // before: stop it.
@@ -248,7 +268,31 @@ void HostScheduler::point(Pending pending) {
   // Steps may be reached from destructors and may not throw; a lock unwinds
   // the body once the run is abandoned.
   if (abandoned_ && kind == Pending::Kind::Lock && std::uncaught_exceptions() == 0) throw HostRunAbandoned{};
-  if (kind == Pending::Kind::Lock) owner_of_[mutex] = running_;
+  if (kind == Pending::Kind::Lock) {
+    owner_of_[mutex] = running_;
+    open_section(mutex);
+  }
+}
+
+void HostScheduler::open_section(const void* mutex) {
+  if (!lock_aware_) return;
+  Fiber& f = *fibers_[running_];
+  f.sections.push_back(Section{mutex, f.pending_choice, {}});
+}
+
+void HostScheduler::note_guarded_keyed(const void* mutex) {
+  if (!lock_aware_ || abandoned_) return;
+  for (Section& section : fibers_[running_]->sections) section.told = section.told || section.mutex == mutex;
+}
+
+void HostScheduler::note_guarded(const void* mutex, std::uint64_t key, bool whole, bool write) {
+  if (!lock_aware_ || abandoned_) return;
+  // Every section the thread is in takes it: the outer ones cover the inner.
+  const SharedObject entry{shared::kGuarded, object_index(mutex), whole ? 0 : key, whole};
+  for (Section& section : fibers_[running_]->sections) {
+    section.footprint.touch(entry, write ? Touch::Write : Touch::Read);
+    section.told = section.told || section.mutex == mutex;
+  }
 }
 
 void HostScheduler::step(Footprint footprint) { point(Pending{Pending::Kind::Step, nullptr, std::move(footprint)}); }
@@ -264,6 +308,8 @@ bool HostScheduler::try_lock(const void* mutex) {
   step(Footprint().touch(SharedObject{shared::kMutex, object_index(mutex)}, Touch::Write));
   if (owner_of_.contains(mutex)) return false;
   owner_of_[mutex] = running_;
+  fibers_[running_]->pending_choice.reset();  // a try_lock's section has no lock step of its own
+  open_section(mutex);
   return true;
 }
 
@@ -271,7 +317,23 @@ bool HostScheduler::try_lock(const void* mutex) {
 // thread's last point. Only threads waiting for the mutex can tell, and
 // they are disabled (not asleep) until it is free; what the thread does
 // after the unlock and before its next point is thread-local.
-void HostScheduler::unlock(const void* mutex) { owner_of_.erase(mutex); }
+void HostScheduler::unlock(const void* mutex) {
+  owner_of_.erase(mutex);
+  if (!lock_aware_) return;
+  auto& sections = fibers_[running_]->sections;
+  for (auto it = sections.rbegin(); it != sections.rend(); ++it) {
+    if (it->mutex != mutex) continue;
+    Section done = std::move(*it);
+    sections.erase(std::next(it).base());
+    if (!done.told) {
+      const SharedObject all{shared::kGuarded, object_index(mutex)};
+      done.footprint.touch(all, Touch::Write);
+      for (Section& outer : sections) outer.footprint.touch(all, Touch::Write);
+    }
+    if (!abandoned_) chooser_.section_ended(running_, object_index(mutex), done.footprint, done.choice);
+    return;
+  }
+}
 
 std::string HostScheduler::deadlock_message() const {
   std::string out = "deadlock: no host thread can step:";

@@ -51,6 +51,9 @@ inline constexpr std::uint8_t kPool = 5;
 /// The table of event handles: creating and destroying events only draws
 /// and returns handles, whose numbers nothing checked depends on.
 inline constexpr std::uint8_t kEventTable = 6;
+/// What a mutex guards (index: the mutex's number), entry by entry as the
+/// critical section says (GuardedMap, tell_guarded_touch).
+inline constexpr std::uint8_t kGuarded = 7;
 }  // namespace shared
 
 /// Thrown from a scheduling point into a body when the run is abandoned
@@ -93,6 +96,19 @@ class HostScheduler {
   /// A stable number for a mutex or atomic, in order of first use.
   std::uint32_t object_index(const void* address);
 
+  /// Lock-aware reduction (R6, P8): two lock steps of one mutex are not
+  /// ordered by the mutex itself but by what their critical sections touch.
+  /// Each critical section's footprint -- the union of its steps' and of the
+  /// guarded entries it says it touches (SchedMutex::note_guarded) -- goes
+  /// to Chooser::section_ended when it unlocks. Set before run().
+  void set_lock_aware(bool on) { lock_aware_ = on; }
+  /// What the running thread's critical sections touch in what `mutex`
+  /// guards: entry `key`, or `whole`.
+  void note_guarded(const void* mutex, std::uint64_t key, bool whole, bool write);
+  /// The running thread's critical section on `mutex` says entry by entry
+  /// what it touches: one that then says nothing touched nothing guarded.
+  void note_guarded_keyed(const void* mutex);
+
   /// The run was stopped at a sleep-blocked choice (Chooser::sleep_blocked):
   /// the bodies were unwound early, and their state means nothing.
   bool cut() const { return cut_; }
@@ -104,6 +120,18 @@ class HostScheduler {
     Footprint footprint;
   };
   struct Fiber;
+  /// A critical section a thread is in (lock-aware runs): the mutex, the
+  /// HostStep choice that chose its lock step (none when forced), and what
+  /// it has touched so far.
+  struct Section {
+    const void* mutex = nullptr;
+    std::optional<std::size_t> choice;
+    Footprint footprint;
+    /// Whether the section said what it touched of what `mutex` guards; one
+    /// that said nothing (a bare lock_guard) is taken as writing all of it.
+    bool told = false;
+  };
+  void open_section(const void* mutex);
 
   static void fiber_entry();
   void point(Pending pending);
@@ -127,6 +155,7 @@ class HostScheduler {
   bool chosen_before_ = false;
   bool abandoned_ = false;
   bool cut_ = false;
+  bool lock_aware_ = false;
   std::exception_ptr failure_;
   std::map<const void*, std::uint32_t> owner_of_;  // mutex -> the thread holding it
   std::map<const void*, std::uint32_t> objects_;
@@ -151,6 +180,15 @@ class SchedMutex {
       s->unlock(this);
     else
       plain_.unlock();
+  }
+  /// What the critical section touches of what this mutex guards (GuardedMap
+  /// says it through tell_guarded_touch): lock-aware reduction's data.
+  void note_guarded(std::uint64_t key, bool whole, bool write) {
+    if (auto* s = HostScheduler::current()) s->note_guarded(this, key, whole, write);
+  }
+  /// The critical section says entry by entry what it touches (GuardedMap).
+  void note_guarded_keyed() {
+    if (auto* s = HostScheduler::current()) s->note_guarded_keyed(this);
   }
 
  private:

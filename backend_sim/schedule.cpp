@@ -239,8 +239,22 @@ std::uint32_t Chooser::choose_host_step(const std::vector<HostStep>& steps, bool
   // for a class of equivalent runs may need more preemptions than the bound
   // allows, while the equivalent run within it is the one pruned.
   const bool sleeping = sleep_sets_ && enumerates() && !preemption_bound_;
+  if (sleeping) {
+    // Lock-aware: a thread asleep before a lock wakes as soon as another
+    // thread could take a step its critical section conflicts with. Kept
+    // asleep, such a step could land inside that section (after the
+    // sleeper's lock, between two of its steps), an order the sibling run
+    // that locked first cannot reach; awake, the lock is tried here.
+    std::erase_if(sleep_, [&](const Sleeper& s) {
+      if (!s.step.lock) return false;
+      if (!s.section) return true;
+      return std::any_of(steps.begin(), steps.end(), [&](const HostStep& o) {
+        return o.thread != s.step.thread && o.footprint.conflicts_with(*s.section);
+      });
+    });
+  }
   auto is_sleeping = [&](std::uint32_t thread) {
-    return std::any_of(sleep_.begin(), sleep_.end(), [&](const HostStep& s) { return s.thread == thread; });
+    return std::any_of(sleep_.begin(), sleep_.end(), [&](const Sleeper& s) { return s.step.thread == thread; });
   };
   std::uint64_t asleep = 0;
   bool all_asleep = sleeping;
@@ -254,23 +268,44 @@ std::uint32_t Chooser::choose_host_step(const std::vector<HostStep>& steps, bool
   if (all_asleep && !blocked_at_) blocked_at_ = taken_.size();
   if (blocked_at_) asleep = 0;
   std::uint32_t taken = 0;
+  const std::size_t choice = taken_.size();
   if (options >= 2) taken = record(ChoiceKind::HostStep, options, pick_host_step(options, asleep), asleep);
   if (first_continues && taken != 0) ++preemptions_;
   if (sleeping && !blocked_at_) {
     // Sleep set of the child: the sleeping steps and the siblings explored
     // before this one (the lower options), less those the step taken
-    // conflicts with (they may now lead somewhere new).
+    // may lead somewhere new for.
     const HostStep& chosen = steps[taken];
-    std::vector<HostStep> next;
-    auto keep = [&](const HostStep& s) {
-      if (s.thread != chosen.thread && !s.footprint.conflicts_with(chosen.footprint)) next.push_back(s);
-    };
-    for (const HostStep& s : sleep_) keep(s);
-    for (std::uint32_t i = 0; i < taken; ++i)
-      if (!is_asleep(asleep, i)) keep(steps[i]);
+    std::vector<Sleeper> next;
+    for (Sleeper& s : sleep_)
+      if (s.step.thread != chosen.thread && !wakes(chosen, s)) next.push_back(std::move(s));
+    for (std::uint32_t i = 0; i < taken; ++i) {
+      if (is_asleep(asleep, i)) continue;
+      Sleeper s{steps[i], std::nullopt};
+      if (s.step.lock)
+        if (const Footprint* section = explored_section(choice, i)) s.section = *section;
+      if (!wakes(chosen, s)) next.push_back(std::move(s));
+    }
     sleep_ = std::move(next);
   }
   return taken;
+}
+
+bool Chooser::wakes(const HostStep& step, const Sleeper& sleeper) {
+  if (!sleeper.step.lock) return step.footprint.conflicts_with(sleeper.step.footprint);
+  // A lock of the same mutex: decided when its section ends (section_ended),
+  // by what the two sections touch; until then the sleeper cannot step.
+  if (step.lock == sleeper.step.lock) return false;
+  if (!sleeper.section) return true;
+  return step.footprint.conflicts_with(sleeper.step.footprint) || step.footprint.conflicts_with(*sleeper.section);
+}
+
+void Chooser::section_ended(std::uint32_t thread, std::uint32_t mutex, const Footprint& section,
+                            std::optional<std::size_t> choice) {
+  if (choice) sections_.emplace_back(*choice, section);
+  std::erase_if(sleep_, [&](const Sleeper& s) {
+    return s.step.lock == mutex && s.step.thread != thread && (!s.section || s.section->conflicts_with(section));
+  });
 }
 
 void Chooser::set_shard(Shard shard) {
@@ -405,8 +440,15 @@ std::uint32_t DfsEnumerator::RunChooser::pick_host_step(std::uint32_t options, s
   return 0;
 }
 
+const Footprint* DfsEnumerator::RunChooser::explored_section(std::size_t choice, std::uint32_t option) const {
+  if (!owner_ || choice >= owner_->sections_.size()) return nullptr;
+  for (const auto& [explored, section] : owner_->sections_[choice])
+    if (explored == option) return &section;
+  return nullptr;
+}
+
 DfsEnumerator::RunChooser DfsEnumerator::next_run() const {
-  RunChooser run(prefix_);
+  RunChooser run(prefix_, this);
   if (shard_.count > 1) run.set_shard(shard_);
   return run;
 }
@@ -414,6 +456,19 @@ DfsEnumerator::RunChooser DfsEnumerator::next_run() const {
 bool DfsEnumerator::finished(const Chooser& run) {
   ++explored_;
   const auto& taken = run.taken();
+  // Keep what each lock step's critical section touched, per choice and
+  // option, for the sleep sets of later siblings (lock-aware reduction).
+  for (const auto& [choice, section] : run.sections()) {
+    if (choice >= taken.size()) continue;
+    if (sections_.size() <= choice) sections_.resize(choice + 1);
+    auto& explored = sections_[choice];
+    auto it =
+        std::find_if(explored.begin(), explored.end(), [&](const auto& e) { return e.first == taken[choice].taken; });
+    if (it == explored.end())
+      explored.emplace_back(taken[choice].taken, section);
+    else
+      it->second.merge(section);
+  }
   const bool split = shard_.count > 1;
   const std::vector<ShardSet> owners = split ? owners_along(taken, shard_.count) : std::vector<ShardSet>{};
   // Backtrack to the deepest choice with an untried alternative that the
@@ -426,6 +481,8 @@ bool DfsEnumerator::finished(const Chooser& run) {
       prefix_.clear();
       for (std::size_t j = 0; j < i; ++j) prefix_.push_back(taken[j].taken);
       prefix_.push_back(option);
+      // Choices below i are made anew: their sections no longer apply.
+      if (sections_.size() > i + 1) sections_.resize(i + 1);
       return true;
     }
   }

@@ -176,6 +176,17 @@ class Chooser {
   /// (DeviceProgress::OnObservation): a device step between two host steps
   /// does not commute with what footprints say.
   void enable_sleep_sets() { sleep_sets_ = true; }
+  /// Lock-aware reduction (HostStep::lock): the critical section that
+  /// `thread` opened on mutex `mutex` has ended, having touched `section`.
+  /// A thread asleep before a lock of the same mutex wakes when its own
+  /// section (known from the sibling run that took it) conflicts with this
+  /// one. `choice`: the HostStep choice that chose the lock step, whose
+  /// section an enumerating chooser keeps for later siblings (sections()).
+  void section_ended(std::uint32_t thread, std::uint32_t mutex, const Footprint& section,
+                     std::optional<std::size_t> choice);
+  /// The critical sections this run opened by a recorded HostStep choice:
+  /// (the choice's place, what the section touched).
+  const std::vector<std::pair<std::size_t, Footprint>>& sections() const { return sections_; }
   /// The run reached a host step where every thread that could step was
   /// asleep: every run of this subtree is equivalent to one explored
   /// elsewhere. Such a run is not counted(); its runner may stop early.
@@ -239,13 +250,31 @@ class Chooser {
   /// Choosers that enumerate (DFS, trying the options of a choice in
   /// order) keep sleep sets.
   virtual bool enumerates() const { return false; }
+  /// What the critical section opened by option `option` of choice number
+  /// `choice` touched, in every run of that option's subtree explored before
+  /// (lock-aware reduction); null when unknown (taken as touching all).
+  virtual const Footprint* explored_section(std::size_t choice, std::uint32_t option) const {
+    (void)choice;
+    (void)option;
+    return nullptr;
+  }
 
  private:
   std::uint32_t record(ChoiceKind kind, std::uint32_t options, std::uint32_t taken, std::uint64_t asleep);
 
   std::vector<Choice> taken_;
   bool sleep_sets_ = false;
-  std::vector<HostStep> sleep_;            // threads asleep, with the step each would take
+  /// A thread asleep, with the step it would take and, for a lock step
+  /// (HostStep::lock), what the critical section it opens touches (none:
+  /// unknown, taken as everything).
+  struct Sleeper {
+    HostStep step;
+    std::optional<Footprint> section;
+  };
+  /// Whether running `step` may lead somewhere new for `sleeper` (wakes it).
+  static bool wakes(const HostStep& step, const Sleeper& sleeper);
+  std::vector<Sleeper> sleep_;
+  std::vector<std::pair<std::size_t, Footprint>> sections_;
   std::optional<std::size_t> blocked_at_;  // taken_.size() when the run was sleep-blocked
   std::optional<std::uint32_t> preemption_bound_;
   std::uint32_t preemptions_ = 0;
@@ -371,15 +400,20 @@ class DfsEnumerator {
   explicit DfsEnumerator(Shard shard = {}) : shard_(shard) {}
   class RunChooser final : public Chooser {
    public:
-    explicit RunChooser(std::vector<std::uint32_t> prefix) : prefix_(std::move(prefix)) {}
+    /// `owner`: the enumerator whose explored sections the sleep sets read
+    /// (none: sections unknown).
+    explicit RunChooser(std::vector<std::uint32_t> prefix, const DfsEnumerator* owner = nullptr)
+        : prefix_(std::move(prefix)), owner_(owner) {}
 
    protected:
     std::uint32_t pick(ChoiceKind kind, std::uint32_t options) override;
     std::uint32_t pick_host_step(std::uint32_t options, std::uint64_t asleep) override;
     bool enumerates() const override { return true; }
+    const Footprint* explored_section(std::size_t choice, std::uint32_t option) const override;
 
    private:
     std::vector<std::uint32_t> prefix_;
+    const DfsEnumerator* owner_;
     std::size_t next_ = 0;
   };
 
@@ -393,6 +427,10 @@ class DfsEnumerator {
  private:
   Shard shard_;
   std::vector<std::uint32_t> prefix_;
+  /// Per choice along the prefix: the critical sections its explored
+  /// options opened (lock-aware reduction), each the union over the runs of
+  /// that option's subtree.
+  std::vector<std::vector<std::pair<std::uint32_t, Footprint>>> sections_;
   bool done_ = false;
   std::size_t explored_ = 0;
 };

@@ -6,10 +6,35 @@
 // behind Guarded, `lock()` is the one way to it, so code that forgets the
 // lock does not compile. What is done between two locks (a re-validation
 // after an unlocked window) is still the properties' job, and P8's.
+//
+// What a critical section touches is told to mutexes that listen (the
+// simulator's SchedMutex), for lock-aware partial-order reduction (R6, P8):
+// two critical sections of one mutex that touch disjoint parts of what it
+// guards need not be explored in both orders. Guarded::lock() tells "the
+// whole value" (written, or read through a const Guarded); GuardedMap tells
+// the entry each call touches. Other mutexes (std::mutex) hear nothing.
+#include <concepts>
+#include <cstdint>
+#include <functional>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 
 namespace streamcheck {
+
+/// Tells `mutex`, when it listens, that the critical section it guards
+/// touches entry `key` (or, `whole`, everything it guards), reading or
+/// writing it.
+template <class Mutex>
+void tell_guarded_touch(Mutex& mutex, std::uint64_t key, bool whole, bool write) {
+  if constexpr (requires { mutex.note_guarded(key, whole, write); }) mutex.note_guarded(key, whole, write);
+}
+/// Tells `mutex`, when it listens, that this critical section says entry by
+/// entry what it touches (a section that says nothing touched nothing).
+template <class Mutex>
+void tell_guarded_keyed(Mutex& mutex) {
+  if constexpr (requires { mutex.note_guarded_keyed(); }) mutex.note_guarded_keyed();
+}
 
 template <class T, class Mutex>
 class Guarded {
@@ -25,7 +50,9 @@ class Guarded {
 
    private:
     friend class Guarded;
-    Locked(Mutex& mutex, Value& value) : lock_(mutex), value_(&value) {}
+    Locked(Mutex& mutex, Value& value) : lock_(mutex), value_(&value) {
+      tell_guarded_touch(mutex, 0, true, !std::is_const_v<Value>);
+    }
     std::lock_guard<Mutex> lock_;
     Value* value_;
   };
@@ -35,12 +62,112 @@ class Guarded {
   Guarded(const Guarded&) = delete;
   Guarded& operator=(const Guarded&) = delete;
 
+  /// Touches the whole value: a write, or a read through a const Guarded.
   Locked<T> lock() { return Locked<T>(mutex_, value_); }
   Locked<const T> lock() const { return Locked<const T>(mutex_, value_); }
 
  private:
   mutable Mutex mutex_;
   T value_;
+};
+
+/// A map reachable only with its mutex held, through calls that each say
+/// which entry they touch (tell_guarded_touch): a critical section over one
+/// block's entry then commutes with one over another block's, for the
+/// simulator's lock-aware exploration. There is no raw access to the map
+/// except whole-map calls, which say so; a call that says too little would
+/// make that exploration unsound.
+template <class Map, class Mutex>
+class GuardedMap {
+ public:
+  using key_type = typename Map::key_type;
+
+  /// The map locked for as long as this lives; `M` is Map or const Map.
+  template <class M>
+  class Access {
+    static constexpr bool kWritable = !std::is_const_v<M>;
+
+   public:
+    using iterator = std::conditional_t<kWritable, typename Map::iterator, typename Map::const_iterator>;
+    using const_iterator = typename Map::const_iterator;
+
+    Access(const Access&) = delete;
+    Access& operator=(const Access&) = delete;
+
+    const_iterator find(const key_type& key) const {
+      tell(key, false);
+      return map_->find(key);
+    }
+    /// find, for a caller that changes the entry (or erases it).
+    iterator find_for_update(const key_type& key) const requires kWritable {
+      tell(key, true);
+      return map_->find(key);
+    }
+    bool contains(const key_type& key) const {
+      tell(key, false);
+      return map_->contains(key);
+    }
+    const_iterator end() const { return map_->cend(); }
+    template <class... Args>
+    auto try_emplace(const key_type& key, Args&&... args) const requires kWritable {
+      tell(key, true);
+      return map_->try_emplace(key, std::forward<Args>(args)...);
+    }
+    template <class V>
+    auto insert_or_assign(const key_type& key, V&& value) const requires kWritable {
+      tell(key, true);
+      return map_->insert_or_assign(key, std::forward<V>(value));
+    }
+    auto& operator[](const key_type& key) const requires kWritable {
+      tell(key, true);
+      return (*map_)[key];
+    }
+    /// Erases at an iterator from find_for_update (that call told the key).
+    void erase(iterator it) const requires kWritable { map_->erase(it); }
+    std::size_t size() const {
+      tell_whole(false);
+      return map_->size();
+    }
+    /// The whole map, read (to iterate or copy it).
+    const Map& all() const {
+      tell_whole(false);
+      return *map_;
+    }
+    /// The whole map, to change as a whole (swap, clear).
+    Map& all_for_update() const requires kWritable {
+      tell_whole(true);
+      return *map_;
+    }
+
+   private:
+    friend class GuardedMap;
+    Access(Mutex& mutex, M& map) : lock_(mutex), mutex_(&mutex), map_(&map) { tell_guarded_keyed(mutex); }
+    static std::uint64_t key_bits(const key_type& key) {
+      if constexpr (std::integral<key_type>)
+        return static_cast<std::uint64_t>(key);
+      else if constexpr (requires { key.value; })
+        return static_cast<std::uint64_t>(key.value);
+      else
+        return std::hash<key_type>{}(key);
+    }
+    void tell(const key_type& key, bool write) const { tell_guarded_touch(*mutex_, key_bits(key), false, write); }
+    void tell_whole(bool write) const { tell_guarded_touch(*mutex_, 0, true, write); }
+
+    std::lock_guard<Mutex> lock_;
+    Mutex* mutex_;
+    M* map_;
+  };
+
+  GuardedMap() = default;
+  GuardedMap(const GuardedMap&) = delete;
+  GuardedMap& operator=(const GuardedMap&) = delete;
+
+  Access<Map> lock() { return Access<Map>(mutex_, map_); }
+  Access<const Map> lock() const { return Access<const Map>(mutex_, map_); }
+
+ private:
+  mutable Mutex mutex_;
+  Map map_;
 };
 
 }  // namespace streamcheck

@@ -113,11 +113,14 @@ class Resource {
 
   B& backend_;
   const std::uint32_t device_ordinal_;
-  Guarded<std::unordered_map<std::uint64_t, LiveEntry>, Mutex> live_;
+  // Keyed (GuardedMap): a critical section says which block it touches, so
+  // the simulator's lock-aware exploration (P8) need not order sections on
+  // different blocks.
+  GuardedMap<std::unordered_map<std::uint64_t, LiveEntry>, Mutex> live_;
   typename B::template Atomic<std::size_t> live_bytes_{0};
   typename B::template Atomic<std::size_t> pending_bytes_{0};
   // Ordered by stream id so reap visits streams in a reproducible order.
-  Guarded<std::map<StreamId, std::size_t>, Mutex> pending_per_stream_;
+  GuardedMap<std::map<StreamId, std::size_t>, Mutex> pending_per_stream_;
 };
 
 template <Backend B, class P>
@@ -131,7 +134,7 @@ Result<DeviceBlock> Resource<B, P>::allocate(std::size_t bytes, StreamId stream,
     // The backend handed out an address we still track (a driver bug):
     // refuse before anything else, and never free it, which would release
     // the live block there (P5). M13 goes on and overwrites its entry.
-    if (live_.lock()->contains(ptr.value())) return collision(ptr.value());
+    if (live_.lock().contains(ptr.value())) return collision(ptr.value());
   }
 
   // Undo the allocation on any later failure, so that a failed allocate
@@ -160,8 +163,8 @@ Result<DeviceBlock> Resource<B, P>::allocate(std::size_t bytes, StreamId stream,
   const Generation generation = Generation::next();
   LiveEntry entry{generation, bytes, std::move(ready), {}};
   if constexpr (P::has(MutantId::M13)) {
-    live->insert_or_assign(ptr.value(), std::move(entry));
-  } else if (!live->try_emplace(ptr.value(), std::move(entry)).second) {
+    live.insert_or_assign(ptr.value(), std::move(entry));
+  } else if (!live.try_emplace(ptr.value(), std::move(entry)).second) {
     // Another host thread was handed the same address since the check above.
     return collision(ptr.value());
   }
@@ -196,8 +199,8 @@ Status Resource<B, P>::prepare_block_use(BlockId id, StreamId use_stream, Access
   auto s = resolve("prepare_block_use", use_stream);
   if (!s) return s.error();
   auto live = live_.lock();
-  auto it = live->find(id.ptr);
-  if (it == live->end() || it->second.generation != id.generation) return ResourceError::use_after_free(id.generation);
+  auto it = live.find(id.ptr);
+  if (it == live.end() || it->second.generation != id.generation) return ResourceError::use_after_free(id.generation);
   // P-read: every access waits on last_write (M2: a read skips it).
   const bool wait_last_write = !(P::has(MutantId::M2) && access == Access::Read);
   // P-write: a writing access also waits on every outstanding read (M1 skips).
@@ -214,9 +217,8 @@ Status Resource<B, P>::finish_block_use(BlockId id, StreamId use_stream, Access 
   {
     // Validate before creating an event we would only have to give back.
     auto live = live_.lock();
-    auto it = live->find(id.ptr);
-    if (it == live->end() || it->second.generation != id.generation)
-      return ResourceError::use_after_free(id.generation);
+    auto it = live.find(id.ptr);
+    if (it == live.end() || it->second.generation != id.generation) return ResourceError::use_after_free(id.generation);
   }
   // Record outside the lock: the driver call may block.
   auto ev = backend_.create_event();
@@ -225,12 +227,12 @@ Status Resource<B, P>::finish_block_use(BlockId id, StreamId use_stream, Access 
   if (!rec) return ResourceError::driver_caused_by(where("finish_block_use") + ": record event", rec.error());
 
   auto live = live_.lock();
-  auto it = live->find(id.ptr);
+  auto it = live.find_for_update(id.ptr);
   // Re-validate: a racing deallocate may have removed the entry, and a
   // racing allocate may have put a new block at the same address (P5); the
   // event is then released when `ev` goes out of scope. M15 checks the
   // address only.
-  const bool same_block = it != live->end() && (P::has(MutantId::M15) || it->second.generation == id.generation);
+  const bool same_block = it != live.end() && (P::has(MutantId::M15) || it->second.generation == id.generation);
   if (!same_block) return ResourceError::use_after_free(id.generation);
   LiveEntry& entry = it->second;
   if (writes(access)) {
@@ -276,19 +278,19 @@ Status Resource<B, P>::deallocate(const DeviceBlock& block) {
     // takes whatever entry is at the address, and frees it even when a
     // concurrent deallocate already did.
     auto live = live_.lock();
-    auto it = live->find(block.ptr);
-    if (it == live->end() || it->second.generation != block.generation)
+    auto it = live.find(block.ptr);
+    if (it == live.end() || it->second.generation != block.generation)
       return ResourceError::use_after_free(block.generation);
   }
   {
     auto live = live_.lock();
-    auto it = live->find(block.ptr);
-    const bool found = it != live->end() && (P::has(MutantId::M21) || it->second.generation == block.generation);
+    auto it = live.find_for_update(block.ptr);
+    const bool found = it != live.end() && (P::has(MutantId::M21) || it->second.generation == block.generation);
     if (!found && !P::has(MutantId::M21)) return ResourceError::use_after_free(block.generation);
     if constexpr (P::has(MutantId::M10)) {
       // Removes the entry before the waits are known to have succeeded.
       retired.emplace(std::move(it->second));
-      live->erase(it);
+      live.erase(it);
     }
     if (found) {
       const LiveEntry& entry = retired ? *retired : it->second;
@@ -302,7 +304,7 @@ Status Resource<B, P>::deallocate(const DeviceBlock& block) {
     if (!freed) return ResourceError::driver_caused_by(where("deallocate") + ": free_async", freed.error());
     if (found && !retired) {
       retired.emplace(std::move(it->second));
-      live->erase(it);
+      live.erase(it);
     }
     const std::size_t bytes = retired ? retired->bytes : block.bytes;
     // Move the bytes from live to pending, the per-stream tally and the
@@ -310,7 +312,7 @@ Status Resource<B, P>::deallocate(const DeviceBlock& block) {
     // sees both or neither (M19 updates the total after the locks).
     live_bytes_.fetch_sub(bytes);
     auto pending = pending_per_stream_.lock();
-    (*pending)[block.alloc_stream] += bytes;
+    pending[block.alloc_stream] += bytes;
     if constexpr (!P::has(MutantId::M19)) pending_bytes_.fetch_add(bytes);
   }
   if constexpr (P::has(MutantId::M19)) pending_bytes_.store(pending_bytes_.load() + block.bytes);
@@ -323,10 +325,10 @@ template <Backend B, class P>
 Status Resource<B, P>::reap_pending() {
   std::map<StreamId, std::size_t> drained;
   if constexpr (P::has(MutantId::M20)) {
-    drained = *pending_per_stream_.lock();
-    pending_per_stream_.lock()->clear();
+    drained = pending_per_stream_.lock().all();
+    pending_per_stream_.lock().all_for_update().clear();
   } else {
-    drained.swap(*pending_per_stream_.lock());
+    drained.swap(pending_per_stream_.lock().all_for_update());
   }
   if (drained.empty()) return {};
   std::size_t synced = 0;
@@ -351,7 +353,7 @@ Status Resource<B, P>::reap_pending() {
     break;
   }
   auto pending = pending_per_stream_.lock();
-  for (const auto& [stream, bytes] : unsynced) (*pending)[stream] += bytes;
+  for (const auto& [stream, bytes] : unsynced) pending[stream] += bytes;
   if constexpr (P::has(MutantId::M7)) {
     pending_bytes_.store(0);
   } else {
@@ -367,21 +369,21 @@ template <Backend B, class P>
 std::size_t Resource<B, P>::pending_per_stream_total() const {
   auto pending = pending_per_stream_.lock();
   std::size_t total = 0;
-  for (const auto& [stream, bytes] : *pending) total += bytes;
+  for (const auto& [stream, bytes] : pending.all()) total += bytes;
   return total;
 }
 
 template <Backend B, class P>
 std::optional<std::size_t> Resource<B, P>::pending_use_event_count(std::uint64_t ptr) const {
   auto live = live_.lock();
-  auto it = live->find(ptr);
-  if (it == live->end()) return std::nullopt;
+  auto it = live.find(ptr);
+  if (it == live.end()) return std::nullopt;
   return it->second.reads.size() + (it->second.last_write ? 1 : 0);
 }
 
 template <Backend B, class P>
 std::size_t Resource<B, P>::live_block_count() const {
-  return live_.lock()->size();
+  return live_.lock().size();
 }
 
 // Resource is a MemoryResource over any Backend (checked over the archetype,

@@ -20,7 +20,10 @@
 //       freed first); a driver error means the core broke its own protocol.
 // Exploration is depth-first over executions: the device progresses only on
 // observation (DeviceProgress::OnObservation), and sleep sets skip the
-// interleavings that only swap commuting host steps.
+// interleavings that only swap commuting host steps. By default they are
+// lock-aware (HostScheduler::set_lock_aware): two critical sections of one
+// mutex are run in both orders only when the blocks or streams they touch
+// (the core's GuardedMaps say which) or their backend steps conflict.
 #pragma once
 
 #include <fmt/format.h>
@@ -28,6 +31,7 @@
 #include <cstdint>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -114,6 +118,13 @@ struct P8Options {
   std::uint64_t max_runs = 100000;
   std::optional<std::uint32_t> preemption_bound;
   bool sleep_sets = true;
+  /// Lock-aware sleep sets (HostScheduler::set_lock_aware): two critical
+  /// sections of one mutex are explored in both orders only when what they
+  /// touch conflicts (the core's GuardedMaps say which block or stream).
+  bool lock_aware = true;
+  /// Collect each execution's outcome (run_concurrent's `outcome`) in
+  /// P8Result::outcomes: what tests compare across reductions.
+  bool collect_outcomes = false;
   sim::PoolPolicy policy{};
 };
 
@@ -126,14 +137,20 @@ struct P8Result {
   std::optional<std::string> violation;
   /// The schedule of the violating run (replay with sim::ReplayChooser).
   std::string schedule;
+  /// The distinct outcomes of the executions (P8Options::collect_outcomes).
+  std::set<std::string> outcomes;
 };
 
 /// One run of `program` against Resource<SimBackend, P> with `chooser`
 /// deciding the host steps, pool choices and query answers. Returns the
-/// first P8 violation, or nullopt.
+/// first P8 violation, or nullopt. `lock_aware`: the scheduler reports
+/// critical sections for lock-aware sleep sets; `outcome`, when given and
+/// the run is clean, receives what the run did (which calls succeeded, the
+/// blocks and the device's live ranges), for comparing reductions.
 template <class P>
 std::optional<std::string> run_concurrent(const ConcurrentProgram& program, sim::Chooser& chooser,
-                                          const sim::PoolPolicy& policy = {}) {
+                                          const sim::PoolPolicy& policy = {}, bool lock_aware = false,
+                                          std::string* outcome = nullptr) {
   using Backend = sim::SimBackend;
   sim::DeviceModel model(chooser, policy, sim::DeviceProgress::OnObservation);
   Backend backend(model);
@@ -154,6 +171,7 @@ std::optional<std::string> run_concurrent(const ConcurrentProgram& program, sim:
     std::vector<bool> own_freed;
     std::vector<std::uint32_t> shared_freed;
     std::vector<std::string> problems;
+    std::string results;  // per call: o (succeeded), u (use after free), or - (no block)
   };
   std::vector<Ledger> ledgers(program.threads.size());
   std::vector<sim::HostThread> hosts;
@@ -176,6 +194,7 @@ std::optional<std::string> run_concurrent(const ConcurrentProgram& program, sim:
         return std::pair{ledger.own[i], i};
       };
       auto expect_ok = [&](const ThreadCall& c, const Status& st) {
+        ledger.results += st ? 'o' : 'u';
         if (!st && st.error().kind != ErrorKind::UseAfterFree)
           ledger.problems.push_back(fmt::format("P8d thread {}: {} failed: {}", t, show(c), st.error().to_string()));
       };
@@ -222,6 +241,7 @@ std::optional<std::string> run_concurrent(const ConcurrentProgram& program, sim:
     });
   }
   sim::HostScheduler scheduler(chooser);
+  scheduler.set_lock_aware(lock_aware);
   scheduler.on_switch([&](std::uint32_t t) { backend.set_host_thread(hosts[t]); });
   scheduler.run(std::move(bodies));
   backend.set_host_thread(backend.main_host_thread());
@@ -259,6 +279,22 @@ std::optional<std::string> run_concurrent(const ConcurrentProgram& program, sim:
                        resource.pending_free_bytes(), resource.pending_per_stream_total());
   std::size_t device_live = 0;
   for (const sim::Allocation& a : model.pool().allocations()) device_live += a.free_op ? 0 : 1;
+  if (outcome) {
+    // What the run did, as far as the callers and the device can tell (not
+    // generations or event numbers, which only name things): which calls
+    // succeeded, the blocks each thread holds, and the device's live ranges.
+    *outcome = fmt::format("live {} bytes in {} blocks;", live_bytes, live.size());
+    for (std::size_t t = 0; t < ledgers.size(); ++t) {
+      *outcome += fmt::format(" t{}:", t);
+      *outcome += " " + ledgers[t].results;
+      for (std::size_t i = 0; i < ledgers[t].own.size(); ++i)
+        *outcome += fmt::format(" {:#x}{}", ledgers[t].own[i].ptr, ledgers[t].own_freed[i] ? "f" : "");
+      for (std::uint32_t f : ledgers[t].shared_freed) *outcome += fmt::format(" s{}", f);
+    }
+    *outcome += "; device:";
+    for (const sim::Allocation& a : model.pool().allocations())
+      if (!a.free_op) *outcome += fmt::format(" {:#x}", a.range.lo);
+  }
   for (const DeviceBlock& b : live)
     if (!model.pool().live_at(b.ptr))
       return fmt::format("P8b the device no longer holds live block {:#x} ({} bytes): freed under its owner", b.ptr,
@@ -279,11 +315,15 @@ P8Result explore_concurrent(const ConcurrentProgram& program, const P8Options& o
     auto chooser = dfs.next_run();
     if (options.sleep_sets) chooser.enable_sleep_sets();
     chooser.set_preemption_bound(options.preemption_bound);
-    auto violation = run_concurrent<P>(program, chooser, options.policy);
-    if (chooser.counted())
+    std::string outcome;
+    auto violation = run_concurrent<P>(program, chooser, options.policy, options.lock_aware && options.sleep_sets,
+                                       options.collect_outcomes ? &outcome : nullptr);
+    if (chooser.counted()) {
       ++out.executions;
-    else
+      if (options.collect_outcomes && !violation) out.outcomes.insert(std::move(outcome));
+    } else {
       ++out.sleep_blocked;
+    }
     if (violation) {
       out.violation = std::move(violation);
       out.schedule = chooser.schedule();

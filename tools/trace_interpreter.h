@@ -155,7 +155,8 @@ class TraceInterpreter {
         if (runs_.size() > 1) {
           std::vector<sim::HostStep> steps;
           for (std::size_t t : ready)
-            steps.push_back(sim::HostStep{static_cast<std::uint32_t>(t), footprint(runs_[t].next_statement())});
+            steps.push_back(
+                sim::HostStep{static_cast<std::uint32_t>(t), footprint(runs_[t].next_statement()), std::nullopt});
           pick = b_.choose_host_step(steps, last && ready[0] == *last);
           if (b_.host_run_cut()) {
             cut_ = true;
@@ -190,8 +191,10 @@ class TraceInterpreter {
 
   /// Whether `st` can run now: what it waits for is there.
   bool can_go_on(const Statement& st) const {
-    if (const auto* lock = std::get_if<ast::Lock>(&st))
-      return !mutexes_.contains(lock->mutex) || !mutexes_.at(lock->mutex).holder;
+    if (const auto* lock = std::get_if<ast::Lock>(&st)) {
+      const auto mutex = mutexes_.find(lock->mutex);
+      return mutex == mutexes_.end() || !mutex->second.holder;
+    }
     if (const auto* join = std::get_if<ast::Join>(&st)) return runs_.at(run_index_.at(join->target)).done();
     if (const auto* receive = std::get_if<ast::Receive>(&st))
       return channels_.contains(receive->channel) && !channels_.at(receive->channel).empty();

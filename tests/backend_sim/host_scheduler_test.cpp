@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -13,6 +16,7 @@
 #include <vector>
 
 #include "backend_sim/schedule.h"
+#include "model/guarded.h"
 
 namespace streamcheck::sim {
 namespace {
@@ -26,7 +30,7 @@ struct Counts {
 /// Explores every execution of the program `make` builds (called once per
 /// run: fresh shared state), collecting what `outcome` says at the end.
 Counts explore(const std::function<std::vector<HostScheduler::Body>(std::function<std::string()>&)>& make,
-               bool sleep_sets, std::optional<std::uint32_t> preemption_bound = std::nullopt) {
+               bool sleep_sets, std::optional<std::uint32_t> preemption_bound = std::nullopt, bool lock_aware = false) {
   Counts c;
   DfsEnumerator dfs;
   while (!dfs.done()) {
@@ -36,6 +40,7 @@ Counts explore(const std::function<std::vector<HostScheduler::Body>(std::functio
     std::function<std::string()> outcome;
     auto bodies = make(outcome);
     HostScheduler s(chooser);
+    s.set_lock_aware(lock_aware);
     s.run(std::move(bodies));
     if (chooser.counted()) {
       ++c.executions;
@@ -125,6 +130,108 @@ TEST(HostSchedulerLitmus, MutexOrdersCriticalSectionsTwoExecutions) {
     EXPECT_EQ(c.executions, 2u) << "sleep sets " << sleep;
     EXPECT_EQ(c.outcomes, std::set<std::string>{"2"});
   }
+}
+
+// Lock-aware sleep sets (HostScheduler::set_lock_aware): two threads each
+// lock one GuardedMap and write an entry. Ordered by the mutex, the two
+// critical sections are 2 executions; lock-aware, sections on different
+// entries commute (1 execution), sections on the same entry do not (2, and
+// the last writer decides: 2 outcomes).
+TEST(HostSchedulerLitmus, LockAwareSectionsOnDifferentEntriesCommute) {
+  struct State {
+    GuardedMap<std::map<int, int>, SchedMutex> map;
+  };
+  auto program = [](int key_a, int key_b) {
+    return [key_a, key_b](std::function<std::string()>& outcome) {
+      auto st = std::make_shared<State>();
+      outcome = [st] {
+        std::string out;
+        for (const auto& [k, v] : st->map.lock().all()) out += std::to_string(k) + "=" + std::to_string(v) + " ";
+        return out;
+      };
+      return std::vector<HostScheduler::Body>{[st, key_a] { st->map.lock()[key_a] = 1; },
+                                              [st, key_b] { st->map.lock()[key_b] = 2; }};
+    };
+  };
+  EXPECT_EQ(explore(program(1, 2), true).executions, 2u);
+  const Counts different = explore(program(1, 2), true, std::nullopt, true);
+  EXPECT_EQ(different.executions, 1u);
+  EXPECT_EQ(different.outcomes, std::set<std::string>{"1=1 2=2 "});
+  const Counts same = explore(program(1, 1), true, std::nullopt, true);
+  EXPECT_EQ(same.executions, 2u);
+  EXPECT_EQ(same.outcomes, (std::set<std::string>{"1=1 ", "1=2 "}));
+}
+
+// A section that does not say what it touches (a bare lock_guard over
+// plain data) is taken as writing all the mutex guards: lock-aware, the
+// two orders of `x = 2x + id` under the lock are still 2 executions with 2
+// outcomes: from x = 0, id 1 first gives 2*(2*0+1)+2 = 4, id 2 first
+// 2*(2*0+2)+1 = 5.
+TEST(HostSchedulerLitmus, LockAwareSectionThatSaysNothingTouchesAll) {
+  struct State {
+    SchedMutex m;
+    int x = 0;  // guarded by m, which is told nothing of it
+  };
+  auto make = [](std::function<std::string()>& outcome) {
+    auto st = std::make_shared<State>();
+    outcome = [st] { return std::to_string(st->x); };
+    auto body = [st](int id) {
+      return [st, id] {
+        std::lock_guard<SchedMutex> g(st->m);
+        st->x = 2 * st->x + id;
+      };
+    };
+    return std::vector<HostScheduler::Body>{body(1), body(2)};
+  };
+  const Counts c = explore(make, true, std::nullopt, true);
+  EXPECT_EQ(c.executions, 2u);
+  EXPECT_EQ(c.outcomes, (std::set<std::string>{"4", "5"}));
+}
+
+// Why a thread asleep before a lock wakes when another thread could take a
+// step its critical section conflicts with. Thread 0: lock m, write entry
+// 2, unlock; then read x. Thread 1: lock m, write entry 1, store x = 1,
+// store x = 2, unlock. Thread 1 is offered first (it started last).
+// Every interleaving: thread 1's section first, then thread 0 (x = 2): 1;
+// thread 0's section first, then its load among thread 1's lock and two
+// stores (4 places: x = 0, 0, 1, 2): 4. So 5 runs, outcomes 0, 1, 2.
+// Sleep sets ordering the sections by the mutex merge the load before and
+// after thread 1's lock: 4. Lock-aware: thread 1 sleeps while thread 0's
+// section runs (the sections touch different entries); then thread 0's
+// load conflicts with what thread 1's section touches (x), so thread 1
+// wakes before it, and its lock is tried there: 1 run with thread 1 first,
+// then load first (x = 0), load after the first store (1) and after the
+// second (2): 4 runs. Kept asleep until the load had run, thread 1 could
+// never lock before it: 2 runs, and outcome 1 -- the load between the two
+// stores -- would be lost.
+TEST(HostSchedulerLitmus, LockAwareWakesASleeperBeforeAStepInsideItsSection) {
+  struct State {
+    GuardedMap<std::map<int, int>, SchedMutex> map;
+    SchedAtomic<int> x{0};
+    int seen = -1;
+  };
+  auto make = [](std::function<std::string()>& outcome) {
+    auto st = std::make_shared<State>();
+    outcome = [st] { return std::to_string(st->seen); };
+    return std::vector<HostScheduler::Body>{[st] {
+                                              st->map.lock()[2] = 1;
+                                              st->seen = st->x.load();
+                                            },
+                                            [st] {
+                                              auto entries = st->map.lock();
+                                              entries[1] = 1;
+                                              st->x.store(1);
+                                              st->x.store(2);
+                                            }};
+  };
+  const std::set<std::string> all{"0", "1", "2"};
+  const Counts naive = explore(make, false);
+  EXPECT_EQ(naive.executions, 5u);
+  EXPECT_EQ(naive.outcomes, all);
+  EXPECT_EQ(explore(make, true).executions, 4u);
+  const Counts lock_aware = explore(make, true, std::nullopt, true);
+  EXPECT_EQ(lock_aware.executions, 4u);
+  EXPECT_EQ(lock_aware.outcomes, all);
 }
 
 // Three threads, one store each to the same atomic: every order is an
