@@ -1,7 +1,9 @@
 // Host threads as choices (R6, P8): executions per second of the P8
 // exploration (props/concurrency_property.h) on the fiber scheduler, and
-// what sleep sets save, side by side on the same program; the acceptance
-// program within preemption bounds. Counters: executions (runs counted), runs (all runs, the
+// what sleep sets save -- ordering critical sections by their mutex, or
+// lock-aware (DESIGN.md "Lock-aware reduction") -- side by side on the same
+// program; the acceptance program with no bound (lock-aware) and within
+// preemption bounds. Counters: executions (runs counted), runs (all runs, the
 // sleep-blocked ones cut early included), and their rates.
 #include <benchmark/benchmark.h>
 
@@ -25,10 +27,20 @@ ConcurrentProgram two_by_three() {
   return p;
 }
 
-void explore(benchmark::State& state, const ConcurrentProgram& program, bool sleep_sets,
+/// The acceptance program cut to its first `calls` calls per thread.
+ConcurrentProgram acceptance_prefix(std::size_t calls) {
+  ConcurrentProgram p = props::two_threads_by_six_calls();
+  for (auto& thread : p.threads) thread.resize(calls);
+  return p;
+}
+
+enum class Reduction { None, MutexOrdered, LockAware };
+
+void explore(benchmark::State& state, const ConcurrentProgram& program, Reduction reduction,
              std::optional<std::uint32_t> bound) {
   props::P8Options options;
-  options.sleep_sets = sleep_sets;
+  options.sleep_sets = reduction != Reduction::None;
+  options.lock_aware = reduction == Reduction::LockAware;
   options.preemption_bound = bound;
   options.max_runs = 10'000'000;
   std::uint64_t executions = 0, runs = 0;
@@ -44,13 +56,22 @@ void explore(benchmark::State& state, const ConcurrentProgram& program, bool sle
   state.counters["runs/s"] = benchmark::Counter(static_cast<double>(runs), benchmark::Counter::kIsRate);
 }
 
-BENCHMARK_CAPTURE(explore, two_by_three_sleep_sets, two_by_three(), true, std::nullopt)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(explore, two_by_three_naive, two_by_three(), false, std::nullopt)->Unit(benchmark::kMillisecond);
+constexpr auto kMs = benchmark::kMillisecond;
+BENCHMARK_CAPTURE(explore, two_by_three_sleep_sets_lock_aware, two_by_three(), Reduction::LockAware, std::nullopt)
+    ->Unit(kMs);
+BENCHMARK_CAPTURE(explore, two_by_three_sleep_sets_mutex_ordered, two_by_three(), Reduction::MutexOrdered, std::nullopt)
+    ->Unit(kMs);
+BENCHMARK_CAPTURE(explore, two_by_three_naive, two_by_three(), Reduction::None, std::nullopt)->Unit(kMs);
+BENCHMARK_CAPTURE(explore, acceptance_4_calls_lock_aware, acceptance_prefix(4), Reduction::LockAware, std::nullopt)
+    ->Unit(kMs);
+BENCHMARK_CAPTURE(explore, acceptance_4_calls_mutex_ordered, acceptance_prefix(4), Reduction::MutexOrdered,
+                  std::nullopt)
+    ->Unit(kMs);
+BENCHMARK_CAPTURE(explore, acceptance_6_calls_lock_aware, acceptance_prefix(6), Reduction::LockAware, std::nullopt)
+    ->Unit(kMs);
 // Under a preemption bound sleep sets are off (Chooser::set_preemption_bound).
-BENCHMARK_CAPTURE(explore, two_by_six_bound3, props::two_threads_by_six_calls(), false, 3)
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(explore, two_by_six_bound2, props::two_threads_by_six_calls(), false, 2)
-    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(explore, acceptance_6_calls_bound3, acceptance_prefix(6), Reduction::None, 3)->Unit(kMs);
+BENCHMARK_CAPTURE(explore, acceptance_6_calls_bound2, acceptance_prefix(6), Reduction::None, 2)->Unit(kMs);
 
 }  // namespace
 }  // namespace streamcheck::bench
