@@ -95,11 +95,28 @@ std::string CudaBackend::device_description() const {
   return std::string(name) + ", driver API " + std::to_string(driver().version());
 }
 
-StreamId CudaBackend::add_stream(std::string) {
-  auto lease = streams_cache_->acquire();
-  if (!lease) throw std::runtime_error("CudaBackend::add_stream: " + lease.error().to_string());
+StreamId CudaBackend::add_stream(std::string, StreamKind kind) {
   const StreamId id{next_stream_id_++};
-  streams_.emplace(id, StreamEntry{std::move(lease).value(), next_stream_index_++, 0});
+  const std::uint32_t index = next_stream_index_++;
+  switch (kind) {
+    case StreamKind::NonBlocking: {
+      auto lease = streams_cache_->acquire();
+      if (!lease) throw std::runtime_error("CudaBackend::add_stream: " + lease.error().to_string());
+      const StreamRef ref = lease.value().get().ref();
+      streams_.emplace(id, StreamEntry{std::move(lease).value(), std::nullopt, ref, index, 0});
+      break;
+    }
+    case StreamKind::Blocking: {
+      auto owned = Stream::create(/*blocking=*/true);
+      if (!owned) throw std::runtime_error("CudaBackend::add_stream: " + owned.error().to_string());
+      const StreamRef ref = owned.value().ref();
+      streams_.emplace(id, StreamEntry{std::nullopt, std::move(owned).value(), ref, index, 0});
+      break;
+    }
+    case StreamKind::LegacyDefault:
+      streams_.emplace(id, StreamEntry{std::nullopt, std::nullopt, *StreamRef::from(CU_STREAM_LEGACY), index, 0});
+      break;
+  }
   return id;
 }
 
@@ -108,12 +125,12 @@ void CudaBackend::remove_stream(StreamId id) { streams_.erase(id); }
 std::optional<StreamRef> CudaBackend::resolve_stream(StreamId id) const {
   auto it = streams_.find(id);
   if (it == streams_.end()) return std::nullopt;
-  return it->second.lease.get().ref();
+  return it->second.ref;
 }
 
 std::uint32_t CudaBackend::stream_index(StreamRef s) const {
   for (const auto& [id, entry] : streams_)
-    if (entry.lease.get().ref() == s) return entry.index;
+    if (entry.ref == s) return entry.index;
   throw std::invalid_argument("CudaBackend: stream is not one of this backend's streams");
 }
 

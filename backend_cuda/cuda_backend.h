@@ -94,9 +94,12 @@ class CudaBackend {
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   // --- stream registry
-  /// Leases a pooled stream and gives it an id (simulator numbering: the
-  /// k-th stream added is stream index k).
-  StreamId add_stream(std::string name = {});
+  /// Gives a stream an id (simulator numbering: the k-th stream added is
+  /// stream index k): a pooled non-blocking stream, a blocking stream of its
+  /// own (cuStreamCreate with CU_STREAM_DEFAULT), or the legacy default
+  /// stream CU_STREAM_LEGACY (R8). Throws std::runtime_error when the
+  /// driver gives no stream.
+  StreamId add_stream(std::string name = {}, StreamKind kind = StreamKind::NonBlocking);
   void remove_stream(StreamId id);
   std::optional<StreamRef> resolve_stream(StreamId id) const;
 
@@ -198,7 +201,9 @@ class CudaBackend {
   std::shared_ptr<EventCache> events_;
   std::shared_ptr<StreamCache> streams_cache_;
   struct StreamEntry {
-    StreamCache::Lease lease;
+    std::optional<StreamCache::Lease> lease;  // a pooled non-blocking stream
+    std::optional<Stream> owned;              // a blocking stream (R8)
+    StreamRef ref;                            // the stream, whichever it is
     std::uint32_t index;
     std::uint32_t ops = 0;
   };

@@ -96,10 +96,10 @@ Context::~Context() {
     report_drop_failure("cuDevicePrimaryCtxRelease", r);
 }
 
-Result<Stream> Stream::create() {
+Result<Stream> Stream::create(bool blocking) {
   CUstream s = nullptr;
-  if (auto st = driver().check(driver().api().stream_create(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate"); !st)
-    return st.error();
+  const unsigned flags = blocking ? CU_STREAM_DEFAULT : CU_STREAM_NON_BLOCKING;
+  if (auto st = driver().check(driver().api().stream_create(&s, flags), "cuStreamCreate"); !st) return st.error();
   return Stream(s);
 }
 

@@ -6,9 +6,11 @@
 // handle; a destructor cannot throw, so a failure there is written to stderr
 // (with what to do) and otherwise ignored.
 //
-// The null stream (the legacy default stream) and null events are rejected
-// before any driver call by the raw-handle operations below: the default
-// stream has implicit synchronization rules (R8) the model does not follow.
+// The null stream and null events are rejected before any driver call by
+// the raw-handle operations below: the resource never runs on the legacy
+// default stream, whose implicit synchronization (R8) it does not rely on. A
+// trace that names the legacy stream gets CU_STREAM_LEGACY, a handle that
+// is not null (CudaBackend::add_stream).
 #pragma once
 
 #include <cuda.h>
@@ -82,10 +84,12 @@ class Context {
   int ordinal_;
 };
 
-/// A non-blocking stream (never ordered with the legacy default stream).
+/// A stream of its own: non-blocking (never ordered with the legacy default
+/// stream; the resource's streams) unless `blocking` (cudaStreamCreate's
+/// default flags: R8 orders it with the legacy default stream).
 class Stream {
  public:
-  static Result<Stream> create();
+  static Result<Stream> create(bool blocking = false);
   Stream(Stream&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
   Stream& operator=(Stream&& o) noexcept;
   Stream(const Stream&) = delete;

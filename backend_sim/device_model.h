@@ -20,6 +20,9 @@
 //   R7 pool          - alloc and free are ops on their stream writing the
 //                      whole range; reuse of a freed range is a choice point
 //                      allowed per PoolPolicy (see ReuseKind).
+//   R8 default streams - the legacy default stream waits for the blocking
+//                      streams and they wait for it; non-blocking streams
+//                      get no implicit order (StreamKind).
 // Which stream head completes next, which range the pool returns and
 // whether a fault fires are choices asked of a Chooser; nothing else is
 // nondeterministic, so a schedule string replays a run exactly.
@@ -77,7 +80,9 @@ class DeviceModel {
   DeviceModel& operator=(const DeviceModel&) = delete;
 
   // --- streams, events, host threads
-  StreamIndex create_stream(std::string name = {}) { return hb_.create_stream(std::move(name)); }
+  StreamIndex create_stream(std::string name = {}, StreamKind kind = StreamKind::NonBlocking) {
+    return hb_.create_stream(std::move(name), kind);
+  }
   std::uint32_t stream_count() const { return hb_.stream_count(); }
   const std::string& stream_name(StreamIndex s) const { return hb_.stream_name(s); }
   /// `name`: the trace's name of the event (empty: "e<N>"), as reports and pictures call it.

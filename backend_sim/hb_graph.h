@@ -19,7 +19,10 @@
 //       and a sync of a never-recorded event get no edge);
 //   R5  a host action -> the op or mark it enqueued; with R6's program order
 //       (host node -> next host node of the same thread) this orders all of
-//       the host's earlier actions before the device work.
+//       the host's earlier actions before the device work;
+//   R8  the last stream-side node of every blocking stream -> an op or mark
+//       on the legacy default stream, and the legacy stream's last node ->
+//       an op or mark on a blocking stream (StreamKind).
 // Pool-inserted waits (LogEntry::pool_wait) are deliberately left out: they
 // order execution, but user code must not rely on them (R7).
 //
@@ -50,10 +53,10 @@
 
 namespace streamcheck::sim {
 
-enum class HbRule : std::uint8_t { R1, R2, R3, R4, R5, R6 };
+enum class HbRule : std::uint8_t { R1, R2, R3, R4, R5, R6, R8 };
 
 constexpr std::string_view to_string(HbRule r) {
-  constexpr std::string_view names[] = {"R1", "R2", "R3", "R4", "R5", "R6"};
+  constexpr std::string_view names[] = {"R1", "R2", "R3", "R4", "R5", "R6", "R8"};
   return names[static_cast<std::size_t>(r)];
 }
 
@@ -69,11 +72,15 @@ struct HbNode {
 /// on_edge(HbRule, HbNode from, HbNode to) for each edge, in program order,
 /// every node before the edges that reach it.
 template <class OnNode, class OnEdge>
-void visit_hb(const std::vector<LogEntry>& log, std::uint32_t stream_count, OnNode&& on_node, OnEdge&& on_edge) {
+void visit_hb(const std::vector<LogEntry>& log, const std::vector<StreamKind>& stream_kinds, OnNode&& on_node,
+              OnEdge&& on_edge) {
   using Side = HbNode::Side;
-  std::vector<std::optional<std::size_t>> stream_last(stream_count);  // per stream: its last stream-side entry
-  std::map<HostThread, std::size_t> host_last;                        // per host thread: its last entry
-  std::map<EventIndex, std::size_t> capture;                          // per event: its current record mark
+  std::vector<std::optional<std::size_t>> stream_last(stream_kinds.size());  // per stream: its last stream-side entry
+  std::optional<std::size_t> legacy;                                         // the legacy default stream's index
+  for (std::size_t s = 0; s < stream_kinds.size(); ++s)
+    if (stream_kinds[s] == StreamKind::LegacyDefault) legacy = s;
+  std::map<HostThread, std::size_t> host_last;  // per host thread: its last entry
+  std::map<EventIndex, std::size_t> capture;    // per event: its current record mark
   for (std::size_t i = 0; i < log.size(); ++i) {
     const LogEntry& entry = log[i];
     const HbNode host{i, Side::Host};
@@ -88,6 +95,14 @@ void visit_hb(const std::vector<LogEntry>& log, std::uint32_t stream_count, OnNo
       on_node(mark);
       if (const auto& last = stream_last.at(entry.stream.value)) on_edge(chain, HbNode{*last, Side::Stream}, mark);
       on_edge(HbRule::R5, host, mark);
+      const StreamKind kind = stream_kinds.at(entry.stream.value);
+      if (legacy && kind == StreamKind::LegacyDefault) {
+        for (std::size_t s = 0; s < stream_kinds.size(); ++s)
+          if (stream_kinds[s] == StreamKind::Blocking && stream_last[s])
+            on_edge(HbRule::R8, HbNode{*stream_last[s], Side::Stream}, mark);
+      } else if (legacy && kind == StreamKind::Blocking && stream_last[*legacy]) {
+        on_edge(HbRule::R8, HbNode{*stream_last[*legacy], Side::Stream}, mark);
+      }
       stream_last[entry.stream.value] = i;
       return mark;
     };
@@ -129,9 +144,9 @@ void visit_hb(const std::vector<LogEntry>& log, std::uint32_t stream_count, OnNo
 
 /// visit_hb for a caller that wants the edges only.
 template <class OnEdge>
-void visit_hb_edges(const std::vector<LogEntry>& log, std::uint32_t stream_count, OnEdge&& on_edge) {
+void visit_hb_edges(const std::vector<LogEntry>& log, const std::vector<StreamKind>& stream_kinds, OnEdge&& on_edge) {
   visit_hb(
-      log, stream_count, [](HbNode) {}, on_edge);
+      log, stream_kinds, [](HbNode) {}, on_edge);
 }
 
 class HbGraph {
@@ -201,7 +216,7 @@ class HbGraph {
       stream_vertex[n.entry] = add(std::move(node));
       if (entry.kind == LogEntry::Kind::Enqueue) ops_[entry.op] = stream_vertex[n.entry];
     };
-    visit_hb(log, model.stream_count(), on_node, [&](HbRule rule, HbNode from, HbNode to) {
+    visit_hb(log, model.hb().stream_kinds(), on_node, [&](HbRule rule, HbNode from, HbNode to) {
       boost::add_edge(vertex_of(from), vertex_of(to), Edge{rule}, g_);
     });
   }

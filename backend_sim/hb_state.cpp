@@ -8,10 +8,15 @@ namespace streamcheck::sim {
 
 HbState::HbState() { create_host_thread(); }
 
-StreamIndex HbState::create_stream(std::string name) {
+StreamIndex HbState::create_stream(std::string name, StreamKind kind) {
   const StreamIndex id{static_cast<std::uint32_t>(streams_.size())};
+  if (kind == StreamKind::LegacyDefault) {
+    if (legacy_) throw std::logic_error("DeviceModel: a second legacy default stream (a device has one)");
+    legacy_ = id;
+  }
   Stream st;
   st.name = name.empty() ? fmt::format("s{}", id.value) : std::move(name);
+  st.kind = kind;
   st.agent = next_agent_++;
   streams_.push_back(std::move(st));
   return id;
@@ -33,6 +38,23 @@ const HbState::Stream& HbState::stream(StreamIndex s) const {
 }
 
 const std::string& HbState::stream_name(StreamIndex s) const { return stream(s).name; }
+
+std::vector<StreamKind> HbState::stream_kinds() const {
+  std::vector<StreamKind> kinds;
+  kinds.reserve(streams_.size());
+  for (const Stream& st : streams_) kinds.push_back(st.kind);
+  return kinds;
+}
+
+void HbState::default_stream_barrier(Stream& s) {
+  if (!legacy_) return;
+  if (s.kind == StreamKind::LegacyDefault) {
+    for (const Stream& other : streams_)
+      if (other.kind == StreamKind::Blocking) s.vc.join(other.vc);  // R8: legacy after the blocking streams
+  } else if (s.kind == StreamKind::Blocking) {
+    s.vc.join(streams_[legacy_->value].vc);  // R8: a blocking stream after the legacy stream
+  }
+}
 const VectorClock& HbState::stream_clock(StreamIndex s) const { return stream(s).vc; }
 std::uint32_t HbState::op_count(StreamIndex s) const { return static_cast<std::uint32_t>(stream(s).ops.size()); }
 
@@ -109,8 +131,9 @@ void HbState::log_host(LogEntry::Kind kind, StreamIndex stream, EventIndex event
 OpRef HbState::enqueue(StreamIndex s, OpKind kind, std::string label, std::optional<OpRef> pool_dep) {
   Stream& st = stream(s);
   host_tick();
-  st.vc.join(host_clock());  // R5: the host's past is ordered before this op
-  st.vc.tick(st.agent);      // R1: the own component counts this stream's ops
+  st.vc.join(host_clock());    // R5: the host's past is ordered before this op
+  default_stream_barrier(st);  // R8
+  st.vc.tick(st.agent);        // R1: the own component counts this stream's ops
   const OpRef ref{s, static_cast<std::uint32_t>(st.ops.size())};
   st.ops.push_back(Op{kind, std::move(label), st.vc, pool_dep, std::nullopt});
   log_.push_back(LogEntry{LogEntry::Kind::Enqueue, current_host_, s, {}, ref, pool_dep, {}});
@@ -121,8 +144,9 @@ void HbState::record(EventIndex event, StreamIndex s) {
   Event& ev = live_event(event, "record");
   Stream& st = stream(s);
   host_tick();
-  st.vc.join(host_clock());  // R5
-  ev.capture = st.vc;        // R2: the capture is replaced, never merged
+  st.vc.join(host_clock());    // R5
+  default_stream_barrier(st);  // R8
+  ev.capture = st.vc;          // R2: the capture is replaced, never merged
   log_host(LogEntry::Kind::Record, s, event);
 }
 
@@ -130,7 +154,8 @@ void HbState::wait(StreamIndex s, EventIndex event) {
   const Event& ev = live_event(event, "wait");
   Stream& st = stream(s);
   host_tick();
-  st.vc.join(host_clock());  // R5
+  st.vc.join(host_clock());    // R5
+  default_stream_barrier(st);  // R8
   // R3: later work on the stream is ordered after the capture as of now; a
   // never-recorded event orders nothing.
   if (ev.capture) st.vc.join(*ev.capture);

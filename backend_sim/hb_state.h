@@ -26,6 +26,12 @@
 //                      by one thread and an acquire of it by another: the
 //                      acquirer is ordered after the releaser's past
 //                      (host_release, host_acquire).
+//   R8 default streams - every stream-side node (op, record, wait) on the
+//                      legacy default stream is ordered after what was
+//                      enqueued before it on every blocking stream, and
+//                      one on a blocking stream after what was enqueued
+//                      before it on the legacy stream; non-blocking streams
+//                      get no implicit order (default_stream_barrier).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +42,7 @@
 
 #include "backend_sim/ids.h"
 #include "backend_sim/vector_clock.h"
+#include "model/types.h"
 
 namespace streamcheck::sim {
 
@@ -81,7 +88,12 @@ class HbState {
   HbState();
 
   // --- streams, events, host threads
-  StreamIndex create_stream(std::string name);
+  /// `kind` (R8): a second LegacyDefault stream is a std::logic_error (a
+  /// device has one).
+  StreamIndex create_stream(std::string name, StreamKind kind = StreamKind::NonBlocking);
+  StreamKind stream_kind(StreamIndex s) const { return stream(s).kind; }
+  /// Every stream's kind, by index (the HB-graph oracle's R8 edges).
+  std::vector<StreamKind> stream_kinds() const;
   /// Throws std::out_of_range for a stream that was never created.
   void check_stream(StreamIndex s) const;
   std::uint32_t stream_count() const { return static_cast<std::uint32_t>(streams_.size()); }
@@ -150,6 +162,7 @@ class HbState {
  private:
   struct Stream {
     std::string name;
+    StreamKind kind = StreamKind::NonBlocking;
     AgentId agent;
     VectorClock vc;  // clock of the next op: joins of waits and host actions
     std::vector<Op> ops;
@@ -167,10 +180,14 @@ class HbState {
   void check_event(EventIndex e) const;
   /// R6: every host API call is the next event of the current host thread.
   void host_tick();
+  /// R8: orders the next stream-side node of `s` after the work the legacy
+  /// default stream and the blocking streams must wait for.
+  void default_stream_barrier(Stream& s);
   void host_joins(const VectorClock& vc) { hosts_.at(current_host_.value).join(vc); }
   void log_host(LogEntry::Kind kind, StreamIndex stream, EventIndex event);
 
   std::vector<Stream> streams_;
+  std::optional<StreamIndex> legacy_;  // the LegacyDefault stream, once created
   std::vector<Event> events_;
   std::size_t live_events_ = 0;
   std::vector<VectorClock> hosts_;

@@ -81,9 +81,11 @@ class SimBackend {
   SimBackend& operator=(const SimBackend&) = delete;
 
   // --- stream registry (not fault points: pure bookkeeping)
-  StreamId add_stream(std::string name = {}) {
+  /// `kind` (R8): the resource's and the harness's streams are
+  /// non-blocking, as the CUDA backend's are; a trace declares its own.
+  StreamId add_stream(std::string name = {}, StreamKind kind = StreamKind::NonBlocking) {
     const StreamId id{next_stream_id_++};
-    streams_[id] = model_.create_stream(std::move(name));
+    streams_[id] = model_.create_stream(std::move(name), kind);
     return id;
   }
   void remove_stream(StreamId id) { streams_.erase(id); }

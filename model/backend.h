@@ -86,7 +86,9 @@ static_assert(Backend<BackendArchetype>,
 
 /// What replaying a trace program (tools/trace_interpreter.h) needs beyond
 /// the core's calls: the program's own streams, host threads, kernels and
-/// host synchronisation, and two hooks for reports. Every call returns what
+/// host synchronisation, and two hooks for reports. add_stream(name, kind)
+/// makes a stream of the kind a trace declares (R8: blocking, non-blocking,
+/// or the legacy default stream). Every call returns what
 /// it could not do as a value (Status, Result), never by throwing.
 ///   R4 host sync   - synchronize_event / synchronize_device return after the
 ///                    covered work completed; query_event answers whether it
@@ -106,7 +108,7 @@ concept ReplayBackend = Backend<B> &&
     requires(B& b, std::string name, typename B::StreamRef s, const std::vector<KernelAccess>& accesses,
              const typename B::Event& cevent, typename B::HostThread h, int line, std::uint64_t ptr) {
   typename B::HostThread;
-  { b.add_stream(name) } -> std::same_as<StreamId>;
+  { b.add_stream(name, StreamKind::Blocking) } -> std::same_as<StreamId>;
   { b.add_host_thread() } -> std::same_as<typename B::HostThread>;
   { b.main_host_thread() } -> std::same_as<typename B::HostThread>;
   b.set_host_thread(h);

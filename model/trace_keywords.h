@@ -94,11 +94,12 @@ inline constexpr std::string_view kMutant = "mutant";
 inline constexpr std::string_view kRead = "read";
 inline constexpr std::string_view kWrite = "write";
 inline constexpr std::string_view kReadWrite = "read_write";
+inline constexpr std::string_view kNonBlocking = "nonblocking";
 }  // namespace word
 
-inline constexpr std::array<std::string_view, 12> kInnerWords = {
-    word::kOn,     word::kFrom,   word::kTo,     word::kReads, word::kWrites, word::kReadWrites,
-    word::kDevice, word::kBudget, word::kMutant, word::kRead,  word::kWrite,  word::kReadWrite};
+inline constexpr std::array<std::string_view, 13> kInnerWords = {
+    word::kOn,     word::kFrom,   word::kTo,   word::kReads, word::kWrites,    word::kReadWrites, word::kDevice,
+    word::kBudget, word::kMutant, word::kRead, word::kWrite, word::kReadWrite, word::kNonBlocking};
 
 /// The word that starts a statement of kind `k`.
 constexpr std::string_view keyword(StatementKeyword k) {

@@ -67,6 +67,28 @@ constexpr std::string_view to_string(Access a) {
   return "?";
 }
 
+/// How a stream is ordered against the legacy default stream (R8):
+/// cudaStreamCreate makes a Blocking stream, cudaStreamNonBlocking a
+/// NonBlocking one, and stream 0 / cudaStreamLegacy is the LegacyDefault
+/// stream. Work on the legacy stream waits for the work enqueued before it
+/// on every blocking stream, and work on a blocking stream waits for the
+/// work enqueued before it on the legacy stream; non-blocking streams are
+/// ordered by nothing implicit. A per-thread default stream
+/// (cudaStreamPerThread) is a Blocking stream of its host thread.
+enum class StreamKind : std::uint8_t { NonBlocking, Blocking, LegacyDefault };
+
+constexpr std::string_view to_string(StreamKind k) {
+  switch (k) {
+    case StreamKind::NonBlocking:
+      return "nonblocking";
+    case StreamKind::Blocking:
+      return "blocking";
+    case StreamKind::LegacyDefault:
+      return "legacy";
+  }
+  return "?";
+}
+
 enum class BlockState : std::uint8_t { Live, Retired, Quarantined, Freed };
 
 /// One outstanding allocation, owned by the caller until deallocated.

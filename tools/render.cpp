@@ -135,7 +135,7 @@ struct NodeGraph {
 
   explicit NodeGraph(const DeviceModel& m)
       : succ(m.log().size() * 2), pred(m.log().size() * 2), event_source(m.log().size()) {
-    sim::visit_hb_edges(m.log(), m.stream_count(), [&](sim::HbRule rule, sim::HbNode from, sim::HbNode to) {
+    sim::visit_hb_edges(m.log(), m.hb().stream_kinds(), [&](sim::HbRule rule, sim::HbNode from, sim::HbNode to) {
       succ[id(from)].push_back(id(to));
       pred[id(to)].push_back(id(from));
       if (rule == sim::HbRule::R3) event_source[to.entry] = from.entry;
@@ -281,11 +281,8 @@ bool stream_drawn(const DeviceModel& m, const Selection& s, sim::StreamIndex str
   return false;
 }
 
-/// How a lane names its stream: the trace's name, or what the hidden stream is for.
-std::string lane_name(const RenderInput& in, sim::StreamIndex s) {
-  if (in.plain_alloc_stream == s) return "cudaMalloc/Free";
-  return in.model->stream_name(s);
-}
+/// How a lane names its stream: the trace's name (the legacy default stream's is `legacy`).
+std::string lane_name(const RenderInput& in, sim::StreamIndex s) { return in.model->stream_name(s); }
 
 /// "line 7: launch produce on s1 writes A", or nothing for an op of no trace statement.
 std::optional<std::string> statement_of(const RenderInput& in, OpRef op) {
@@ -544,7 +541,8 @@ void plan_lanes(const RenderInput& in, const Selection& sel, SvgPlan& plan) {
     plan.stream_lane[s] = plan.lane_names.size();
     plan.lane_names.push_back(lane_name(in, sim::StreamIndex{s}));
     plan.lane_tooltips.push_back(in.plain_alloc_stream == sim::StreamIndex{s}
-                                     ? "the stream of plain buffer / free (cudaMalloc / cudaFree): " +
+                                     ? "the legacy default stream (stream 0; R8), which plain buffer / free "
+                                       "(cudaMalloc / cudaFree) run on: " +
                                            m.stream_name(sim::StreamIndex{s})
                                      : "stream " + m.stream_name(sim::StreamIndex{s}));
     plan.lane_is_host.push_back(false);
@@ -596,7 +594,7 @@ void plan_entries(const DeviceModel& m, const Selection& sel, SvgPlan& plan) {
 /// The HB graph's event edges (R3) and host synchronization edges (R4) with
 /// both ends drawn, in program order (sim::visit_hb_edges).
 void plan_hb_edges(const DeviceModel& m, SvgPlan& plan) {
-  sim::visit_hb_edges(m.log(), m.stream_count(), [&](sim::HbRule rule, sim::HbNode from, sim::HbNode to) {
+  sim::visit_hb_edges(m.log(), m.hb().stream_kinds(), [&](sim::HbRule rule, sim::HbNode from, sim::HbNode to) {
     if (!plan.place.count(from.entry) || !plan.place.count(to.entry)) return;
     if (rule == sim::HbRule::R3) plan.event_edges.emplace_back(from.entry, to.entry);
     if (rule == sim::HbRule::R4) plan.sync_edges.emplace_back(from.entry, to.entry);

@@ -68,7 +68,8 @@ class Parser {
  public:
   Parser(std::string_view text, std::string file) : text_(text), file_(std::move(file)) {
     trace_.file = file_;
-    names_["main"] = NameKind::Thread;
+    names_[std::string(kMainThread)] = NameKind::Thread;
+    names_[std::string(kPlainAllocationStream)] = NameKind::Stream;  // R8: every trace has the legacy stream
   }
 
   Trace parse() {
@@ -122,7 +123,7 @@ class Parser {
   std::string new_name(NameKind kind) {
     const Token& t = next(fmt::format("{} name", to_string(kind)).c_str());
     check_name_syntax(t);
-    not_reserved(t);
+    predeclared(t);
     auto it = names_.find(t.text);
     if (it != names_.end() && !(kind == NameKind::Buffer && it->second == NameKind::Buffer))
       fail(t.col, fmt::format("'{}' is already declared as {}", shown_input(t.text), with_article(it->second)));
@@ -143,16 +144,20 @@ class Parser {
            fmt::format("the name '{}' is too long (names have at most {} characters)", shown_input(s), kMaxNameBytes));
     if (trace_language::is_keyword(s)) fail(t.col, fmt::format("'{}' is a keyword and cannot be used as a name", s));
   }
-  /// The hidden stream's name is neither declared nor used by a trace.
-  void not_reserved(const Token& t) const {
+  /// The names every trace declares before its first line cannot be
+  /// declared again; say what they are.
+  void predeclared(const Token& t) const {
     if (t.text == kPlainAllocationStream)
-      fail(t.col, fmt::format("'{}' is the name of the stream that plain 'buffer' and 'free' run on (cudaMalloc, "
-                              "cudaFree); choose another name",
+      fail(t.col, fmt::format("'{}' is the legacy default stream (stream 0), which every trace has: use it as it "
+                              "is ('launch K on {}'), and choose another name for a stream of your own",
+                              t.text, t.text));
+    if (t.text == kMainThread)
+      fail(t.col, fmt::format("'{}' is the host thread the trace starts on, which every trace has: choose another "
+                              "name",
                               t.text));
   }
   std::string use_name(NameKind kind, const char* what) {
     const Token& t = next(what);
-    not_reserved(t);
     auto it = names_.find(t.text);
     if (it == names_.end())
       fail(t.col, fmt::format("unknown {} '{}' (declare it with '{} {}{}')", to_string(kind), shown_input(t.text),
@@ -334,6 +339,10 @@ class Parser {
     switch (keyword) {
       case K::Stream: {
         ast::StreamDecl st{std::move(src), new_name(NameKind::Stream)};
+        if (peek(trace_language::word::kNonBlocking)) {
+          ++pos_;
+          st.kind = StreamKind::NonBlocking;
+        }
         trace_.streams.push_back(st.name);
         return st;
       }

@@ -66,10 +66,13 @@ class TraceError : public std::runtime_error {
 /// (256 TiB), more than any device has, and far enough from 2^64 that no
 /// size, range or address computed from it can wrap.
 inline constexpr std::uint64_t kMaxBufferBytes = std::uint64_t{1} << 48;
-/// The name of the hidden stream that plain `buffer`/`free` (cudaMalloc /
-/// cudaFree) run on; reserved, so that an op named `legacy#N` in a report
-/// is never one of two streams.
+/// The legacy default stream (stream 0, cudaStreamLegacy; R8): declared by
+/// every trace, so a statement may name it (`launch K on legacy`) and a fix
+/// may add `record E on legacy`; plain `buffer`/`free` (cudaMalloc /
+/// cudaFree) run on it. No trace may declare the name again.
 inline constexpr std::string_view kPlainAllocationStream = "legacy";
+/// The host thread a trace starts on: declared by every trace.
+inline constexpr std::string_view kMainThread = "main";
 /// The longest name (stream, event, thread, buffer, kernel, copy) a trace may use.
 inline constexpr std::size_t kMaxNameBytes = 128;
 
@@ -96,8 +99,11 @@ struct Source {
   std::string thread = "main";  // the "@name" prefix, or "main"
 };
 
+/// `stream NAME [nonblocking]`: cudaStreamCreate (a blocking stream, R8)
+/// or cudaStreamCreateWithFlags(cudaStreamNonBlocking).
 struct StreamDecl : Source {
   std::string name;
+  StreamKind kind = StreamKind::Blocking;
 };
 struct EventDecl : Source {
   std::string name;

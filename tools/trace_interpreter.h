@@ -46,9 +46,12 @@ class TraceInterpreter {
   /// Runs every statement, then lets the device finish (B::drain), and
   /// returns what happened. Call once.
   Execution run() {
-    // The hidden stream of plain `buffer`/`free` (cudaMalloc / cudaFree),
-    // created first: trace streams keep the same indexes on every backend.
-    legacy_ = b_.add_stream(std::string(kPlainAllocationStream));
+    // The legacy default stream (R8), which plain `buffer`/`free` (cudaMalloc
+    // / cudaFree) run on, created first: trace streams keep the same indexes
+    // on every backend.
+    legacy_ = b_.add_stream(std::string(kPlainAllocationStream), StreamKind::LegacyDefault);
+    streams_[std::string(kPlainAllocationStream)] = legacy_;
+    stream_kinds_[std::string(kPlainAllocationStream)] = StreamKind::LegacyDefault;
     with_protocol(trace_.mutant, [&]<class P>() {
       using Core = Resource<B, P>;
       std::unique_ptr<Core> core;
@@ -66,7 +69,7 @@ class TraceInterpreter {
     if (!cut_) b_.drain();  // a cut run is not counted: its device need not finish
     return std::move(exec_);
   }
-  /// The hidden stream of plain `buffer` / `free` that run() made.
+  /// The legacy default stream that run() made (plain `buffer` / `free` run on it).
   StreamId plain_alloc_stream() const { return legacy_; }
 
  private:
@@ -245,7 +248,21 @@ class TraceInterpreter {
       const auto [it, fresh] = object_index_.try_emplace(name, static_cast<std::uint32_t>(object_index_.size()));
       return sim::SharedObject{kind, it->second};
     };
-    const auto stream_touch = [&](const std::string& name) { f.touch(object(kStreamObject, name), Touch::Write); };
+    const auto stream_touch = [&](const std::string& name) {
+      f.touch(object(kStreamObject, name), Touch::Write);
+      // R8: work on the legacy stream is ordered with every blocking
+      // stream's, so the two do not commute; two blocking streams do.
+      switch (stream_kinds_.at(name)) {
+        case StreamKind::LegacyDefault:
+          f.touch(sim::SharedObject{kDefaultStreamBarrier, 0}, Touch::Write);
+          break;
+        case StreamKind::Blocking:
+          f.touch(sim::SharedObject{kDefaultStreamBarrier, 0}, Touch::Read);
+          break;
+        case StreamKind::NonBlocking:
+          break;
+      }
+    };
     const auto buffer_touch = [&](const std::vector<AccessList>& lists) {
       for (const auto& list : lists)
         for (const auto& r : list.refs)
@@ -294,7 +311,7 @@ class TraceInterpreter {
     return f;
   }
   static constexpr std::uint8_t kStreamObject = 1, kBufferObject = 2, kEventObject = 3, kPoolObject = 4,
-                                kMutexObject = 5, kChannelObject = 6, kDeclarationObject = 7;
+                                kMutexObject = 5, kChannelObject = 6, kDeclarationObject = 7, kDefaultStreamBarrier = 8;
 
   /// No thread can go on, yet some have statements left: a Deadlock note
   /// saying what each waits for.
@@ -328,7 +345,8 @@ class TraceInterpreter {
 
   template <class P, class R>
   void step(const ast::StreamDecl& st, R*) {
-    streams_[st.name] = b_.add_stream(st.name);
+    streams_[st.name] = b_.add_stream(st.name, st.kind);
+    stream_kinds_[st.name] = st.kind;
   }
   template <class P, class R>
   void step(const ast::EventDecl& st, R*) {
@@ -607,6 +625,7 @@ class TraceInterpreter {
   Execution exec_;
   StreamId legacy_{};
   std::map<std::string, StreamId> streams_;
+  std::map<std::string, StreamKind> stream_kinds_;  // R8, for footprints
   std::map<std::string, typename B::Event> events_;
   std::vector<HostRun> runs_;  // main first, then the declared threads in file order
   std::map<std::string, std::size_t> run_index_;

@@ -1,4 +1,4 @@
-// Litmus tests, one group per HB rule of SPEC §3 (R1-R5): each pins the
+// Litmus tests, one group per HB rule of SPEC §3 (R1-R5, R8): each pins the
 // exact findings (kind, both ops, bytes) and the exact number of schedules
 // DfsEnumerator explores. Findings are reported at enqueue time, so the
 // verdict must be the same in every schedule; the count is the number of
@@ -20,12 +20,19 @@ constexpr ByteRange kHiY{kX + 256, kX + 512};         // "y": second half
 
 /// A model with a 512-byte buffer allocated on stream 0 ("setup") and made
 /// ready for everyone by a device sync; user streams s1..s3 are 1..3.
+/// The user streams' kinds (R8): non-blocking unless a test says; with a
+/// legacy default stream it is stream 4.
+struct StreamKinds {
+  StreamKind s1 = StreamKind::NonBlocking, s2 = StreamKind::NonBlocking, s3 = StreamKind::NonBlocking;
+  bool legacy = false;
+};
 struct Litmus {
-  explicit Litmus(Chooser& c, PoolPolicy p = {}) : m(c, p) {
+  explicit Litmus(Chooser& c, PoolPolicy p = {}, StreamKinds kinds = {}) : m(c, p) {
     m.create_stream("setup");
-    m.create_stream("s1");
-    m.create_stream("s2");
-    m.create_stream("s3");
+    m.create_stream("s1", kinds.s1);
+    m.create_stream("s2", kinds.s2);
+    m.create_stream("s3", kinds.s3);
+    if (kinds.legacy) m.create_stream("legacy", StreamKind::LegacyDefault);
     const auto a = m.alloc(StreamIndex{0}, 512, "X");
     EXPECT_TRUE(a && a->ptr == kX);
     m.sync_device();
@@ -53,9 +60,10 @@ struct Litmus {
 constexpr StreamIndex s1{1}, s2{2}, s3{3};
 
 /// Runs `program` under every schedule; every run must give `expected`.
-std::size_t litmus(const std::function<void(Litmus&)>& program, const std::vector<F>& expected) {
+std::size_t litmus(const std::function<void(Litmus&)>& program, const std::vector<F>& expected,
+                   StreamKinds kinds = {}) {
   return explore_all([&](Chooser& c) {
-    Litmus t(c);
+    Litmus t(c, {}, kinds);
     program(t);
     EXPECT_EQ(t.finish(), expected) << "schedule " << c.schedule();
   });
@@ -387,6 +395,117 @@ TEST(LitmusR5, EnqueueOrderAloneOrdersNothing) {
   EXPECT_TRUE(t.m.happens_before(a, c));
   EXPECT_TRUE(t.m.happens_before(b, c));
   EXPECT_FALSE(t.m.happens_before(c, a));
+}
+
+// --- R8 default streams
+
+constexpr StreamIndex legacy{4};
+constexpr StreamKind kBlocking = StreamKind::Blocking;
+
+TEST(LitmusR8, LegacyWorkWaitsForEarlierWorkOnBlockingStreams) {
+  // s1 (blocking): w(x); legacy: r(x). The read is ordered after the write: 1 order.
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  t.w(s1, kLoX);
+                  t.r(legacy, kLoX);
+                },
+                {}, {.s1 = kBlocking, .legacy = true}),
+            1u);
+}
+
+TEST(LitmusR8, BlockingWorkWaitsForEarlierLegacyWork) {
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  t.w(legacy, kLoX);
+                  t.r(s1, kLoX);
+                },
+                {}, {.s1 = kBlocking, .legacy = true}),
+            1u);
+}
+
+TEST(LitmusR8, NonBlockingStreamsAreNotOrderedWithLegacy) {
+  // s1 non-blocking: both directions race, 2 orders each.
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  t.w(s1, kLoX);
+                  t.r(legacy, kLoX);
+                },
+                {race({s1, 0}, {legacy, 0}, kLoX)}, {.legacy = true}),
+            2u);
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  t.w(legacy, kLoX);
+                  t.r(s1, kLoX);
+                },
+                {race({legacy, 0}, {s1, 0}, kLoX)}, {.legacy = true}),
+            2u);
+}
+
+TEST(LitmusR8, TwoBlockingStreamsAreNotOrderedWithEachOther) {
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  t.w(s1, kLoX);
+                  t.r(s2, kLoX);
+                },
+                {race({s1, 0}, {s2, 0}, kLoX)}, {.s1 = kBlocking, .s2 = kBlocking, .legacy = true}),
+            2u);
+}
+
+TEST(LitmusR8, LegacyWorkBetweenTwoBlockingStreamsOrdersThem) {
+  // s1: w(x); legacy: k(y); s2: r(x) -- ordered through the legacy op: 1 order.
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  t.w(s1, kLoX);
+                  t.w(legacy, kHiY);
+                  t.r(s2, kLoX);
+                },
+                {}, {.s1 = kBlocking, .s2 = kBlocking, .legacy = true}),
+            1u);
+}
+
+TEST(LitmusR8, LegacyOrdersOnlyWorkEnqueuedBeforeIt) {
+  // legacy: k(y) first, then s1: w(x) and s2: r(x): the legacy op orders
+  // neither after the other (each is after the legacy op only): a race;
+  // the legacy op runs first, then s1 and s2 in 2 orders.
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  t.w(legacy, kHiY);
+                  t.w(s1, kLoX);
+                  t.r(s2, kLoX);
+                },
+                {race({s1, 0}, {s2, 0}, kLoX)}, {.s1 = kBlocking, .s2 = kBlocking, .legacy = true}),
+            2u);
+}
+
+TEST(LitmusR8, RecordOnLegacyCapturesTheBlockingStreamsWork) {
+  // s1: w(x); record e on legacy; wait e on s3 (non-blocking); s3: r(x).
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  const auto e = t.m.create_event();
+                  t.w(s1, kLoX);
+                  t.m.record(e, legacy);
+                  t.m.wait(s3, e);
+                  t.r(s3, kLoX);
+                },
+                {}, {.s1 = kBlocking, .legacy = true}),
+            1u);
+}
+
+TEST(LitmusR8, WithoutALegacyStreamBlockingStreamsAreIndependent) {
+  EXPECT_EQ(litmus(
+                [](Litmus& t) {
+                  t.w(s1, kLoX);
+                  t.r(s2, kLoX);
+                },
+                {race({s1, 0}, {s2, 0}, kLoX)}, {.s1 = kBlocking, .s2 = kBlocking}),
+            2u);
+}
+
+TEST(LitmusR8, ASecondLegacyStreamIsRefused) {
+  RandomChooser c(0);
+  DeviceModel m(c);
+  m.create_stream("legacy", StreamKind::LegacyDefault);
+  EXPECT_THROW(m.create_stream("again", StreamKind::LegacyDefault), std::logic_error);
 }
 
 // --- report text and the P2 value oracle

@@ -60,6 +60,18 @@ inline const Malformed kMalformed[] = {
     {"LockAChannel", "channel C\nlock C\n", 2, 6, "'C' is a channel, not a mutex"},
     {"ReceiveUnknownChannel", "stream s\nreceive C\n", 2, 9, "unknown channel 'C' (declare it with 'channel C')"},
     {"BadName", "stream 1s\n", 1, 8, "'1s' is not a valid name"},
+    // R8: the legacy default stream and the main thread are every trace's.
+    {"LegacyDeclared", "stream s\nstream legacy\n", 2, 8,
+     "'legacy' is the legacy default stream (stream 0), which every trace has: use it as it is"},
+    {"LegacyAsABuffer", "buffer legacy 64\n", 1, 8, "'legacy' is the legacy default stream"},
+    {"MainAsAStream", "stream main\n", 1, 8, "'main' is the host thread the trace starts on, which every trace has"},
+    {"MainAsAnEvent", "event main\n", 1, 7, "'main' is the host thread the trace starts on"},
+    {"LegacyUsedAsAnEvent", "stream s\nrecord legacy on s\n", 2, 8, "'legacy' is a stream, not an event"},
+    {"NonBlockingTwice", "stream s nonblocking nonblocking\n", 1, 22,
+     "unexpected 'nonblocking' at the end of the statement"},
+    {"BlockingIsNotAWord", "stream s blocking\n", 1, 10, "unexpected 'blocking' at the end of the statement"},
+    {"NonBlockingAsName", "stream nonblocking\n", 1, 8, "'nonblocking' is a keyword"},
+    {"NonBlockingOnAnEvent", "event e nonblocking\n", 1, 9, "unexpected 'nonblocking' at the end of the statement"},
     // S1: sizes near 2^64 used to wrap to a 256-byte allocation (a real race reported clean).
     {"BufferOfAlmost2To64Bytes",
      "stream s0\nstream s1\nbuffer A 0xffffffffffffff01 on s0\nlaunch K1 on s0 writes A\nlaunch K2 on s1 reads A\n", 3,
@@ -90,9 +102,6 @@ inline const Malformed kMalformed[] = {
     {"PolicyAfterAStatementThatRuns", "stream s0\nbuffer A 64 on s0\npolicy opportunistic = off\n", 3, 1,
      "'policy' must come before the first statement that runs (line 2)"},
     {"ThreadPrefixNamesAStream", "stream s1\n@s1 sync device\n", 2, 1, "'s1' is a stream, not a thread"},
-    {"StreamNamedLikeTheHiddenStream", "stream legacy\n", 1, 8,
-     "'legacy' is the name of the stream that plain 'buffer' and 'free' run on"},
-    {"UseOfTheHiddenStream", "buffer A 64 on legacy\n", 1, 16, "'legacy' is the name of the stream"},
     {"KeywordWhereABufferGoes", "stream s0\nbuffer A 64 on s0\nbuffer B 64 on s0\nlaunch K on s0 reads A, writes B\n",
      4, 25, "expected a buffer, found the keyword 'writes'"},
     // S7: what a message echoes of the input is escaped and cut.

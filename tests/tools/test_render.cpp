@@ -436,7 +436,7 @@ TEST(RenderNames, EveryFormatNamesEventsStreamsBuffersAndCopiesAsTheTraceDoes) {
     // Streams, the copy and the buffers by name.
     for (const char* name : {"copy_engine", "math", "upload_weights", "Weights", "Staging"})
       EXPECT_NE(out.find(name), std::string::npos) << format << " lacks " << name << "\n" << out;
-    // The hidden stream of plain buffer / free carries nothing here: no lane.
+    // The legacy default stream carries nothing here: no lane.
     EXPECT_EQ(out.find("legacy"), std::string::npos) << format << "\n" << out;
   }
   // The finding names the bytes by buffer, in every format.
@@ -467,17 +467,18 @@ reap
   EXPECT_EQ(std::regex_search(text, std::regex(R"(\be[0-9]+\b)")), false) << text;
 }
 
-TEST(RenderNames, PlainBufferStreamIsALaneOnlyWhenItCarriesOpsAndThenSaysWhatItIs) {
+TEST(RenderNames, LegacyStreamIsALaneOnlyWhenItCarriesOpsAndThenSaysWhatItIs) {
   const DrawnTrace plain(R"(stream s1
 buffer A 256
 launch k on s1 writes A
 free A
 )");
   const std::string svg = render_svg(plain.input());
-  EXPECT_NE(svg.find(">cudaMalloc/Free</text>"), std::string::npos) << svg;
-  EXPECT_EQ(count(svg, "<g class=\"lane-label\">"), 3u) << svg;  // cudaMalloc/Free, s1, host (the cudaFree sync)
+  EXPECT_NE(svg.find(">legacy</text>"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("the legacy default stream (stream 0; R8)"), std::string::npos) << svg;  // its tooltip
+  EXPECT_EQ(count(svg, "<g class=\"lane-label\">"), 3u) << svg;  // legacy, s1, host (the cudaFree sync)
   const std::string text = render_text(plain.input());
-  EXPECT_NE(text.find("cudaMalloc/Free (2 ops)"), std::string::npos) << text;
+  EXPECT_NE(text.find("legacy (2 ops)"), std::string::npos) << text;
 
   const DrawnTrace stream_ordered(R"(stream s1
 stream idle
@@ -487,7 +488,7 @@ free A on s1
 )");
   for (const auto& out : {render_svg(stream_ordered.input()), render_text(stream_ordered.input()),
                           render_perfetto(stream_ordered.input()), render_dot(stream_ordered.input())}) {
-    EXPECT_EQ(out.find("cudaMalloc/Free"), std::string::npos) << out;
+    EXPECT_EQ(out.find("legacy"), std::string::npos) << out;
     EXPECT_EQ(out.find("idle"), std::string::npos) << out;  // declared, never used: no lane
   }
 }

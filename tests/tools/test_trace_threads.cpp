@@ -9,9 +9,11 @@
 // read it), mutex or channel, or when one observes the device or runs the
 // resource; an execution is one order of the conflicting pairs (plus one
 // outcome of every query, pool reuse and fault).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <random>
 #include <set>
@@ -85,6 +87,28 @@ TEST(TraceThreads, CriticalSectionsOnUnrelatedWorkStillHaveTwoExecutions) {
                         "thread t\nmutex M\nlock M\nlaunch k1 on s1 writes A\nunlock M\n"
                         "@t lock M\n@t launch k2 on s2 writes B\n@t unlock M\n";
   EXPECT_EQ(executions(t), 2u);
+}
+
+TEST(TraceThreads, LegacyWorkDoesNotCommuteWithABlockingStreamsWork) {
+  // R8: main launches on s1, t on legacy. With s1 blocking, whichever is
+  // enqueued first, the other is ordered after it: neither order races,
+  // but the two orders differ, so they are 2 executions even on unrelated
+  // buffers. With s1 non-blocking the launches are unordered: on one buffer
+  // they race in both orders (2 executions), on two buffers they commute (1).
+  const auto program = [](const char* kind, const char* legacy_buffer) {
+    return fmt::format(
+        "stream s1{}\nbuffer A 256\nbuffer B 256\nthread t\nlaunch k1 on s1 writes A\n"
+        "@t launch k2 on legacy reads {}\n",
+        kind, legacy_buffer);
+  };
+  const Report blocking = explore_text(program("", "A"));
+  EXPECT_EQ(blocking.coverage.explored, 2u);
+  EXPECT_EQ(races(blocking), 0u);
+  EXPECT_EQ(executions(program("", "B")), 2u);
+  const Report nonblocking = explore_text(program(" nonblocking", "A"));
+  EXPECT_EQ(nonblocking.coverage.explored, 2u);
+  EXPECT_EQ(races(nonblocking), 2u);
+  EXPECT_EQ(executions(program(" nonblocking", "B")), 1u);
 }
 
 TEST(TraceThreads, AChannelOrdersTheWaitAfterTheRecord) {
@@ -196,18 +220,19 @@ TEST(TraceThreads, TheFirstExecutionRunsTheFileOrder) {
 
 // --- sleep sets keep the verdict
 
-/// A random program of main and two threads over two streams, one event,
-/// two buffers, a mutex and a channel (sends balanced by receives).
+/// A random program of main and two threads over three streams (blocking
+/// s1, non-blocking s2 and the legacy stream: R8), one event, two buffers,
+/// a mutex and a channel (sends balanced by receives).
 std::string generated_threads_program(std::uint32_t seed) {
   std::mt19937 rng(seed);
   const auto pick = [&](std::uint32_t n) { return static_cast<std::uint32_t>(rng() % n); };
-  std::string t = "stream s1\nstream s2\nevent E\nbuffer A 256\nbuffer B 256\nmutex M\nchannel C\n";
+  std::string t = "stream s1\nstream s2 nonblocking\nevent E\nbuffer A 256\nbuffer B 256\nmutex M\nchannel C\n";
   t += "thread t1\nthread t2\n";
   const std::string threads[] = {"", "@t1 ", "@t2 "};
   int sends = 0;
   for (int i = 0; i < 3 + static_cast<int>(pick(4)); ++i) {
     const std::string& th = threads[pick(3)];
-    const std::string s = pick(2) ? "s1" : "s2";
+    const std::string s = std::array<const char*, 3>{"s1", "s2", "legacy"}[pick(3)];
     const std::string b = pick(2) ? "A" : "B";
     switch (pick(6)) {
       case 0:
