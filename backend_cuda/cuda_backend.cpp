@@ -278,11 +278,17 @@ void CudaBackend::launch(StreamRef s, const std::vector<KernelAccess>& accesses,
     spin = 0;
   }
   const std::uint64_t value = next_stamp_++;
+  bool launched = false;
   for (const auto& a : accesses) {
+    launched = true;
     if (!writes(a.access)) continue;
     stamp(s, a.ptr, a.bytes, value, spin);
     spin = 0;
   }
+  // A kernel that touches no trace buffer is still a kernel on its stream
+  // (holding it back delays what is ordered after it).
+  if (!launched)
+    if (auto st = enqueue_delay(s, spin); !st) errors_.push_back(st.error().to_string());
 }
 
 Status CudaBackend::enqueue_delay(StreamRef s, std::uint64_t spin_ns) {

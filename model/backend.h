@@ -88,7 +88,8 @@ static_assert(Backend<BackendArchetype>,
 /// the core's calls: the program's own streams, host threads, kernels and
 /// host synchronisation, and two hooks for reports. add_stream(name, kind)
 /// makes a stream of the kind a trace declares (R8: blocking, non-blocking,
-/// or the legacy default stream). Every call returns what
+/// or the legacy default stream); remove_stream(id) is the trace's
+/// `destroy stream` (R9a: work already enqueued still runs). Every call returns what
 /// it could not do as a value (Status, Result), never by throwing.
 ///   R4 host sync   - synchronize_event / synchronize_device return after the
 ///                    covered work completed; query_event answers whether it
@@ -106,9 +107,10 @@ static_assert(Backend<BackendArchetype>,
 template <class B>
 concept ReplayBackend = Backend<B> &&
     requires(B& b, std::string name, typename B::StreamRef s, const std::vector<KernelAccess>& accesses,
-             const typename B::Event& cevent, typename B::HostThread h, int line, std::uint64_t ptr) {
+             const typename B::Event& cevent, typename B::HostThread h, int line, std::uint64_t ptr, StreamId id) {
   typename B::HostThread;
   { b.add_stream(name, StreamKind::Blocking) } -> std::same_as<StreamId>;
+  b.remove_stream(id);
   { b.add_host_thread() } -> std::same_as<typename B::HostThread>;
   { b.main_host_thread() } -> std::same_as<typename B::HostThread>;
   b.set_host_thread(h);

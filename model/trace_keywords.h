@@ -41,6 +41,7 @@ enum class StatementKeyword : std::uint8_t {
   Unlock,
   Send,
   Receive,
+  Destroy,
 };
 
 struct StatementWord {
@@ -50,12 +51,13 @@ struct StatementWord {
 
 /// Every statement keyword, in alphabetical order (the parser's "did you
 /// mean" hint names the last close one in this order).
-inline constexpr std::array<StatementWord, 27> kStatementWords = {{
+inline constexpr std::array<StatementWord, 28> kStatementWords = {{
     {"allocate", StatementKeyword::Allocate},
     {"buffer", StatementKeyword::Buffer},
     {"channel", StatementKeyword::Channel},
     {"copy", StatementKeyword::Copy},
     {"deallocate", StatementKeyword::Deallocate},
+    {"destroy", StatementKeyword::Destroy},
     {"event", StatementKeyword::Event},
     {"finish", StatementKeyword::Finish},
     {"free", StatementKeyword::Free},

@@ -377,6 +377,8 @@ std::string_view to_string(NoteKind k) {
       return "backend failed";
     case NoteKind::Deadlock:
       return "deadlock";
+    case NoteKind::UseAfterDestroy:
+      return "use after destroy";
   }
   return {};
 }

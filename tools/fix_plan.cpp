@@ -60,7 +60,10 @@ struct Edge {
 std::optional<Edge> missing_edge(const ReportFinding& f) {
   if (f.fix != Fix::RecordEventAndWait || !f.edits.empty() || !f.second || !f.first.origin || !f.second->origin)
     return std::nullopt;
-  return Edge{f.first.stream, f.second->stream, f.first.origin->line, f.second->origin->line};
+  // A stream declared again after its destroy is reported as NAME'k; the
+  // edit names it as the trace does (at that line NAME is that incarnation).
+  return Edge{trace_name_of(f.first.stream), trace_name_of(f.second->stream), f.first.origin->line,
+              f.second->origin->line};
 }
 
 /// The record after the last first op and the wait before the earliest

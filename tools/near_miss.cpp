@@ -267,7 +267,8 @@ std::optional<TraceFix> event_near_miss(const Program& p, const Pair& pair) {
                  .statement = p.trace_line(w),
                  .op = p.trace_line(*needed),
                  .seen_by = p.trace_line(last)};
-      const std::string again = on_thread_of(p.src(w), fmt::format("wait {} on {}", wait.event, wait.stream));
+      const std::string again =
+          on_thread_of(p.src(w), fmt::format("wait {} on {}", wait.event, trace_name_of(wait.stream)));
       return TraceFix{Fix::WaitBeforeReRecord, n, {TraceEdit::insert_after(p.line(*needed), again)}};
     }
   }
@@ -295,7 +296,7 @@ std::optional<TraceFix> resource_fix(const Program& p, const Pair& pair, const R
       const ast::Source& at = p.src(raw);
       if (!open) {
         // Bracket the raw kernel, as `run` would.
-        const std::string use = fmt::format("{} on {} {}", block, *stream, to_string(access));
+        const std::string use = fmt::format("{} on {} {}", block, trace_name_of(*stream), to_string(access));
         return TraceFix{Fix::PrepareAndFinishTheLaunch,
                         std::nullopt,
                         {TraceEdit::insert_before(at.line, on_thread_of(at, "prepare " + use)),
@@ -305,8 +306,8 @@ std::optional<TraceFix> resource_fix(const Program& p, const Pair& pair, const R
       // The prepare is open and never finished: finish it after its last raw
       // use before the other op of the pair.
       const std::size_t last_use = p.last_raw_use(block, *stream, raw, pair.second);
-      const std::string finish =
-          fmt::format("finish {} on {} {}", block, *stream, to_string(p.get<ast::Prepare>(*open)->access));
+      const std::string finish = fmt::format("finish {} on {} {}", block, trace_name_of(*stream),
+                                             to_string(p.get<ast::Prepare>(*open)->access));
       return TraceFix{Fix::FinishTheUse,
                       prepare_without_finish(p, *open),
                       {TraceEdit::insert_after(p.line(last_use), on_thread_of(p.src(last_use), finish))}};

@@ -18,6 +18,7 @@ Severity severity(NoteKind kind) {
     case NoteKind::Skipped:
     case NoteKind::BackendFailed:
     case NoteKind::Deadlock:
+    case NoteKind::UseAfterDestroy:
       return Severity::Error;
   }
   return Severity::Error;

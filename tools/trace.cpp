@@ -9,6 +9,8 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <set>
+#include <string>
 #include <utility>
 
 #include "backend_sim/sim_backend.h"
@@ -70,6 +72,7 @@ class Parser {
     trace_.file = file_;
     names_[std::string(kMainThread)] = NameKind::Thread;
     names_[std::string(kPlainAllocationStream)] = NameKind::Stream;  // R8: every trace has the legacy stream
+    names_[std::string(kPerThreadStream)] = NameKind::Stream;        // and each host thread its own
   }
 
   Trace parse() {
@@ -125,8 +128,14 @@ class Parser {
     check_name_syntax(t);
     predeclared(t);
     auto it = names_.find(t.text);
-    if (it != names_.end() && !(kind == NameKind::Buffer && it->second == NameKind::Buffer))
-      fail(t.col, fmt::format("'{}' is already declared as {}", shown_input(t.text), with_article(it->second)));
+    // A buffer may be made again; a stream or event once its `destroy` came (R9).
+    const bool again =
+        it != names_.end() && it->second == kind && (kind == NameKind::Buffer || destroyed_.erase(t.text) > 0);
+    if (it != names_.end() && !again)
+      fail(t.col, fmt::format("'{}' is already declared as {}{}", shown_input(t.text), with_article(it->second),
+                              kind == it->second ? fmt::format(" (destroy {} {} first to make a new one)",
+                                                               to_string(kind), shown_input(t.text))
+                                                 : ""));
     names_[t.text] = kind;
     return t.text;
   }
@@ -151,6 +160,11 @@ class Parser {
       fail(t.col, fmt::format("'{}' is the legacy default stream (stream 0), which every trace has: use it as it "
                               "is ('launch K on {}'), and choose another name for a stream of your own",
                               t.text, t.text));
+    if (t.text == kPerThreadStream)
+      fail(t.col, fmt::format("'{}' is the per-thread default stream of the thread that names it "
+                              "(cudaStreamPerThread), which every trace has: use it as it is, and choose another "
+                              "name for a stream of your own",
+                              t.text));
     if (t.text == kMainThread)
       fail(t.col, fmt::format("'{}' is the host thread the trace starts on, which every trace has: choose another "
                               "name",
@@ -164,6 +178,14 @@ class Parser {
                               to_string(kind), shown_input(t.text), kind == NameKind::Buffer ? " BYTES" : ""));
     if (it->second != kind)
       fail(t.col, fmt::format("'{}' is {}, not {}", shown_input(t.text), with_article(it->second), with_article(kind)));
+    if (kind == NameKind::Stream && t.text == kPerThreadStream) {
+      // R8: the stream of the thread running the statement.
+      std::string own = fmt::format("{}{}{}", kPerThreadStream, kThreadMark, thread_);
+      if (std::find(trace_.per_thread_streams.begin(), trace_.per_thread_streams.end(), own) ==
+          trace_.per_thread_streams.end())
+        trace_.per_thread_streams.push_back(own);
+      return own;
+    }
     return t.text;
   }
   /// The column of the next token (the end of the line after the last).
@@ -235,7 +257,10 @@ class Parser {
     const auto [lo, hi] = range_of(r);
     return fmt::format("{}[{}:{}]", r.buffer, lo, hi);
   }
-  std::vector<AccessList> accesses() {
+  /// The accesses after a kernel's stream; `launch` may have none (a kernel
+  /// that touches no buffer the trace knows still runs on its stream), `run`
+  /// needs one (the resource brackets the blocks it uses).
+  std::vector<AccessList> accesses(bool may_be_empty) {
     std::vector<AccessList> out;
     while (!at_end()) {
       const Token& t = next("an access");
@@ -255,7 +280,7 @@ class Parser {
       }
       out.push_back(std::move(list));
     }
-    if (out.empty()) fail(end_col_, "expected 'reads', 'writes' or 'readwrites' and the buffers used");
+    if (out.empty() && !may_be_empty) fail(end_col_, "expected 'reads', 'writes' or 'readwrites' and the blocks used");
     return out;
   }
   Access access_word() {
@@ -305,6 +330,7 @@ class Parser {
     if (toks_.empty()) return;
     ast::Source src;
     src.line = line_no;
+    thread_ = src.thread;
     if (toks_[0].text[0] == '@') {
       const Token t = toks_[0];
       const std::string name = t.text.substr(1);
@@ -315,6 +341,7 @@ class Parser {
       if (it->second != NameKind::Thread)
         fail(t.col, fmt::format("'{}' is {}, not a thread", name, with_article(it->second)));
       src.thread = name;
+      thread_ = name;
       ++pos_;
       if (at_end()) fail(end_col_, fmt::format("expected a statement after '{}'", shown_input(t.text)));
     }
@@ -392,14 +419,14 @@ class Parser {
       case K::Launch: {
         ast::Launch st{std::move(src), kernel_name("a kernel name"), {}, {}};
         st.stream = stream_after_on();
-        st.accesses = accesses();
+        st.accesses = accesses(/*may_be_empty=*/true);
         return st;
       }
       case K::Run: {
         need_resource(kw);
         ast::Run st{std::move(src), kernel_name("a kernel name"), {}, {}};
         st.stream = stream_after_on();
-        st.accesses = accesses();
+        st.accesses = accesses(/*may_be_empty=*/false);
         return st;
       }
       case K::Copy: {
@@ -434,6 +461,8 @@ class Parser {
       }
       case K::Query:
         return ast::Query{std::move(src), use_name(NameKind::Event, "an event")};
+      case K::Destroy:
+        return destroy(std::move(src));
       case K::Resource:
         resource_options(kw);
         return ast::ResourceDecl{std::move(src)};
@@ -456,6 +485,29 @@ class Parser {
         return ast::Reap{std::move(src)};
     }
     fail(kw.col, fmt::format("unknown statement '{}'", kw.text));
+  }
+
+  /// `destroy stream S` / `destroy event E` (R9): of a declared stream or
+  /// event, never of `legacy`. Using the name afterwards is a finding at run
+  /// time (other threads may still run before the destroy); declaring it
+  /// again makes a new one.
+  Statement destroy(ast::Source src) {
+    using K = trace_language::StatementKeyword;
+    const Token& what = next("'stream' or 'event'");
+    const bool stream = what.text == trace_language::keyword(K::Stream);
+    if (!stream && what.text != trace_language::keyword(K::Event))
+      fail(what.col, fmt::format("expected 'stream' or 'event' after 'destroy', found '{}' (a buffer is given back "
+                                 "with 'free')",
+                                 shown_input(what.text)));
+    const int col = next_col();
+    std::string name = stream ? use_name(NameKind::Stream, "a stream") : use_name(NameKind::Event, "an event");
+    if (stream && name == kPlainAllocationStream)
+      fail(col, "the legacy default stream cannot be destroyed (cudaStreamDestroy of stream 0 is an error)");
+    if (stream && trace_name_of(name) == kPerThreadStream)
+      fail(col, "a per-thread default stream cannot be destroyed (cudaStreamPerThread is not a stream you made)");
+    destroyed_.insert(name);
+    if (stream) return ast::DestroyStream{std::move(src), std::move(name)};
+    return ast::DestroyEvent{std::move(src), std::move(name)};
   }
 
   /// `spawn T` / `join T`: T is another declared thread, not main; a
@@ -573,6 +625,8 @@ class Parser {
   std::map<std::string, BufferInfo, std::less<>> buffers_;
   std::optional<int> first_run_line_;                // the first statement that is not a declaration
   std::map<std::string, int, std::less<>> spawned_;  // thread -> the line of its `spawn`
+  std::set<std::string, std::less<>> destroyed_;     // streams and events destroyed, not declared again (R9)
+  std::string thread_{kMainThread};                  // the thread of the statement being parsed
   /// Per thread, the mutexes it holds at this point of its statements, with
   /// the line and column of their `lock`.
   std::map<std::string, std::map<std::string, std::pair<int, int>>> held_;

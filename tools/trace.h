@@ -73,6 +73,21 @@ inline constexpr std::uint64_t kMaxBufferBytes = std::uint64_t{1} << 48;
 inline constexpr std::string_view kPlainAllocationStream = "legacy";
 /// The host thread a trace starts on: declared by every trace.
 inline constexpr std::string_view kMainThread = "main";
+/// The per-thread default stream (cudaStreamPerThread, R8): declared by
+/// every trace; it names the stream of the host thread that runs the
+/// statement. The parser writes it as `per_thread@THREAD`, the name reports
+/// use; `trace_name_of` maps that back.
+inline constexpr std::string_view kPerThreadStream = "per_thread";
+inline constexpr char kThreadMark = '@';
+/// A stream or event declared again after its `destroy` is a new
+/// incarnation; reports call the k-th (k >= 2) NAME'k. Names cannot hold
+/// the mark, so it never clashes with a trace's name.
+inline constexpr char kIncarnationMark = '\'';
+/// The trace's name of a stream or event as reports call it: NAME'k ->
+/// NAME, per_thread@THREAD -> per_thread (written on THREAD's lines).
+inline std::string trace_name_of(std::string_view reported) {
+  return std::string(reported.substr(0, reported.find_first_of(std::string{kIncarnationMark, kThreadMark})));
+}
 /// The longest name (stream, event, thread, buffer, kernel, copy) a trace may use.
 inline constexpr std::size_t kMaxNameBytes = 128;
 
@@ -194,6 +209,16 @@ struct SyncDevice : Source {};
 struct Query : Source {
   std::string event;
 };
+/// `destroy stream S` (cudaStreamDestroy) / `destroy event E`
+/// (cudaEventDestroy): orders nothing -- work already enqueued still runs
+/// and a recorded capture still completes (R9a); a later use of the name
+/// until it is declared again is a finding (R9b, NoteKind::UseAfterDestroy).
+struct DestroyStream : Source {
+  std::string stream;
+};
+struct DestroyEvent : Source {
+  std::string event;
+};
 struct Allocate : Source {
   std::string buffer;
   std::uint64_t bytes = 0;
@@ -227,7 +252,7 @@ using Statement =
                  ast::Free, ast::Launch, ast::Copy, ast::Record, ast::Wait, ast::SyncStream, ast::SyncEvent,
                  ast::SyncDevice, ast::Query, ast::Allocate, ast::Deallocate, ast::Prepare, ast::Finish, ast::Reap,
                  ast::Run, ast::MutexDecl, ast::ChannelDecl, ast::Spawn, ast::Join, ast::Lock, ast::Unlock, ast::Send,
-                 ast::Receive>;
+                 ast::Receive, ast::DestroyStream, ast::DestroyEvent>;
 
 /// The line, text and host thread of any statement.
 inline const ast::Source& source(const Statement& st) {
@@ -266,6 +291,10 @@ struct Trace {
   std::optional<MutantId> mutant;
   std::optional<std::uint64_t> budget;
   std::vector<std::string> streams;  // in declaration order
+  /// The per-thread default streams the trace uses, `per_thread@THREAD`, in
+  /// the order of their first use (R8: blocking streams, made before the
+  /// declared ones so every backend numbers them alike).
+  std::vector<std::string> per_thread_streams;
 };
 
 /// Parses and checks a whole trace; throws TraceError at the first problem
@@ -324,6 +353,7 @@ enum class NoteKind : std::uint8_t {
   Skipped,            // the statement names a buffer or event that the run could not make
   BackendFailed,      // the backend could not do the program's own call (create an event, record, wait, sync)
   Deadlock,           // host threads were left waiting with no thread able to go on (lock, join, receive)
+  UseAfterDestroy,    // a statement names a stream or event after its `destroy` (R9b); it is not run
 };
 
 /// Something that went wrong that is not an HB finding: a resource call

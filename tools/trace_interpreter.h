@@ -52,6 +52,11 @@ class TraceInterpreter {
     legacy_ = b_.add_stream(std::string(kPlainAllocationStream), StreamKind::LegacyDefault);
     streams_[std::string(kPlainAllocationStream)] = legacy_;
     stream_kinds_[std::string(kPlainAllocationStream)] = StreamKind::LegacyDefault;
+    // R8: each host thread's per-thread default stream is a blocking stream.
+    for (const std::string& own : trace_.per_thread_streams) {
+      streams_[own] = b_.add_stream(own, StreamKind::Blocking);
+      stream_kinds_[own] = StreamKind::Blocking;
+    }
     with_protocol(trace_.mutant, [&]<class P>() {
       using Core = Resource<B, P>;
       std::unique_ptr<Core> core;
@@ -181,7 +186,9 @@ class TraceInterpreter {
     b_.set_op_origin(src.line);
     if (run.start) acquire(*std::exchange(run.start, std::nullopt));  // R6a
     current_ = t;
-    if (auto why = missing(st))
+    if (auto why = destroyed_use(st))
+      note(src, NoteKind::UseAfterDestroy, *why);  // R9b: the call is not made
+    else if (auto why = missing(st))
       note(src, NoteKind::Skipped, *why);
     else
       std::visit([&](const auto& s) { step<P>(s, resource); }, st);
@@ -217,15 +224,18 @@ class TraceInterpreter {
     std::visit(
         [&](const auto& s) {
           using S = std::decay_t<decltype(s)>;
+          // A destroyed stream or event is no wait: using it is a finding (R9b).
+          const auto stream_made = [&](const std::string& n) { return streams_.contains(n) || destroyed_.contains(n); };
           if constexpr (requires { s.stream; }) {
             if constexpr (std::is_same_v<std::decay_t<decltype(s.stream)>, std::string>) {
-              if (!streams_.contains(s.stream)) out = s.stream;
-            } else if (s.stream && !streams_.contains(*s.stream)) {
+              if (!stream_made(s.stream)) out = s.stream;
+            } else if (s.stream && !stream_made(*s.stream)) {
               out = *s.stream;
             }
           }
           if constexpr (requires { s.event; })
-            if (!out && !events_.contains(s.event) && !missing_.contains(s.event)) out = s.event;
+            if (!out && !events_.contains(s.event) && !missing_.contains(s.event) && !destroyed_.contains(s.event))
+              out = s.event;
           if constexpr (std::is_same_v<S, ast::Copy>)
             accesses(s.accesses());
           else if constexpr (requires { s.accesses; })
@@ -278,8 +288,15 @@ class TraceInterpreter {
         [&](const auto& s) {
           using S = std::decay_t<decltype(s)>;
           if constexpr (std::is_same_v<S, ast::StreamDecl> || std::is_same_v<S, ast::EventDecl> ||
-                        std::is_same_v<S, ast::ThreadDecl> || std::is_same_v<S, ast::Spawn>)
+                        std::is_same_v<S, ast::ThreadDecl> || std::is_same_v<S, ast::Spawn>) {
             f.touch(sim::SharedObject{kDeclarationObject, 0}, Touch::Write);  // numbers streams, events, threads
+            // A declaration after a `destroy` makes the name usable again (R9).
+            if constexpr (std::is_same_v<S, ast::StreamDecl>) f.touch(object(kStreamObject, s.name), Touch::Write);
+            if constexpr (std::is_same_v<S, ast::EventDecl>) f.touch(object(kEventObject, s.name), Touch::Write);
+          } else if constexpr (std::is_same_v<S, ast::DestroyStream>)
+            f.touch(object(kStreamObject, s.stream), Touch::Write);
+          else if constexpr (std::is_same_v<S, ast::DestroyEvent>)
+            f.touch(object(kEventObject, s.event), Touch::Write);
           else if constexpr (std::is_same_v<S, ast::BufferDecl>)
             pool_op(s.name, s.stream);
           else if constexpr (std::is_same_v<S, ast::Free>)
@@ -345,12 +362,14 @@ class TraceInterpreter {
 
   template <class P, class R>
   void step(const ast::StreamDecl& st, R*) {
-    streams_[st.name] = b_.add_stream(st.name, st.kind);
+    streams_[st.name] = b_.add_stream(incarnation(st.name), st.kind);
     stream_kinds_[st.name] = st.kind;
+    destroyed_.erase(st.name);
   }
   template <class P, class R>
   void step(const ast::EventDecl& st, R*) {
-    b_.set_event_label(st.name);
+    b_.set_event_label(incarnation(st.name));
+    destroyed_.erase(st.name);
     auto e = b_.without_faults([&] { return b_.create_event(); });
     if (!e) {
       note(st, NoteKind::BackendFailed, fmt::format("creating event {} failed: {}", st.name, e.error().to_string()));
@@ -359,6 +378,52 @@ class TraceInterpreter {
     }
     events_.insert_or_assign(st.name, std::move(e).value());
   }
+  /// R9a: the stream goes, its work does not (the backend keeps running
+  /// what was enqueued); later uses of the name are findings (R9b).
+  template <class P, class R>
+  void step(const ast::DestroyStream& st, R*) {
+    b_.remove_stream(streams_.at(st.stream));
+    streams_.erase(st.stream);
+    destroyed_[st.stream] = st.line;
+  }
+  /// R9a: a recorded capture still completes; the event is gone.
+  template <class P, class R>
+  void step(const ast::DestroyEvent& st, R*) {
+    events_.erase(st.event);
+    missing_.erase(st.event);
+    destroyed_[st.event] = st.line;
+  }
+  /// How reports call the newest incarnation of a stream or event: its name,
+  /// then NAME'2, NAME'3, ... once it is declared again after a `destroy`.
+  std::string incarnation(const std::string& name) {
+    const int k = ++incarnations_[name];
+    return k == 1 ? name : fmt::format("{}{}{}", name, kIncarnationMark, k);
+  }
+  /// R9b: the stream or event `st` names that was destroyed (and not
+  /// declared again), with where; the statement is not run.
+  std::optional<std::string> destroyed_use(const Statement& st) const {
+    std::optional<std::string> out;
+    const auto check = [&](const std::string& name, const char* kind) {
+      if (auto it = destroyed_.find(name); !out && it != destroyed_.end())
+        out = fmt::format(
+            "{} {} was destroyed at line {}: using it is a use after destroy (its handle may belong "
+            "to another {} by now); the call is not made",
+            kind, name, it->second, kind);
+    };
+    std::visit(
+        [&](const auto& s) {
+          if constexpr (requires { s.event; }) check(s.event, "event");
+          if constexpr (requires { s.stream; }) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(s.stream)>, std::string>)
+              check(s.stream, "stream");
+            else if (s.stream)
+              check(*s.stream, "stream");
+          }
+        },
+        st);
+    return out;
+  }
+
   template <class P, class R>
   void step(const ast::ThreadDecl& st, R*) {
     if (!st.starts_at_spawn) start(st.name);  // R6a: the declaring thread's past
@@ -626,6 +691,8 @@ class TraceInterpreter {
   StreamId legacy_{};
   std::map<std::string, StreamId> streams_;
   std::map<std::string, StreamKind> stream_kinds_;  // R8, for footprints
+  std::map<std::string, int> destroyed_;            // stream or event -> the line of its `destroy` (R9)
+  std::map<std::string, int> incarnations_;         // stream or event -> how many times declared (R9)
   std::map<std::string, typename B::Event> events_;
   std::vector<HostRun> runs_;  // main first, then the declared threads in file order
   std::map<std::string, std::size_t> run_index_;

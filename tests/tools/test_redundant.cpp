@@ -192,6 +192,9 @@ bool names_work(const Trace& trace, int line) {
     if (const auto s = enqueues_on(st)) stream_has_work[*s] = true;
     if (const auto* w = std::get_if<ast::Wait>(&st)) stream_has_work[w->stream] = true;
     if (const auto* r = std::get_if<ast::Record>(&st)) capture_has_work[r->event] = stream_has_work[r->stream];
+    // R9b: after its destroy the event is no work (the statement is not run).
+    if (const auto* d = std::get_if<ast::DestroyEvent>(&st)) capture_has_work[d->event] = false;
+    if (const auto* d = std::get_if<ast::DestroyStream>(&st)) stream_has_work[d->stream] = false;
   }
   return false;
 }

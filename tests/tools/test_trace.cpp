@@ -133,6 +133,19 @@ TEST(TraceInterpreter, EventWaitMakesItClean) {
   EXPECT_EQ(r.verdict(), Verdict::Clean);
 }
 
+TEST(TraceInterpreter, AKernelWithoutBuffersIsStillAnOpOnItsStream) {
+  // `launch tick on legacy` touches nothing, but as an op on the legacy
+  // stream it waits for s1's write and s2 waits for it (R8): clean. Without
+  // it the read races.
+  const std::string head = "stream s1\nstream s2\nbuffer A 256\nlaunch w on s1 writes A\n";
+  const auto ordered = explore_text(head + "launch tick on legacy\nlaunch r on s2 reads A\n");
+  EXPECT_EQ(ordered.verdict(), Verdict::Clean) << report_text(ordered);
+  const auto racy = explore_text(head + "launch r on s2 reads A\n");
+  EXPECT_EQ(racy.verdict(), Verdict::Findings) << report_text(racy);
+  const Trace t = parse_trace(head + "launch tick on legacy\n", "t.trace");
+  EXPECT_TRUE(std::get<ast::Launch>(t.statements.back()).accesses.empty());
+}
+
 TEST(TraceInterpreter, ResourceProgramThroughTheCoreAndItsMutant) {
   const std::string body =
       "stream s0\nstream s1\nallocate X 1024 on s0\nrun K1 on s1 writes X\nrun K2 on s0 reads X\ndeallocate X\nreap\n";

@@ -111,6 +111,26 @@ TEST(TraceThreads, LegacyWorkDoesNotCommuteWithABlockingStreamsWork) {
   EXPECT_EQ(executions(program(" nonblocking", "B")), 1u);
 }
 
+TEST(TraceThreads, EachThreadHasItsOwnPerThreadStream) {
+  // R8: `per_thread` names the stream of the thread that runs the
+  // statement: main's and t's are two blocking streams, so their writes
+  // race (the statements touch a common buffer: 2 executions, a race in
+  // each); both are ordered with legacy work between them.
+  const std::string racy =
+      "buffer A 256\nthread t\nlaunch w1 on per_thread writes A\n@t launch w2 on per_thread writes A\n";
+  const Report r = explore_text(racy);
+  EXPECT_EQ(r.coverage.explored, 2u);
+  EXPECT_EQ(races(r), 2u);
+  std::set<std::string> streams;
+  for (const auto& f : r.findings)
+    if (f.kind == sim::FindingKind::DataRace) streams.insert({f.first.stream, f.second->stream});
+  EXPECT_EQ(streams, (std::set<std::string>{"per_thread@main", "per_thread@t"}));
+  const Report ordered = explore_text(
+      "buffer A 256\nthread t\nchannel C\nlaunch w1 on per_thread writes A\nlaunch tick on legacy\nsend C\n"
+      "@t receive C\n@t launch w2 on per_thread writes A\n");
+  EXPECT_EQ(races(ordered), 0u);
+}
+
 TEST(TraceThreads, AChannelOrdersTheWaitAfterTheRecord) {
   // R6d: main writes A on s1, records E and sends; t receives, makes s2 wait
   // on E and reads A. The receive is ordered after the send, so the wait
