@@ -112,6 +112,16 @@ class CudaBackend {
   Status synchronize_stream(StreamRef s);
   std::uint32_t device_ordinal() const { return static_cast<std::uint32_t>(options_.device_ordinal); }
 
+  /// R10a/R10b: a user-space allocator's blocks are its own bookkeeping:
+  /// handing out bytes of a live allocation and taking them back make no
+  /// driver call (record_stream's events are the trace's calls: the
+  /// interpreter records and synchronizes them through this backend).
+  Result<std::uint64_t> suballoc(std::optional<std::uint32_t>, std::uint64_t ptr, std::uint64_t, std::uint64_t,
+                                 StreamRef) {
+    return ptr;
+  }
+  Status subfree(std::optional<std::uint32_t>, StreamRef, const std::vector<StreamRef>&) { return {}; }
+
   // --- validation (the props harness's ValidationBackend)
   void launch(StreamRef s, const std::vector<KernelAccess>& accesses, std::string label);
   void arm_fault(std::uint32_t nth, std::string_view call = {}) { faults_.arm_fault(nth, call); }

@@ -49,6 +49,31 @@ bool DeviceModel::free(StreamIndex stream, std::uint64_t ptr, std::string label)
   return true;
 }
 
+std::optional<AllocResult> DeviceModel::suballoc(StreamIndex stream, AllocationIndex parent, ByteRange block,
+                                                 std::uint64_t bytes, std::string label) {
+  hb_.check_stream(stream);
+  if (pool_.allocation(parent).free_op) return std::nullopt;
+  const AllocationIndex id = pool_.sub_allocated(parent, block, bytes, stream);
+  const OpRef ref = hb_.enqueue(stream, OpKind::Alloc, std::move(label), std::nullopt);
+  pool_.set_alloc_op(id, ref);
+  race_.enqueued(ref, {OpAccess{block, Access::Write, id}});
+  return AllocResult{block.lo, id, ReuseKind::SubAllocated};
+}
+
+bool DeviceModel::subfree(StreamIndex stream, AllocationIndex block, std::vector<OpRef> released_after,
+                          std::string label) {
+  hb_.check_stream(stream);
+  const Allocation& a = pool_.allocation(block);
+  if (!a.parent || a.free_op) return false;
+  const OpRef ref = hb_.enqueue(stream, OpKind::Free, std::move(label), std::nullopt);
+  pool_.sub_freed(block, ref, std::move(released_after));
+  // Giving a block back to its allocator changes no byte: the value oracle
+  // (P2) must not see it as a write, or a recorded stream's read that runs
+  // after it would look wrong (R10c).
+  race_.enqueued(ref, {OpAccess{a.range, Access::Write, block}}, /*changes_memory=*/false);
+  return true;
+}
+
 // --- host synchronization: the covered work executes, then the host is
 // ordered after it (R4), then idle freed ranges may go back (R7).
 

@@ -103,6 +103,17 @@ class DeviceModel {
                                    std::optional<std::uint64_t> preferred = std::nullopt);
   /// False (and nothing enqueued) when ptr is not the start of a live allocation.
   bool free(StreamIndex stream, std::uint64_t ptr, std::string label = "free");  // R7
+  /// R10a: a user-space allocator hands out bytes `block` of live
+  /// allocation `parent` as a block for `stream` (an op on it writing the
+  /// block, as a pool alloc does); nullopt when `parent` is not live.
+  std::optional<AllocResult> suballoc(StreamIndex stream, AllocationIndex parent, ByteRange block, std::uint64_t bytes,
+                                      std::string label = "suballoc");
+  /// R10b/R10c: the block goes back, an op on `stream` writing it for the
+  /// race checker (it changes no memory); an op ordered before one of
+  /// `released_after` counts as ordered before it. False (nothing
+  /// enqueued) when `block` is not a live sub-block.
+  bool subfree(StreamIndex stream, AllocationIndex block, std::vector<OpRef> released_after,
+               std::string label = "subfree");
 
   // --- host synchronization (R4)
   void sync_stream(StreamIndex stream);

@@ -26,6 +26,8 @@ std::string_view to_string(ReuseKind k) {
       return "opportunistic";
     case ReuseKind::InternalDependency:
       return "internal-dependency";
+    case ReuseKind::SubAllocated:
+      return "sub-allocated";
   }
   return "?";
 }
@@ -108,7 +110,7 @@ std::optional<AllocationIndex> Pool::place(StreamIndex stream, std::uint64_t byt
 
 std::optional<AllocationIndex> Pool::live_at(std::uint64_t ptr) const {
   for (std::size_t i = allocations_.size(); i-- > 0;)
-    if (allocations_[i].range.lo == ptr && !allocations_[i].free_op)
+    if (allocations_[i].range.lo == ptr && !allocations_[i].free_op && !allocations_[i].parent)
       return AllocationIndex{static_cast<std::uint32_t>(i)};
   return std::nullopt;
 }
@@ -125,6 +127,35 @@ void Pool::freed(AllocationIndex a, OpRef free_op) {
   Allocation& alloc = allocations_.at(a.value);
   alloc.free_op = free_op;
   free_ranges_.push_back(FreeRange{alloc.range, free_op});
+}
+
+AllocationIndex Pool::sub_allocated(AllocationIndex parent, ByteRange block, std::uint64_t bytes, StreamIndex stream) {
+  const Allocation& p = allocations_.at(parent.value);
+  if (block.lo < p.range.lo || block.hi > p.range.hi || block.lo >= block.hi || bytes > block.hi - block.lo)
+    throw std::invalid_argument(
+        fmt::format("Pool: sub-block [{:#x}, {:#x}) of {} bytes is not inside its parent "
+                    "[{:#x}, {:#x})",
+                    block.lo, block.hi, bytes, p.range.lo, p.range.hi));
+  Allocation a{};
+  a.range = block;
+  a.bytes = bytes;
+  a.stream = stream;
+  a.reuse = ReuseKind::SubAllocated;
+  a.parent = parent;
+  allocations_.push_back(a);
+  return AllocationIndex{static_cast<std::uint32_t>(allocations_.size() - 1)};
+}
+
+void Pool::sub_freed(AllocationIndex a, OpRef free_op, std::vector<OpRef> released_after) {
+  Allocation& alloc = allocations_.at(a.value);
+  alloc.free_op = free_op;
+  alloc.released_after = std::move(released_after);
+}
+
+bool Pool::within(AllocationIndex a, AllocationIndex b) const {
+  for (std::optional<AllocationIndex> at = a; at; at = allocations_.at(at->value).parent)
+    if (*at == b) return true;
+  return false;
 }
 
 void Pool::release_idle_ranges(const HbState& hb) {

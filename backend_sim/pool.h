@@ -35,6 +35,7 @@ enum class ReuseKind : std::uint8_t {
   EventDependency,     // the free is HB-before the allocation via events
   Opportunistic,       // the free already executed; adds no HB edge
   InternalDependency,  // the pool inserts a free -> alloc wait
+  SubAllocated,        // bytes of a parent allocation, handed out by a user-space allocator (R10a)
 };
 std::string_view to_string(ReuseKind k);
 
@@ -46,6 +47,13 @@ struct Allocation {
   std::optional<OpRef> free_op;
   std::optional<OpRef> fence;  // free of the previous occupant (pool order)
   ReuseKind reuse;
+  /// R10a: the allocation whose bytes a user-space allocator handed out as
+  /// this block (nullopt: the pool's own allocation).
+  std::optional<AllocationIndex> parent;
+  /// R10c: the last op of each `record_stream` stream when the block was
+  /// given back; an op ordered before one of them is ordered before the
+  /// block's free (the allocator hands the bytes out only once they ran).
+  std::vector<OpRef> released_after;
   /// The free the pool made this allocation wait for (InternalDependency).
   std::optional<OpRef> pool_dep() const { return reuse == ReuseKind::InternalDependency ? fence : std::nullopt; }
 };
@@ -72,6 +80,15 @@ class Pool {
   AllocationIndex containing(std::uint64_t ptr) const;
   /// Records the free op; its range becomes a reuse candidate.
   void freed(AllocationIndex a, OpRef free_op);
+  /// R10a: a user-space allocator's block, bytes `block` of live allocation
+  /// `parent` (the pool neither chooses nor reuses them); its alloc_op is
+  /// set by set_alloc_op().
+  AllocationIndex sub_allocated(AllocationIndex parent, ByteRange block, std::uint64_t bytes, StreamIndex stream);
+  /// R10b/R10c: the block given back by its allocator (never a pool reuse
+  /// candidate: the allocator hands its bytes out again itself).
+  void sub_freed(AllocationIndex a, OpRef free_op, std::vector<OpRef> released_after);
+  /// Whether `a` is `b` or one of `b`'s sub-blocks, at any depth (R10a).
+  bool within(AllocationIndex a, AllocationIndex b) const;
   /// Releases freed ranges that are idle (executed and host-synced) once
   /// more than the release threshold of them is held.
   void release_idle_ranges(const HbState& hb);

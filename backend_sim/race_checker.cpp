@@ -20,27 +20,39 @@ std::string_view to_string(FindingKind k) {
   return "?";
 }
 
-void RaceChecker::enqueued(OpRef q, const std::vector<OpAccess>& accesses) {
+void RaceChecker::enqueued(OpRef q, const std::vector<OpAccess>& accesses, bool changes_memory) {
   if (ops_.size() <= q.stream.value) ops_.resize(q.stream.value + 1);
   auto& on_stream = ops_[q.stream.value];
   on_stream.resize(std::max<std::size_t>(on_stream.size(), q.index + 1));
   OpRecord& rec = on_stream[q.index];
   rec.stamp = next_stamp_++;
+  rec.changes_memory = changes_memory;
   for (const OpAccess& a : accesses) rec.accesses.push_back(Checked{a, {}});
   for (Checked& acc : rec.accesses) check(q, acc);
 }
 
 bool RaceChecker::ordered(const ShadowAccess& p, OpRef q, AllocationIndex q_allocation) const {
   if (p.op == q || hb_.happens_before(p.op, q)) return true;
-  // R7: the pool guarantees that a reused range is not handed out before
-  // the previous occupant's free (and everything ordered before it) is done.
+  const auto before = [&](OpRef r) { return p.op == r || hb_.happens_before(p.op, r); };
   const Allocation& a = pool_.allocation(q_allocation);
-  if (p.allocation != q_allocation && a.fence) return p.op == *a.fence || hb_.happens_before(p.op, *a.fence);
+  // R7: the pool guarantees that a reused range is not handed out before
+  // the previous occupant's free (and everything ordered before it) is done;
+  // a sub-block's bytes were handed out by the pool to its outermost parent.
+  const Allocation* from_pool = &a;
+  while (from_pool->parent) from_pool = &pool_.allocation(*from_pool->parent);
+  if (!related(p.allocation, q_allocation) && from_pool->fence) return before(*from_pool->fence);
   return false;
 }
 
+bool RaceChecker::released_before(const ShadowAccess& p, OpRef q, AllocationIndex q_allocation) const {
+  const Allocation& a = pool_.allocation(q_allocation);
+  if (a.free_op != q || !pool_.within(p.allocation, q_allocation)) return false;
+  return std::any_of(a.released_after.begin(), a.released_after.end(),
+                     [&](OpRef r) { return p.op == r || hb_.happens_before(p.op, r); });
+}
+
 FindingKind RaceChecker::classify(const ShadowAccess& p, OpRef q, AllocationIndex q_allocation) const {
-  if (p.allocation != q_allocation) return FindingKind::ReuseRace;
+  if (!related(p.allocation, q_allocation)) return FindingKind::ReuseRace;
   const OpKind pk = hb_.op(p.op).kind;
   const OpKind qk = hb_.op(q).kind;
   if (pk == OpKind::Alloc) return FindingKind::UseBeforeReady;
@@ -60,27 +72,47 @@ void RaceChecker::report(FindingKind kind, OpRef first, std::optional<OpRef> sec
 
 void RaceChecker::check(OpRef q, Checked& checked) {
   const OpAccess& acc = checked.access;
-  const Allocation& target = pool_.allocation(acc.allocation);
-  if (hb_.op(q).kind == OpKind::Kernel && target.free_op && hb_.happens_before(*target.free_op, q))
-    report(FindingKind::UseAfterFree, *target.free_op, q, acc.range, true);
+  // A kernel ordered after the free of its block, or of a block it is a
+  // sub-block of (R10a), uses freed memory whatever else orders it. A
+  // sub-block is given back by the host (R10b): a kernel enqueued after
+  // that uses freed memory even where nothing orders it after the give-back
+  // (racing).
+  if (hb_.op(q).kind == OpKind::Kernel)
+    for (std::optional<AllocationIndex> at = acc.allocation; at; at = pool_.allocation(*at).parent) {
+      const Allocation& target = pool_.allocation(*at);
+      if (!target.free_op) continue;
+      const bool after = hb_.happens_before(*target.free_op, q);
+      if (after || target.parent) {
+        report(FindingKind::UseAfterFree, *target.free_op, q, acc.range, after);
+        break;
+      }
+    }
 
   shadow_.for_range(acc.range.lo, acc.range.hi, Shadow{}, [&](std::uint64_t lo, std::uint64_t hi, Shadow& sh) {
     const ByteRange seg{lo, hi};
+    // R10c: a use on a record_stream stream is no race with the block's
+    // give-back, but the give-back does not order it before anything else:
+    // it stays in the shadow (a write stays the bytes' last write) until an
+    // op ordered after it -- the next hand-out, after its host sync -- subsumes it.
+    bool keeps_last_write = false;
     if (sh.last_write) {
       if (ordered(*sh.last_write, q, acc.allocation)) {
         if (reads(acc.access)) checked.expected.emplace_back(seg, record(sh.last_write->op).stamp);
+      } else if (released_before(*sh.last_write, q, acc.allocation)) {
+        keeps_last_write = true;
       } else if (sh.last_write->op != q) {
         report(classify(*sh.last_write, q, acc.allocation), sh.last_write->op, q, seg, false);
       }
     }
     if (writes(acc.access)) {
       for (const auto& r : sh.reads)
-        if (!ordered(r, q, acc.allocation)) report(classify(r, q, acc.allocation), r.op, q, seg, false);
+        if (!ordered(r, q, acc.allocation) && !released_before(r, q, acc.allocation))
+          report(classify(r, q, acc.allocation), r.op, q, seg, false);
     }
     // Reads ordered before q are subsumed by q; racing reads stay so that
     // later ops of a reused range are checked against them too.
     std::erase_if(sh.reads, [&](const ShadowAccess& r) { return ordered(r, q, acc.allocation); });
-    if (writes(acc.access))
+    if (writes(acc.access) && !keeps_last_write)
       sh.last_write = ShadowAccess{q, acc.allocation};
     else
       sh.reads.push_back(ShadowAccess{q, acc.allocation});
@@ -99,6 +131,7 @@ void RaceChecker::executed(OpRef r) {
                         });
     }
   }
+  if (!rec.changes_memory) return;
   for (const auto& acc : rec.accesses)
     if (writes(acc.access.access))
       memory_.for_range(acc.access.range.lo, acc.access.range.hi, 0,

@@ -59,7 +59,9 @@ class RaceChecker {
 
   /// Checks the accesses of op `q`, just enqueued (P1), and notes for each
   /// read the write it must see when it executes (P2).
-  void enqueued(OpRef q, const std::vector<OpAccess>& accesses);
+  /// `changes_memory`: false for an op that is checked as a write but
+  /// leaves every byte as it was (a sub-block given back to its allocator).
+  void enqueued(OpRef q, const std::vector<OpAccess>& accesses, bool changes_memory = true);
   /// The value oracle (P2) as op `r` executes: its reads must see the
   /// stamps noted at enqueue; its writes leave its own stamp.
   void executed(OpRef r);
@@ -79,6 +81,7 @@ class RaceChecker {
   struct OpRecord {
     std::uint64_t stamp;  // the value this op's writes leave in memory
     std::vector<Checked> accesses;
+    bool changes_memory = true;
   };
   struct ShadowAccess {
     OpRef op;
@@ -92,6 +95,12 @@ class RaceChecker {
   OpRecord& record(OpRef r) { return ops_.at(r.stream.value).at(r.index); }
   void check(OpRef q, Checked& acc);
   bool ordered(const ShadowAccess& p, OpRef q, AllocationIndex q_allocation) const;
+  /// Whether two allocations share live bytes: the same one, or one a
+  /// sub-block of the other (R10a).
+  bool related(AllocationIndex a, AllocationIndex b) const { return pool_.within(a, b) || pool_.within(b, a); }
+  /// R10c: `q` is the give-back of a block with record_stream streams, and
+  /// `p`, a use of it, is ordered before one of their recorded points.
+  bool released_before(const ShadowAccess& p, OpRef q, AllocationIndex q_allocation) const;
   FindingKind classify(const ShadowAccess& p, OpRef q, AllocationIndex q_allocation) const;
   void report(FindingKind kind, OpRef first, std::optional<OpRef> second, ByteRange bytes, bool definite);
 

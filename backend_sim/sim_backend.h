@@ -158,6 +158,34 @@ class SimBackend {
     return op;
   }
 
+  /// R10a: a user-space allocator hands out bytes [ptr, ptr + block_bytes)
+  /// of allocation `parent` (allocation_of of the parent buffer) as a block
+  /// for `s`, `bytes` of it used: an op on `s` writing the block.
+  Result<std::uint64_t> suballoc(std::optional<std::uint32_t> parent, std::uint64_t ptr, std::uint64_t block_bytes,
+                                 std::uint64_t bytes, StreamRef s) {
+    model_.device_steps();
+    if (!parent) return ResourceError::driver("suballoc: the parent buffer is no allocation of this device");
+    auto a =
+        model_.suballoc(s, AllocationIndex{*parent}, ByteRange{ptr, ptr + block_bytes}, bytes, take_label("suballoc"));
+    if (!a) return ResourceError::driver("suballoc: the parent buffer was freed");
+    allocations_[a->ptr] = a->allocation.value;
+    tag(OpRef{s, model_.op_count(s) - 1});
+    return a->ptr;
+  }
+  /// R10b/R10c: sub-block `block` goes back to its allocator on `s`; work
+  /// enqueued so far on each stream of `released_after` (its record_stream
+  /// streams) counts as ordered before the give-back.
+  Status subfree(std::optional<std::uint32_t> block, StreamRef s, const std::vector<StreamRef>& released_after) {
+    model_.device_steps();
+    std::vector<OpRef> points;
+    for (const StreamRef r : released_after)
+      if (const std::uint32_t n = model_.op_count(r); n > 0) points.push_back(OpRef{r, n - 1});
+    if (!block || !model_.subfree(s, AllocationIndex{*block}, std::move(points), take_label("subfree")))
+      return ResourceError::driver("subfree: not a live sub-block (given back twice?)");
+    tag(OpRef{s, model_.op_count(s) - 1});
+    return {};
+  }
+
   // --- the rest of ReplayBackend (trace programs): each call is a
   // device-progress choice point, none is a fault point.
   HostThread add_host_thread() { return model_.create_host_thread(); }

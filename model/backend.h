@@ -101,7 +101,10 @@ static_assert(Backend<BackendArchetype>,
 /// set_event_label(label) names every event created from now on (the trace's
 /// name of an event, or what the resource made it for; empty: the backend's own);
 /// allocation_of(ptr) is the backend's own index of the live allocation at
-/// ptr (nullopt where the backend has none); without_faults(f) runs f with
+/// ptr (nullopt where the backend has none); suballoc(parent, ptr,
+/// block_bytes, bytes, s) and subfree(block, s, released_after) are a
+/// user-space allocator handing out bytes of a live allocation and taking
+/// them back (R10: `parent`/`block` are allocation_of indexes); without_faults(f) runs f with
 /// no fault point firing (the program's own calls are not where --faults
 /// injects: that is the resource's calls).
 template <class B>
@@ -122,6 +125,9 @@ concept ReplayBackend = Backend<B> &&
   b.set_op_label(name);
   b.set_event_label(name);
   { b.allocation_of(ptr) } -> std::same_as<std::optional<std::uint32_t>>;
+  // R10: a user-space allocator's blocks (`suballoc` / `subfree`).
+  { b.suballoc(std::optional<std::uint32_t>{}, ptr, ptr, ptr, s) } -> std::same_as<Result<std::uint64_t>>;
+  { b.subfree(std::optional<std::uint32_t>{}, s, std::vector<typename B::StreamRef>{}) } -> std::same_as<Status>;
   {
     b.without_faults([] { return Status{}; })
     } -> std::same_as<Status>;

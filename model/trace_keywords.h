@@ -42,6 +42,9 @@ enum class StatementKeyword : std::uint8_t {
   Send,
   Receive,
   Destroy,
+  SubAlloc,
+  SubFree,
+  RecordStream,
 };
 
 struct StatementWord {
@@ -51,7 +54,7 @@ struct StatementWord {
 
 /// Every statement keyword, in alphabetical order (the parser's "did you
 /// mean" hint names the last close one in this order).
-inline constexpr std::array<StatementWord, 28> kStatementWords = {{
+inline constexpr std::array<StatementWord, 31> kStatementWords = {{
     {"allocate", StatementKeyword::Allocate},
     {"buffer", StatementKeyword::Buffer},
     {"channel", StatementKeyword::Channel},
@@ -71,11 +74,14 @@ inline constexpr std::array<StatementWord, 28> kStatementWords = {{
     {"reap", StatementKeyword::Reap},
     {"receive", StatementKeyword::Receive},
     {"record", StatementKeyword::Record},
+    {"record_stream", StatementKeyword::RecordStream},
     {"resource", StatementKeyword::Resource},
     {"run", StatementKeyword::Run},
     {"send", StatementKeyword::Send},
     {"spawn", StatementKeyword::Spawn},
     {"stream", StatementKeyword::Stream},
+    {"suballoc", StatementKeyword::SubAlloc},
+    {"subfree", StatementKeyword::SubFree},
     {"sync", StatementKeyword::Sync},
     {"thread", StatementKeyword::Thread},
     {"unlock", StatementKeyword::Unlock},

@@ -379,6 +379,8 @@ std::string_view to_string(NoteKind k) {
       return "deadlock";
     case NoteKind::UseAfterDestroy:
       return "use after destroy";
+    case NoteKind::DoubleHandOut:
+      return "double hand-out";
   }
   return {};
 }

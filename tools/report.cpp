@@ -19,6 +19,7 @@ Severity severity(NoteKind kind) {
     case NoteKind::BackendFailed:
     case NoteKind::Deadlock:
     case NoteKind::UseAfterDestroy:
+    case NoteKind::DoubleHandOut:
       return Severity::Error;
   }
   return Severity::Error;

@@ -402,18 +402,25 @@ class Parser {
         return ast::PoolSwitch{std::move(src)};
       case K::Buffer: {
         ast::BufferDecl st{std::move(src), new_name(NameKind::Buffer), size_arg(), std::nullopt};
-        buffers_[st.name] = BufferInfo{st.bytes, line_, false};
+        buffers_[st.name] = BufferInfo{st.bytes, line_, BufferInfo::MadeBy::Buffer};
         if (!at_end()) st.stream = stream_after_on();
         return st;
       }
       case K::Free: {
-        const int col = next_col();
-        ast::Free st{std::move(src), use_name(NameKind::Buffer, "a buffer"), std::nullopt};
-        if (const BufferInfo& b = buffers_.at(st.buffer); b.made_by_allocate)
-          fail(col, fmt::format("'{}' was made by 'allocate' (line {}): give it back with 'deallocate {}' ('free' "
-                                "takes buffers made by 'buffer')",
-                                st.buffer, b.line, st.buffer));
+        ast::Free st{std::move(src), buffer_made_by(BufferInfo::MadeBy::Buffer, kw.text), std::nullopt};
         if (!at_end()) st.stream = stream_after_on();
+        return st;
+      }
+      case K::SubAlloc:
+        return suballoc(std::move(src));
+      case K::SubFree: {
+        ast::SubFree st{std::move(src), buffer_made_by(BufferInfo::MadeBy::SubAlloc, kw.text), {}};
+        st.stream = stream_after_on();
+        return st;
+      }
+      case K::RecordStream: {
+        ast::RecordStream st{std::move(src), buffer_made_by(BufferInfo::MadeBy::SubAlloc, kw.text), {}};
+        st.stream = stream_after_on();
         return st;
       }
       case K::Launch: {
@@ -469,7 +476,7 @@ class Parser {
       case K::Allocate: {
         need_resource(kw);
         ast::Allocate st{std::move(src), new_name(NameKind::Buffer), size_arg(), {}};
-        buffers_[st.buffer] = BufferInfo{st.bytes, line_, true};
+        buffers_[st.buffer] = BufferInfo{st.bytes, line_, BufferInfo::MadeBy::Allocate};
         st.stream = stream_after_on();
         return st;
       }
@@ -508,6 +515,32 @@ class Parser {
     destroyed_.insert(name);
     if (stream) return ast::DestroyStream{std::move(src), std::move(name)};
     return ast::DestroyEvent{std::move(src), std::move(name)};
+  }
+
+  /// `suballoc X N from P[LO:HI] on S` (R10): a user-space allocator hands
+  /// out bytes [LO, HI) of buffer P as block X, of which X's N bytes are
+  /// used (N <= HI - LO: the rest is the allocator's rounding). P is a
+  /// `buffer` or another sub-block, never a resource block (the resource
+  /// tracks its blocks itself).
+  Statement suballoc(ast::Source src) {
+    ast::SubAlloc st{std::move(src), new_name(NameKind::Buffer), size_arg(), {}, {}};
+    expect(trace_language::word::kFrom);
+    const int col = next_col();
+    st.block = ref();
+    const BufferInfo& parent = buffers_.at(st.block.buffer);
+    if (parent.made_by == BufferInfo::MadeBy::Allocate)
+      fail(col, fmt::format("'{}' was made by 'allocate' (line {}): a resource block cannot be sub-allocated (the "
+                            "resource tracks its blocks itself); sub-allocate from a 'buffer'",
+                            st.block.buffer, parent.line));
+    if (st.block.buffer == st.name) fail(col, fmt::format("'{}' cannot be sub-allocated from itself", st.name));
+    const auto [lo, hi] = range_of(st.block);
+    st.block.hi = hi;
+    if (st.bytes > hi - lo)
+      fail(col, fmt::format("the block {} holds {} bytes, fewer than the {} bytes of {}", describe(st.block), hi - lo,
+                            st.bytes, st.name));
+    buffers_[st.name] = BufferInfo{st.bytes, line_, BufferInfo::MadeBy::SubAlloc};
+    st.stream = stream_after_on();
+    return st;
   }
 
   /// `spawn T` / `join T`: T is another declared thread, not main; a
@@ -620,8 +653,46 @@ class Parser {
   struct BufferInfo {
     std::uint64_t bytes = 0;
     int line = 0;
-    bool made_by_allocate = false;  // a resource block: `deallocate`, never `free`
+    /// Which statement made it, and so which one gives it back: `free`
+    /// (buffer), `deallocate` (a resource block), `subfree` (a sub-block).
+    enum class MadeBy : std::uint8_t { Buffer, Allocate, SubAlloc } made_by = MadeBy::Buffer;
   };
+  /// The statement that gives back a buffer `made_by` made.
+  static std::string_view giver_back(BufferInfo::MadeBy made_by) {
+    using K = trace_language::StatementKeyword;
+    switch (made_by) {
+      case BufferInfo::MadeBy::Allocate:
+        return trace_language::keyword(K::Deallocate);
+      case BufferInfo::MadeBy::SubAlloc:
+        return trace_language::keyword(K::SubFree);
+      case BufferInfo::MadeBy::Buffer:
+        break;
+    }
+    return trace_language::keyword(K::Free);
+  }
+  static std::string_view maker(BufferInfo::MadeBy made_by) {
+    using K = trace_language::StatementKeyword;
+    switch (made_by) {
+      case BufferInfo::MadeBy::Allocate:
+        return trace_language::keyword(K::Allocate);
+      case BufferInfo::MadeBy::SubAlloc:
+        return trace_language::keyword(K::SubAlloc);
+      case BufferInfo::MadeBy::Buffer:
+        break;
+    }
+    return trace_language::keyword(K::Buffer);
+  }
+  /// The buffer the next token names, which `made_by` must have made (for
+  /// `free`, `subfree`, `record_stream`): say which statement takes it if not.
+  std::string buffer_made_by(BufferInfo::MadeBy made_by, std::string_view statement) {
+    const int col = next_col();
+    std::string name = use_name(NameKind::Buffer, "a buffer");
+    if (const BufferInfo& b = buffers_.at(name); b.made_by != made_by)
+      fail(col, fmt::format("'{}' was made by '{}' (line {}): give it back with '{} {}' ('{}' takes buffers made by "
+                            "'{}')",
+                            name, maker(b.made_by), b.line, giver_back(b.made_by), name, statement, maker(made_by)));
+    return name;
+  }
   std::map<std::string, BufferInfo, std::less<>> buffers_;
   std::optional<int> first_run_line_;                // the first statement that is not a declaration
   std::map<std::string, int, std::less<>> spawned_;  // thread -> the line of its `spawn`
@@ -778,7 +849,7 @@ std::set<int> Execution::executed_lines() const {
   return out;
 }
 
-std::vector<NamedBytes> Execution::name_bytes(sim::ByteRange bytes) const {
+std::vector<NamedBytes> Execution::name_bytes(sim::ByteRange bytes, std::optional<std::uint32_t> prefer) const {
   struct Held {
     const std::string* name;
     const TraceBuffer* buffer;
@@ -793,11 +864,19 @@ std::vector<NamedBytes> Execution::name_bytes(sim::ByteRange bytes) const {
   std::vector<NamedBytes> out;
   std::uint64_t at = bytes.lo;
   while (at < bytes.hi) {
-    // The first buffer by name that holds `at` names it (a reused range is
-    // held by every buffer ever made there); bytes in none stay addresses,
-    // up to where the next buffer starts.
-    const auto holder = std::find_if(held.begin(), held.end(),
-                                     [&](const Held& h) { return h.allocation.lo <= at && at < h.allocation.hi; });
+    // The smallest buffer that holds `at` names it -- a sub-block rather
+    // than the buffer it was carved from (R10a) -- and of those `prefer`,
+    // else the first by name (a reused range is held by every buffer ever
+    // made there); bytes in none stay addresses, up to where the next
+    // buffer starts.
+    auto holder = held.end();
+    for (auto h = held.begin(); h != held.end(); ++h) {
+      if (h->allocation.lo > at || at >= h->allocation.hi) continue;
+      const bool smaller = holder == held.end() || h->allocation.size() < holder->allocation.size();
+      const bool preferred_tie = holder != held.end() && h->allocation.size() == holder->allocation.size() && prefer &&
+                                 h->buffer->allocation == prefer;
+      if (smaller || preferred_tie) holder = h;
+    }
     if (holder == held.end()) {
       std::uint64_t next = bytes.hi;
       for (const Held& h : held)

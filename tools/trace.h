@@ -219,6 +219,30 @@ struct DestroyStream : Source {
 struct DestroyEvent : Source {
   std::string event;
 };
+/// `suballoc NAME BYTES from PARENT[LO:HI] on STREAM` (R10a): a
+/// user-space allocator (RMM's pool, PyTorch's caching allocator) hands out
+/// bytes [LO, HI) of PARENT as a block for STREAM; NAME is its first BYTES
+/// bytes. `block.hi` is always set.
+struct SubAlloc : Source {
+  std::string name;
+  std::uint64_t bytes = 0;
+  BufferRef block;
+  std::string stream;
+};
+/// `subfree NAME on STREAM` (R10b): the block goes back to the allocator,
+/// stream-ordered on STREAM; with `record_stream`s, only once the recorded
+/// streams' work up to here is done (R10c).
+struct SubFree : Source {
+  std::string buffer;
+  std::string stream;
+};
+/// `record_stream NAME on STREAM` (R10c): PyTorch's Tensor.record_stream --
+/// the block is also used on STREAM, so its `subfree` waits for STREAM's
+/// work before the bytes are handed out again.
+struct RecordStream : Source {
+  std::string buffer;
+  std::string stream;
+};
 struct Allocate : Source {
   std::string buffer;
   std::uint64_t bytes = 0;
@@ -252,7 +276,7 @@ using Statement =
                  ast::Free, ast::Launch, ast::Copy, ast::Record, ast::Wait, ast::SyncStream, ast::SyncEvent,
                  ast::SyncDevice, ast::Query, ast::Allocate, ast::Deallocate, ast::Prepare, ast::Finish, ast::Reap,
                  ast::Run, ast::MutexDecl, ast::ChannelDecl, ast::Spawn, ast::Join, ast::Lock, ast::Unlock, ast::Send,
-                 ast::Receive, ast::DestroyStream, ast::DestroyEvent>;
+                 ast::Receive, ast::DestroyStream, ast::DestroyEvent, ast::SubAlloc, ast::SubFree, ast::RecordStream>;
 
 /// The line, text and host thread of any statement.
 inline const ast::Source& source(const Statement& st) {
@@ -354,6 +378,7 @@ enum class NoteKind : std::uint8_t {
   BackendFailed,      // the backend could not do the program's own call (create an event, record, wait, sync)
   Deadlock,           // host threads were left waiting with no thread able to go on (lock, join, receive)
   UseAfterDestroy,    // a statement names a stream or event after its `destroy` (R9b); it is not run
+  DoubleHandOut,      // `suballoc` of bytes a live sub-block still holds (R10a): the allocator gave them twice
 };
 
 /// Something that went wrong that is not an HB finding: a resource call
@@ -387,8 +412,11 @@ class Execution {
   /// The statement that enqueued `op`, if any (resource ops: the call).
   std::optional<OpOrigin> origin(sim::OpRef op) const;
   /// `bytes` cut where buffers begin and end: each piece named by the buffer
-  /// that holds it (offsets into it), or by its addresses outside every buffer.
-  std::vector<NamedBytes> name_bytes(sim::ByteRange bytes) const;
+  /// that holds it (offsets into it), or by its addresses outside every
+  /// buffer. Of buffers holding the same bytes the smallest names them (a
+  /// sub-block, R10a), and of equally small ones allocation `prefer` (the
+  /// op's own), else the first by name.
+  std::vector<NamedBytes> name_bytes(sim::ByteRange bytes, std::optional<std::uint32_t> prefer = std::nullopt) const;
   /// Every choice the run made (simulator), in order, with its statement's line.
   const std::vector<ChoicePoint>& choices() const { return choices_; }
   /// Every `query` the run answered (simulator), in order.

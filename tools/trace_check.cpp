@@ -49,10 +49,18 @@ ReportOp report_op(const Execution& run, sim::OpRef op) {
 
 namespace {
 
-std::vector<ReportBytes> report_bytes(const Execution& run, const std::vector<sim::ByteRange>& ranges) {
+/// The finding's bytes, named by the buffers of `first`'s accesses where
+/// several buffers hold them (a block handed out again, R10).
+std::vector<ReportBytes> report_bytes(const Execution& run, sim::OpRef first,
+                                      const std::vector<sim::ByteRange>& ranges) {
+  const std::vector<sim::OpAccess> accesses = run.model().accesses(first);
   std::vector<ReportBytes> out;
-  for (const sim::ByteRange& r : ranges)
-    for (ReportBytes& piece : run.name_bytes(r)) out.push_back(std::move(piece));
+  for (const sim::ByteRange& r : ranges) {
+    std::optional<std::uint32_t> prefer;
+    for (const sim::OpAccess& a : accesses)
+      if (a.range.lo < r.hi && r.lo < a.range.hi) prefer = a.allocation.value;
+    for (ReportBytes& piece : run.name_bytes(r, prefer)) out.push_back(std::move(piece));
+  }
   return out;
 }
 
@@ -81,7 +89,7 @@ ReportFinding report_finding(const Execution& run, const sim::Finding& f, const 
                     .severity = f.kind == sim::FindingKind::Leak ? Severity::Warning : Severity::Error,
                     .first = report_op(run, f.first),
                     .second = std::nullopt,
-                    .bytes = report_bytes(run, f.bytes),
+                    .bytes = report_bytes(run, f.first, f.bytes),
                     .order = Ordering::NeverFreed,
                     .fix = Fix::FreeTheBuffer,
                     .near_miss = std::nullopt,

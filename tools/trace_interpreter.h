@@ -241,6 +241,7 @@ class TraceInterpreter {
           else if constexpr (requires { s.accesses; })
             accesses(s.accesses);
           if constexpr (requires { s.buffer; } && !std::is_same_v<S, ast::Allocate>) buffer(s.buffer);
+          if constexpr (std::is_same_v<S, ast::SubAlloc>) buffer(s.block.buffer);
         },
         st);
     return out;
@@ -273,15 +274,21 @@ class TraceInterpreter {
           break;
       }
     };
+    // A sub-block shares its bytes with the buffer it was carved from
+    // (R10a): both are the outermost buffer's object.
+    const auto buffer_object = [&](const std::string& name) {
+      auto it = carved_from_.find(name);
+      return object(kBufferObject, it == carved_from_.end() ? name : it->second);
+    };
     const auto buffer_touch = [&](const std::vector<AccessList>& lists) {
       for (const auto& list : lists)
         for (const auto& r : list.refs)
-          f.touch(object(kBufferObject, r.buffer), list.access == Access::Read ? Touch::Read : Touch::Write);
+          f.touch(buffer_object(r.buffer), list.access == Access::Read ? Touch::Read : Touch::Write);
     };
     const auto pool_op = [&](const std::string& buffer, const std::optional<std::string>& stream) {
       if (!stream) return f.touch_everything();  // cudaMalloc / cudaFree synchronize the device
       stream_touch(*stream);
-      f.touch(object(kBufferObject, buffer), Touch::Write);
+      f.touch(buffer_object(buffer), Touch::Write);
       return f.touch(sim::SharedObject{kPoolObject, 0}, Touch::Write);
     };
     std::visit(
@@ -301,6 +308,23 @@ class TraceInterpreter {
             pool_op(s.name, s.stream);
           else if constexpr (std::is_same_v<S, ast::Free>)
             pool_op(s.buffer, s.stream);
+          else if constexpr (std::is_same_v<S, ast::SubAlloc>) {
+            // R10c: handing out bytes given back with record_stream waits
+            // for the recorded streams' work (a host sync: it observes the device).
+            if (!pending_.empty()) f.touch_everything();
+            stream_touch(s.stream);
+            f.touch(buffer_object(s.block.buffer), Touch::Write);
+            f.touch(sim::SharedObject{kSubAllocatorObject, 0}, Touch::Write);
+          } else if constexpr (std::is_same_v<S, ast::SubFree>) {
+            stream_touch(s.stream);
+            f.touch(buffer_object(s.buffer), Touch::Write);
+            f.touch(sim::SharedObject{kSubAllocatorObject, 0}, Touch::Write);
+            if (auto uses = recorded_uses_.find(s.buffer); uses != recorded_uses_.end()) {
+              f.touch(sim::SharedObject{kDeclarationObject, 0}, Touch::Write);  // makes events
+              for (const RecordedUse& use : uses->second) stream_touch(use.stream);
+            }
+          } else if constexpr (std::is_same_v<S, ast::RecordStream>)
+            f.touch(buffer_object(s.buffer), Touch::Write);
           else if constexpr (std::is_same_v<S, ast::Launch>) {
             stream_touch(s.stream);
             buffer_touch(s.accesses);
@@ -328,7 +352,8 @@ class TraceInterpreter {
     return f;
   }
   static constexpr std::uint8_t kStreamObject = 1, kBufferObject = 2, kEventObject = 3, kPoolObject = 4,
-                                kMutexObject = 5, kChannelObject = 6, kDeclarationObject = 7, kDefaultStreamBarrier = 8;
+                                kMutexObject = 5, kChannelObject = 6, kDeclarationObject = 7, kDefaultStreamBarrier = 8,
+                                kSubAllocatorObject = 9;
 
   /// No thread can go on, yet some have statements left: a Deadlock note
   /// saying what each waits for.
@@ -488,6 +513,8 @@ class TraceInterpreter {
       return;
     }
     missing_.erase(st.name);
+    freed_.erase(st.name);
+    carved_from_.erase(st.name);
     exec_.made_buffer(st.name, TraceBuffer{p.value(), st.bytes, b_.allocation_of(p.value())});
     if (!st.stream) host_sync(st, b_.synchronize_device());  // cudaMalloc returns memory ready for every stream
   }
@@ -500,7 +527,113 @@ class TraceInterpreter {
     const std::uint64_t ptr = exec_.buffers().at(st.buffer).ptr;
     if (!b_.without_faults([&] { return b_.free_async(ptr, s); }))
       note(st, NoteKind::NotLive, fmt::format("free of {}, which is not a live allocation (double free?)", st.buffer));
+    else
+      freed_[st.buffer] = st.line;
     if (plain) host_sync(st, b_.synchronize_device());
+  }
+  /// R10a: a user-space allocator hands out bytes of a live buffer as a
+  /// block for a stream. Bytes given back with record_stream are handed out
+  /// only once the recorded streams' work is done (R10c): the allocator
+  /// found their events complete, which orders the host after that work.
+  template <class P, class R>
+  void step(const ast::SubAlloc& st, R*) {
+    const TraceBuffer& parent = exec_.buffers().at(st.block.buffer);
+    if (auto freed = freed_.find(st.block.buffer); freed != freed_.end()) {
+      note(
+          st, NoteKind::NotLive,
+          fmt::format("suballoc {} from {}, which was given back at line {}", st.name, st.block.buffer, freed->second));
+      missing_[st.name] = fmt::format("{} has no memory (line {}: its parent was given back)", st.name, st.line);
+      return;
+    }
+    const std::uint64_t lo = parent.ptr + st.block.lo;
+    const std::uint64_t hi = parent.ptr + *st.block.hi;
+    for (const auto& [name, live] : live_blocks_)
+      if (live.lo < hi && lo < live.hi && name != st.name) {
+        note(st, NoteKind::DoubleHandOut,
+             fmt::format("{} gets bytes {} still held by {} (handed out at line {}, not given back): the allocator "
+                         "handed out the same bytes twice",
+                         st.name, fmt::format("{}[{}:{}]", st.block.buffer, st.block.lo, *st.block.hi), name,
+                         live.line));
+        break;
+      }
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (it->lo < hi && lo < it->hi) {
+        for (const typename B::Event& e : it->events) host_sync(st, b_.synchronize_event(e));  // R10c
+        it = pending_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    const typename B::StreamRef s = stream(st.stream);
+    b_.set_op_label(fmt::format("suballoc {}", st.name));
+    auto p = b_.without_faults([&] { return b_.suballoc(parent.allocation, lo, hi - lo, st.bytes, s); });
+    if (!p) {
+      note(st, NoteKind::BackendFailed, fmt::format("suballoc {} failed: {}", st.name, p.error().to_string()));
+      missing_[st.name] = fmt::format("{} has no memory (line {}: suballoc failed)", st.name, st.line);
+      return;
+    }
+    missing_.erase(st.name);
+    freed_.erase(st.name);
+    exec_.made_buffer(st.name, TraceBuffer{p.value(), st.bytes, b_.allocation_of(p.value())});
+    live_blocks_.insert_or_assign(st.name, LiveBlock{lo, hi, st.line, st.stream});
+    auto root = carved_from_.find(st.block.buffer);
+    carved_from_[st.name] = root == carved_from_.end() ? st.block.buffer : root->second;
+  }
+  /// R10b: the block goes back to its allocator, stream-ordered on the
+  /// stream. R10c: with record_stream, an event recorded now on each
+  /// recorded stream holds the bytes until that stream's work so far is done.
+  template <class P, class R>
+  void step(const ast::SubFree& st, R*) {
+    auto live = live_blocks_.find(st.buffer);
+    if (live == live_blocks_.end()) {
+      note(st, NoteKind::NotLive,
+           fmt::format("subfree of {}, which is not a handed-out block (given back twice?)", st.buffer));
+      return;
+    }
+    PendingBlock pending{live->second.lo, live->second.hi, {}};
+    std::vector<typename B::StreamRef> released_after;
+    for (const RecordedUse& use : std::exchange(recorded_uses_[st.buffer], {})) {
+      if (auto now = streams_.find(use.stream); now == streams_.end() || now->second != use.id) {
+        note(st, NoteKind::UseAfterDestroy,
+             fmt::format("stream {} ({}'s record_stream at line {}) was destroyed: recording the free's event on "
+                         "it is a use after destroy; the call is not made",
+                         use.stream, st.buffer, use.line));
+        continue;
+      }
+      b_.set_event_label(fmt::format("{} freed, used on {}", st.buffer, use.stream));
+      auto e = b_.without_faults([&] { return b_.create_event(); });
+      if (!e) {
+        note(st, NoteKind::BackendFailed,
+             fmt::format("creating {}'s record_stream event failed: {}", st.buffer, e.error().to_string()));
+        continue;
+      }
+      host_call(st, "record", b_.without_faults([&] { return b_.record_event(e.value(), stream(use.stream)); }));
+      pending.events.push_back(std::move(e).value());
+      released_after.push_back(stream(use.stream));
+    }
+    recorded_uses_.erase(st.buffer);
+    b_.set_op_label(fmt::format("subfree {}", st.buffer));
+    const std::optional<std::uint32_t> block = exec_.buffers().at(st.buffer).allocation;
+    if (!b_.without_faults([&] { return b_.subfree(block, stream(st.stream), released_after); }))
+      note(st, NoteKind::NotLive, fmt::format("subfree of {}, which is not a live sub-block", st.buffer));
+    live_blocks_.erase(live);
+    freed_[st.buffer] = st.line;
+    if (!pending.events.empty()) pending_.push_back(std::move(pending));
+  }
+  /// R10c: PyTorch's record_stream -- the block is used on another stream
+  /// too; on its own stream it adds nothing (stream order covers it).
+  template <class P, class R>
+  void step(const ast::RecordStream& st, R*) {
+    auto live = live_blocks_.find(st.buffer);
+    if (live == live_blocks_.end()) {
+      note(st, NoteKind::NotLive,
+           fmt::format("record_stream of {}, which is not a handed-out block (given back already?)", st.buffer));
+      return;
+    }
+    if (st.stream == live->second.stream) return;
+    auto& uses = recorded_uses_[st.buffer];
+    if (std::none_of(uses.begin(), uses.end(), [&](const RecordedUse& u) { return u.stream == st.stream; }))
+      uses.push_back(RecordedUse{st.stream, streams_.at(st.stream), st.line});
   }
   template <class P, class R>
   void step(const ast::Launch& st, R*) {
@@ -649,6 +782,8 @@ class TraceInterpreter {
           using S = std::decay_t<decltype(s)>;
           if constexpr (std::is_same_v<S, ast::Allocate>)
             return std::nullopt;  // makes the buffer anew
+          else if constexpr (std::is_same_v<S, ast::SubAlloc>)
+            return check(s.block.buffer);  // makes the block anew, from its parent
           else if constexpr (std::is_same_v<S, ast::Copy>)
             return any_of(s.accesses());
           else if constexpr (requires { s.accesses; })
@@ -704,6 +839,26 @@ class TraceInterpreter {
   bool cut_ = false;                                   // the run was cut (B::host_run_cut)
   std::map<std::string, DeviceBlock> blocks_;
   std::map<std::string, std::string> missing_;  // buffer or event -> why the run has none
+  std::map<std::string, int> freed_;            // buffer -> the line that gave it back (free, subfree)
+  // --- R10: user-space allocators
+  struct LiveBlock {
+    std::uint64_t lo = 0, hi = 0;  // the block's device addresses
+    int line = 0;                  // its suballoc
+    std::string stream;            // the stream it was handed out for
+  };
+  struct RecordedUse {
+    std::string stream;
+    StreamId id;  // the stream as it was at the record_stream (it may be destroyed by the free)
+    int line = 0;
+  };
+  struct PendingBlock {
+    std::uint64_t lo = 0, hi = 0;
+    std::vector<typename B::Event> events;  // recorded at the subfree on each record_stream stream
+  };
+  std::map<std::string, LiveBlock> live_blocks_;
+  std::map<std::string, std::vector<RecordedUse>> recorded_uses_;
+  std::vector<PendingBlock> pending_;               // given back with record_stream, not handed out again yet
+  std::map<std::string, std::string> carved_from_;  // sub-block -> the outermost buffer it was carved from
 };
 
 }  // namespace streamcheck::tools
