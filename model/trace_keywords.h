@@ -45,6 +45,9 @@ enum class StatementKeyword : std::uint8_t {
   SubAlloc,
   SubFree,
   RecordStream,
+  If,
+  Else,
+  End,
 };
 
 struct StatementWord {
@@ -54,16 +57,19 @@ struct StatementWord {
 
 /// Every statement keyword, in alphabetical order (the parser's "did you
 /// mean" hint names the last close one in this order).
-inline constexpr std::array<StatementWord, 31> kStatementWords = {{
+inline constexpr std::array<StatementWord, 34> kStatementWords = {{
     {"allocate", StatementKeyword::Allocate},
     {"buffer", StatementKeyword::Buffer},
     {"channel", StatementKeyword::Channel},
     {"copy", StatementKeyword::Copy},
     {"deallocate", StatementKeyword::Deallocate},
     {"destroy", StatementKeyword::Destroy},
+    {"else", StatementKeyword::Else},
+    {"end", StatementKeyword::End},
     {"event", StatementKeyword::Event},
     {"finish", StatementKeyword::Finish},
     {"free", StatementKeyword::Free},
+    {"if", StatementKeyword::If},
     {"join", StatementKeyword::Join},
     {"launch", StatementKeyword::Launch},
     {"lock", StatementKeyword::Lock},
@@ -103,6 +109,9 @@ inline constexpr std::string_view kRead = "read";
 inline constexpr std::string_view kWrite = "write";
 inline constexpr std::string_view kReadWrite = "read_write";
 inline constexpr std::string_view kNonBlocking = "nonblocking";
+/// `if done E`: read only right after `if`, so it stays a valid name
+/// (traces name channels `done`).
+inline constexpr std::string_view kDone = "done";
 }  // namespace word
 
 inline constexpr std::array<std::string_view, 13> kInnerWords = {

@@ -59,6 +59,12 @@ std::string report_text(const Report& r) {
     fmt::format_to(line, "  bytes:    {}\n", describe(f.bytes));
     fmt::format_to(line, "  order:    {}\n", describe_order(f));
     fmt::format_to(line, "  fix:      {}\n", describe_fix(f));
+    if (!f.branches.empty()) {
+      std::string taken;
+      for (const BranchTaken& b : f.branches)
+        taken += fmt::format("{}line {} {}", taken.empty() ? "" : ", ", b.line, b.done ? "done" : "not done");
+      fmt::format_to(line, "  branches: {} (the 'if done' answers of its first run)\n", taken);
+    }
     if (f.schedule_file)
       fmt::format_to(line, "  replay:   streamcheck replay {} --schedule-file {}\n", r.file, *f.schedule_file);
     else
@@ -187,6 +193,10 @@ Json finding_json(const ReportFinding& f) {
   if (f.near_miss) o["near_miss"] = near_miss_json(*f.near_miss);
   if (!f.edits.empty()) o["edits"] = edits_json(f.edits);
   if (f.producer) o["producer"] = op_json(*f.producer);
+  if (!f.branches.empty()) {
+    o["branches"] = Json::array();
+    for (const BranchTaken& b : f.branches) o["branches"].push_back({{"line", b.line}, {"done", b.done}});
+  }
   o["schedule"] = f.schedule;
   o["schedules"] = f.schedules;
   return o;

@@ -122,6 +122,8 @@ struct ReportFinding {
   /// ReorderOrDoubleBuffer: the write `second` reads today (its last
   /// HB-ordered writer of these bytes, tools/producers.h).
   std::optional<ReportOp> producer;
+  /// The branch that first schedule took at each `if done` it reached (R11).
+  std::vector<BranchTaken> branches;
   std::string schedule;  // the first schedule that showed it
   /// Where save_long_schedules wrote `schedule` (tools/schedule_io.h); the
   /// text report then names the file instead of printing a long schedule.

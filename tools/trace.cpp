@@ -90,6 +90,10 @@ class Parser {
     if (trace_.statements.empty())
       throw TraceError(TraceError::Kind::NoStatements, file_,
                        "the trace has no statements (the file is empty or holds only comments and blank lines)");
+    if (!blocks_.empty()) {
+      line_ = blocks_.back().if_line;
+      fail(1, "'if' without its 'end': close the block with a line 'end'");
+    }
     if (!first_run_line_)
       throw TraceError(TraceError::Kind::NoStatements, file_,
                        "the trace has no statement that runs, only declarations (stream, event, thread, mutex, "
@@ -178,6 +182,7 @@ class Parser {
                               to_string(kind), shown_input(t.text), kind == NameKind::Buffer ? " BYTES" : ""));
     if (it->second != kind)
       fail(t.col, fmt::format("'{}' is {}, not {}", shown_input(t.text), with_article(it->second), with_article(kind)));
+    if (kind == NameKind::Buffer) made_in_both_branches(t.text, t.col);
     if (kind == NameKind::Stream && t.text == kPerThreadStream) {
       // R8: the stream of the thread running the statement.
       std::string own = fmt::format("{}{}{}", kPerThreadStream, kThreadMark, thread_);
@@ -235,6 +240,7 @@ class Parser {
                               shown_input(r.buffer)));
     if (it->second != NameKind::Buffer)
       fail(t.col, fmt::format("'{}' is {}, not a buffer", shown_input(r.buffer), with_article(it->second)));
+    made_in_both_branches(r.buffer, t.col);
     if (bracket == std::string::npos) return r;
     const int col = t.col + static_cast<int>(bracket);
     const auto colon = t.text.find(':', bracket);
@@ -354,6 +360,7 @@ class Parser {
         if (edit_distance(kw.text, s.word) <= 2) hint = fmt::format(" (did you mean '{}'?)", s.word);
       fail(kw.col, fmt::format("unknown statement '{}'{}", shown_input(kw.text), hint));
     }
+    if (!blocks_.empty()) inside_block(*keyword, kw, src.thread);
     Statement st = statement(*keyword, kw, std::move(src));
     expect_end();
     if (!is_declaration(*keyword) && !first_run_line_) first_run_line_ = line_no;
@@ -402,6 +409,7 @@ class Parser {
         return ast::PoolSwitch{std::move(src)};
       case K::Buffer: {
         ast::BufferDecl st{std::move(src), new_name(NameKind::Buffer), size_arg(), std::nullopt};
+        made_in_branch(st.name, BufferInfo::MadeBy::Buffer);
         buffers_[st.name] = BufferInfo{st.bytes, line_, BufferInfo::MadeBy::Buffer};
         if (!at_end()) st.stream = stream_after_on();
         return st;
@@ -413,6 +421,29 @@ class Parser {
       }
       case K::SubAlloc:
         return suballoc(std::move(src));
+      case K::If: {
+        const Token& word = next("'done'");
+        if (word.text != trace_language::word::kDone)
+          fail(word.col, fmt::format("expected 'done' after 'if', found '{}' (the condition is an event's query: "
+                                     "'if done E')",
+                                     shown_input(word.text)));
+        ast::IfDone st{std::move(src), use_name(NameKind::Event, "an event"), 0, 0};
+        blocks_.push_back(Block{line_, st.thread, trace_.statements.size(), std::nullopt, {}, {}, {}});
+        return st;
+      }
+      case K::Else: {
+        if (blocks_.empty()) fail(kw.col, "'else' without an 'if done E' before it");
+        Block& b = blocks_.back();
+        if (b.else_index)
+          fail(kw.col, fmt::format("a second 'else' for the 'if' at line {} (its first is at line {})", b.if_line,
+                                   source(trace_.statements[*b.else_index]).line));
+        b.else_index = trace_.statements.size();
+        return ast::Else{std::move(src), 0};
+      }
+      case K::End:
+        if (blocks_.empty()) fail(kw.col, "'end' without an 'if done E' before it");
+        close_block();
+        return ast::End{std::move(src)};
       case K::SubFree: {
         ast::SubFree st{std::move(src), buffer_made_by(BufferInfo::MadeBy::SubAlloc, kw.text), {}};
         st.stream = stream_after_on();
@@ -476,6 +507,7 @@ class Parser {
       case K::Allocate: {
         need_resource(kw);
         ast::Allocate st{std::move(src), new_name(NameKind::Buffer), size_arg(), {}};
+        made_in_branch(st.buffer, BufferInfo::MadeBy::Allocate);
         buffers_[st.buffer] = BufferInfo{st.bytes, line_, BufferInfo::MadeBy::Allocate};
         st.stream = stream_after_on();
         return st;
@@ -517,6 +549,89 @@ class Parser {
     return ast::DestroyEvent{std::move(src), std::move(name)};
   }
 
+  /// What the parser knows of each buffer name: its newest declaration.
+  struct BufferInfo {
+    std::uint64_t bytes = 0;
+    int line = 0;
+    /// Which statement made it, and so which one gives it back: `free`
+    /// (buffer), `deallocate` (a resource block), `subfree` (a sub-block).
+    enum class MadeBy : std::uint8_t { Buffer, Allocate, SubAlloc } made_by = MadeBy::Buffer;
+  };
+
+  // --- `if done E` blocks (R11)
+
+  /// The rules of a line inside a block: it runs on the block's thread, and
+  /// declares nothing (a name declared in one branch would exist in only one
+  /// of them) nor orders host threads (lock, send, spawn ...: the parser
+  /// checks those along straight-line code).
+  void inside_block(trace_language::StatementKeyword k, const Token& kw, const std::string& thread) const {
+    using K = trace_language::StatementKeyword;
+    const Block& b = blocks_.back();
+    if (thread != b.thread)
+      fail(1, fmt::format("this line runs on thread {}, inside the 'if' of thread {} at line {}: a block's lines run "
+                          "on its thread (close it with 'end' first)",
+                          thread, b.thread, b.if_line));
+    const bool host_order =
+        k == K::Spawn || k == K::Join || k == K::Lock || k == K::Unlock || k == K::Send || k == K::Receive;
+    if (is_declaration(k) || host_order || k == K::Destroy)
+      fail(kw.col, fmt::format("'{}' cannot be inside an 'if' block (the 'if' at line {}): declare and destroy "
+                               "streams and events, and order host threads, outside of blocks",
+                               kw.text, b.if_line));
+  }
+  /// Notes that the current branch makes buffer `name` (before buffers_ is updated).
+  void made_in_branch(const std::string& name, BufferInfo::MadeBy made_by) {
+    const bool existed = buffers_.contains(name) && !maybe_made_.contains(name);
+    maybe_made_.erase(name);
+    if (blocks_.empty()) return;
+    Block& b = blocks_.back();
+    (b.else_index ? b.made_not_done : b.made_done)[name] = made_by;
+    if (existed) b.made_before.insert(name);
+  }
+  /// Closes the innermost block at its `end`: fills the lines of its `if`
+  /// and `else`, and marks the buffers only one branch made.
+  void close_block() {
+    Block b = std::move(blocks_.back());
+    blocks_.pop_back();
+    auto& if_done = std::get<ast::IfDone>(trace_.statements[b.if_index]);
+    if_done.end_line = line_;
+    if (b.else_index) {
+      if_done.else_line = source(trace_.statements[*b.else_index]).line;
+      std::get<ast::Else>(trace_.statements[*b.else_index]).end_line = line_;
+    }
+    const auto unsure = [&](const std::string& name, std::string why, bool only_giving_back) {
+      maybe_made_[name] = Unsure{std::move(why), only_giving_back};
+      if (blocks_.empty()) return;
+      Block& outer = blocks_.back();
+      (outer.else_index ? outer.made_not_done : outer.made_done).erase(name);
+    };
+    for (const auto* one : {&b.made_done, &b.made_not_done}) {
+      const auto* other = one == &b.made_done ? &b.made_not_done : &b.made_done;
+      for (const auto& [name, made_by] : *one) {
+        auto there = other->find(name);
+        if (there == other->end() && !b.made_before.contains(name))
+          unsure(name,
+                 fmt::format("is made in only one branch of the 'if' at line {}: make it in both branches, or "
+                             "before the 'if'",
+                             b.if_line),
+                 false);
+        else if (there != other->end() && there->second != made_by)
+          unsure(name,
+                 fmt::format("is made by '{}' in one branch of the 'if' at line {} and by '{}' in the other: give it "
+                             "back inside each branch",
+                             maker(made_by), b.if_line, maker(there->second)),
+                 true);
+      }
+    }
+  }
+  /// A buffer not made alike on every path through a closed block: made in
+  /// one branch only (using it after the `end` is an error), or by two
+  /// statements that give back differently (giving it back after the `end`
+  /// is an error).
+  void made_in_both_branches(const std::string& name, int col, bool giving_back = false) const {
+    if (auto it = maybe_made_.find(name); it != maybe_made_.end() && (giving_back || !it->second.only_giving_back))
+      fail(col, fmt::format("'{}' {}", shown_input(name), it->second.why));
+  }
+
   /// `suballoc X N from P[LO:HI] on S` (R10): a user-space allocator hands
   /// out bytes [LO, HI) of buffer P as block X, of which X's N bytes are
   /// used (N <= HI - LO: the rest is the allocator's rounding). P is a
@@ -538,6 +653,7 @@ class Parser {
     if (st.bytes > hi - lo)
       fail(col, fmt::format("the block {} holds {} bytes, fewer than the {} bytes of {}", describe(st.block), hi - lo,
                             st.bytes, st.name));
+    made_in_branch(st.name, BufferInfo::MadeBy::SubAlloc);
     buffers_[st.name] = BufferInfo{st.bytes, line_, BufferInfo::MadeBy::SubAlloc};
     st.stream = stream_after_on();
     return st;
@@ -649,14 +765,6 @@ class Parser {
   std::string file_;
   Trace trace_;
   std::map<std::string, NameKind, std::less<>> names_;
-  /// What the parser knows of each buffer name: its newest declaration.
-  struct BufferInfo {
-    std::uint64_t bytes = 0;
-    int line = 0;
-    /// Which statement made it, and so which one gives it back: `free`
-    /// (buffer), `deallocate` (a resource block), `subfree` (a sub-block).
-    enum class MadeBy : std::uint8_t { Buffer, Allocate, SubAlloc } made_by = MadeBy::Buffer;
-  };
   /// The statement that gives back a buffer `made_by` made.
   static std::string_view giver_back(BufferInfo::MadeBy made_by) {
     using K = trace_language::StatementKeyword;
@@ -687,6 +795,7 @@ class Parser {
   std::string buffer_made_by(BufferInfo::MadeBy made_by, std::string_view statement) {
     const int col = next_col();
     std::string name = use_name(NameKind::Buffer, "a buffer");
+    made_in_both_branches(name, col, /*giving_back=*/true);
     if (const BufferInfo& b = buffers_.at(name); b.made_by != made_by)
       fail(col, fmt::format("'{}' was made by '{}' (line {}): give it back with '{} {}' ('{}' takes buffers made by "
                             "'{}')",
@@ -696,8 +805,24 @@ class Parser {
   std::map<std::string, BufferInfo, std::less<>> buffers_;
   std::optional<int> first_run_line_;                // the first statement that is not a declaration
   std::map<std::string, int, std::less<>> spawned_;  // thread -> the line of its `spawn`
-  std::set<std::string, std::less<>> destroyed_;     // streams and events destroyed, not declared again (R9)
-  std::string thread_{kMainThread};                  // the thread of the statement being parsed
+  /// What the parser knows of an open `if` block.
+  struct Block {
+    int if_line = 0;
+    std::string thread;
+    std::size_t if_index = 0;                                            // into trace_.statements
+    std::optional<std::size_t> else_index;                               // its `else`, once seen
+    std::map<std::string, BufferInfo::MadeBy> made_done, made_not_done;  // buffers each branch makes
+    std::set<std::string> made_before;  // of those, buffers that existed before the `if`
+  };
+  std::vector<Block> blocks_;  // the open `if` blocks, innermost last (R11)
+  /// A buffer not there alike on every path through a closed block, and why.
+  struct Unsure {
+    std::string why;
+    bool only_giving_back = false;  // made on every path, by statements that give back differently
+  };
+  std::map<std::string, Unsure, std::less<>> maybe_made_;
+  std::set<std::string, std::less<>> destroyed_;  // streams and events destroyed, not declared again (R9)
+  std::string thread_{kMainThread};               // the thread of the statement being parsed
   /// Per thread, the mutexes it holds at this point of its statements, with
   /// the line and column of their `lock`.
   std::map<std::string, std::map<std::string, std::pair<int, int>>> held_;

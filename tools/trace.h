@@ -243,6 +243,21 @@ struct RecordStream : Source {
   std::string buffer;
   std::string stream;
 };
+/// `if done E` ... [`else` ...] `end` (R11): host code conditional on
+/// cudaEventQuery(E) == cudaSuccess. The lines up to the matching `else`
+/// (or `end`) run only when the query answers done, those after `else`
+/// only when it does not. The parser sets the lines of the matching `else`
+/// (0: none) and `end`; every line of the block runs on the `if`'s thread.
+struct IfDone : Source {
+  std::string event;
+  int else_line = 0;
+  int end_line = 0;
+};
+/// `else`: reached at the end of the done branch, it goes on after `end`.
+struct Else : Source {
+  int end_line = 0;
+};
+struct End : Source {};
 struct Allocate : Source {
   std::string buffer;
   std::uint64_t bytes = 0;
@@ -276,7 +291,8 @@ using Statement =
                  ast::Free, ast::Launch, ast::Copy, ast::Record, ast::Wait, ast::SyncStream, ast::SyncEvent,
                  ast::SyncDevice, ast::Query, ast::Allocate, ast::Deallocate, ast::Prepare, ast::Finish, ast::Reap,
                  ast::Run, ast::MutexDecl, ast::ChannelDecl, ast::Spawn, ast::Join, ast::Lock, ast::Unlock, ast::Send,
-                 ast::Receive, ast::DestroyStream, ast::DestroyEvent, ast::SubAlloc, ast::SubFree, ast::RecordStream>;
+                 ast::Receive, ast::DestroyStream, ast::DestroyEvent, ast::SubAlloc, ast::SubFree, ast::RecordStream,
+                 ast::IfDone, ast::Else, ast::End>;
 
 /// The line, text and host thread of any statement.
 inline const ast::Source& source(const Statement& st) {
@@ -354,6 +370,13 @@ struct QueryAnswer {
   std::size_t after_choices = 0;  // how many choices the run had made when it asked
 };
 
+/// The branch one run took at an `if done E` (R11): the query's answer.
+struct BranchTaken {
+  int line = 0;
+  bool done = false;
+  friend bool operator==(const BranchTaken&, const BranchTaken&) = default;
+};
+
 /// A byte range inside a trace buffer, as offsets from the buffer's start.
 struct BufferBytes {
   std::string buffer;
@@ -421,6 +444,8 @@ class Execution {
   const std::vector<ChoicePoint>& choices() const { return choices_; }
   /// Every `query` the run answered (simulator), in order.
   const std::vector<QueryAnswer>& query_answers() const { return query_answers_; }
+  /// The branch taken at each `if done` the run reached, in order (R11).
+  const std::vector<BranchTaken>& branches() const { return branches_; }
   /// The statement that made log entry `entry` of the model (a wait, a
   /// sync, ...); nullopt for an entry made before the first statement.
   std::optional<OpOrigin> log_origin(std::size_t entry) const;
@@ -431,6 +456,7 @@ class Execution {
   // Recording (the interpreter and its drivers).
   void add_note(Note note) { notes_.push_back(std::move(note)); }
   void made_buffer(const std::string& name, TraceBuffer buffer) { buffers_[name] = buffer; }
+  void took_branch(BranchTaken branch) { branches_.push_back(branch); }
   void set_origin(sim::OpRef op, OpOrigin origin) { origins_[op] = std::move(origin); }
   void set_model(std::unique_ptr<sim::DeviceModel> model) { model_ = std::move(model); }
   void set_choices(std::vector<ChoicePoint> choices, std::vector<QueryAnswer> queries) {
@@ -456,6 +482,7 @@ class Execution {
   std::map<sim::OpRef, OpOrigin> origins_;
   std::vector<ChoicePoint> choices_;
   std::vector<QueryAnswer> query_answers_;
+  std::vector<BranchTaken> branches_;
   std::optional<sim::StreamIndex> plain_alloc_stream_;
   std::vector<LogStart> log_starts_;  // ascending first_entry
 };

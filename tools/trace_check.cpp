@@ -95,6 +95,7 @@ ReportFinding report_finding(const Execution& run, const sim::Finding& f, const 
                     .near_miss = std::nullopt,
                     .edits = {},
                     .producer = std::nullopt,
+                    .branches = run.branches(),
                     .schedule = schedule,
                     .schedule_file = std::nullopt,
                     .schedules = 1};

@@ -110,8 +110,9 @@ class TraceInterpreter {
     std::size_t next = 0;
     bool started = false;
     std::optional<typename B::HostThread> handle;
-    std::optional<Mark> start;  // the spawner's release, acquired by the first statement
-    std::optional<Mark> end;    // the release after the last statement, for `join`
+    std::optional<Mark> start;                 // the spawner's release, acquired by the first statement
+    std::optional<Mark> end;                   // the release after the last statement, for `join`
+    std::map<int, std::size_t> index_of_line;  // statement line -> position in `statements` (R11 jumps)
     bool done() const { return next == statements.size(); }
     const Statement& next_statement() const { return *statements[next]; }
   };
@@ -129,15 +130,17 @@ class TraceInterpreter {
   /// pointer's hand-off is no ordering: `send`/`receive` orders it).
   template <class P, class R>
   void run_statements(R* resource) {
-    runs_.push_back(HostRun{"main", {}, 0, true, b_.main_host_thread(), std::nullopt, std::nullopt});
+    runs_.push_back(HostRun{"main", {}, 0, true, b_.main_host_thread(), std::nullopt, std::nullopt, {}});
     run_index_["main"] = 0;
     for (const Statement& st : trace_.statements)
       if (const auto* decl = std::get_if<ast::ThreadDecl>(&st)) {
         run_index_[decl->name] = runs_.size();
-        runs_.push_back(HostRun{decl->name, {}, 0, false, std::nullopt, std::nullopt, std::nullopt});
+        runs_.push_back(HostRun{decl->name, {}, 0, false, std::nullopt, std::nullopt, std::nullopt, {}});
       }
     for (const Statement& st : trace_.statements) {
-      runs_.at(run_index_.at(source(st).thread)).statements.push_back(&st);
+      HostRun& run = runs_.at(run_index_.at(source(st).thread));
+      run.index_of_line[source(st).line] = run.statements.size();
+      run.statements.push_back(&st);
       if (const auto* join = std::get_if<ast::Join>(&st)) joined_.insert(join->target);
     }
     std::optional<std::size_t> last;
@@ -186,16 +189,21 @@ class TraceInterpreter {
     b_.set_op_origin(src.line);
     if (run.start) acquire(*std::exchange(run.start, std::nullopt));  // R6a
     current_ = t;
+    bool ran = false;
     if (auto why = destroyed_use(st))
       note(src, NoteKind::UseAfterDestroy, *why);  // R9b: the call is not made
     else if (auto why = missing(st))
       note(src, NoteKind::Skipped, *why);
-    else
+    else {
       std::visit([&](const auto& s) { step<P>(s, resource); }, st);
+      ran = true;
+    }
+    // R11: a query that was not made did not answer done.
+    if (const auto* if_done = std::get_if<ast::IfDone>(&st); if_done && !ran) not_done(*if_done);
     // Labels name what one statement makes; the next one names its own.
     b_.set_op_label({});
     b_.set_event_label({});
-    ++run.next;
+    run.next = jump_ ? run.index_of_line.at(*std::exchange(jump_, std::nullopt)) : run.next + 1;
     if (run.done() && joined_.contains(run.name)) run.end = release();  // R6b
   }
 
@@ -341,6 +349,8 @@ class TraceInterpreter {
             f.touch(object(kMutexObject, s.mutex), Touch::Write);
           else if constexpr (std::is_same_v<S, ast::Send> || std::is_same_v<S, ast::Receive>)
             f.touch(object(kChannelObject, s.channel), Touch::Write);
+          else if constexpr (std::is_same_v<S, ast::Else> || std::is_same_v<S, ast::End>)
+            ;  // where the thread goes next: its own business
           else if constexpr (std::is_same_v<S, ast::Join> || std::is_same_v<S, ast::MutexDecl> ||
                              std::is_same_v<S, ast::ChannelDecl> || std::is_same_v<S, ast::PoolSwitch> ||
                              std::is_same_v<S, ast::ResourceDecl>)
@@ -635,6 +645,34 @@ class TraceInterpreter {
     if (std::none_of(uses.begin(), uses.end(), [&](const RecordedUse& u) { return u.stream == st.stream; }))
       uses.push_back(RecordedUse{st.stream, streams_.at(st.stream), st.line});
   }
+  /// R11: the done branch runs when cudaEventQuery answers done (R4: the
+  /// host is then ordered after the event's capture); otherwise the run
+  /// goes on after the `else` (or at the `end`). The branch is recorded.
+  template <class P, class R>
+  void step(const ast::IfDone& st, R*) {
+    auto done = b_.query_event(event(st.event));
+    if (!done) note(st, NoteKind::BackendFailed, fmt::format("query failed: {}", done.error().to_string()));
+    if (done && done.value())
+      exec_.took_branch(BranchTaken{st.line, true});
+    else
+      not_done(st);
+  }
+  void not_done(const ast::IfDone& st) {
+    exec_.took_branch(BranchTaken{st.line, false});
+    jump_ = st.else_line ? next_line_after(st.else_line) : st.end_line;
+  }
+  /// The end of the done branch: go on at the `end`.
+  template <class P, class R>
+  void step(const ast::Else& st, R*) {
+    jump_ = st.end_line;
+  }
+  template <class P, class R>
+  void step(const ast::End&, R*) {}
+  /// The line of the statement after the one on `line`, on the running thread.
+  int next_line_after(int line) const {
+    const HostRun& run = runs_[current_];
+    return source(*run.statements.at(run.index_of_line.at(line) + 1)).line;
+  }
   template <class P, class R>
   void step(const ast::Launch& st, R*) {
     b_.launch(stream(st.stream), kernel_accesses(st.accesses), st.kernel);
@@ -837,6 +875,7 @@ class TraceInterpreter {
   std::map<std::string, std::deque<Mark>> channels_;
   std::map<std::string, std::uint32_t> object_index_;  // footprint objects by name
   bool cut_ = false;                                   // the run was cut (B::host_run_cut)
+  std::optional<int> jump_;  // R11: the line the running thread goes on at, set by `if done` / `else`
   std::map<std::string, DeviceBlock> blocks_;
   std::map<std::string, std::string> missing_;  // buffer or event -> why the run has none
   std::map<std::string, int> freed_;            // buffer -> the line that gave it back (free, subfree)
