@@ -8,26 +8,13 @@
 #include <algorithm>
 #include <string>
 
+#include "tests/tools/trace_litmus.h"
 #include "tools/fix_plan.h"
 #include "tools/trace.h"
 #include "tools/trace_check.h"
 
 namespace streamcheck::tools {
 namespace {
-
-Report explore_text(const std::string& text) {
-  TraceCheckOptions o;
-  o.strategy = Strategy::Dfs;
-  o.max_schedules = 10000;
-  Report r = explore_trace(parse_trace(text, "t.trace"), o);
-  EXPECT_TRUE(r.coverage.exhaustive) << text;
-  return r;
-}
-
-std::size_t count_kind(const Report& r, sim::FindingKind kind) {
-  return static_cast<std::size_t>(
-      std::count_if(r.findings.begin(), r.findings.end(), [&](const ReportFinding& f) { return f.kind == kind; }));
-}
 
 const ReportFinding& only_race(const Report& r) {
   EXPECT_EQ(count_kind(r, sim::FindingKind::DataRace), 1u);

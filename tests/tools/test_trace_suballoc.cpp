@@ -4,45 +4,18 @@
 // `record_stream` holds the bytes until another stream's work is done
 // (R10c). Each test is a litmus program with its exact number of
 // executions (`explore --strategy dfs`) and its findings, reasoned in a
-// comment; the malformed cases check the message and its position.
+// comment. Malformed sub-allocations are in malformed_traces.h.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
 
+#include "tests/tools/trace_litmus.h"
 #include "tools/trace.h"
 #include "tools/trace_check.h"
 
 namespace streamcheck::tools {
 namespace {
-
-Report explore_text(const std::string& text) {
-  TraceCheckOptions o;
-  o.strategy = Strategy::Dfs;
-  o.max_schedules = 10000;
-  Report r = explore_trace(parse_trace(text, "t.trace"), o);
-  EXPECT_TRUE(r.coverage.exhaustive) << text;
-  return r;
-}
-
-std::size_t count_kind(const Report& r, sim::FindingKind kind) {
-  return static_cast<std::size_t>(
-      std::count_if(r.findings.begin(), r.findings.end(), [&](const ReportFinding& f) { return f.kind == kind; }));
-}
-
-/// The findings other than leaks (the litmus programs leave blocks and
-/// segments to the end of the program).
-std::size_t errors(const Report& r) {
-  return static_cast<std::size_t>(std::count_if(
-      r.findings.begin(), r.findings.end(), [](const ReportFinding& f) { return f.kind != sim::FindingKind::Leak; }));
-}
-
-const ReportFinding& first_of(const Report& r, sim::FindingKind kind) {
-  const auto it =
-      std::find_if(r.findings.begin(), r.findings.end(), [&](const ReportFinding& f) { return f.kind == kind; });
-  if (it == r.findings.end()) throw std::logic_error("no finding of that kind");
-  return *it;
-}
 
 // PyTorch's caching allocator, written out: Seg is a segment it got with
 // cudaMalloc; X is a block of it for s1, read on s2 after an event, given
@@ -222,35 +195,6 @@ TEST(TraceSuballoc, GivingBackTwiceOrFromAFreedParentIsANote) {
   ASSERT_GE(freed.notes.size(), 1u);
   EXPECT_EQ(freed.notes[0].kind, NoteKind::NotLive);
   EXPECT_EQ(freed.notes[0].line, 4);
-}
-
-void expect_malformed(const std::string& text, int line, int col, const std::string& message) {
-  try {
-    parse_trace(text, "t.trace");
-    ADD_FAILURE() << "parsed: " << text;
-  } catch (const TraceError& e) {
-    EXPECT_EQ(e.line(), line) << e.what();
-    EXPECT_EQ(e.col(), col) << e.what();
-    EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
-  }
-}
-
-TEST(TraceSuballoc, MalformedSubAllocationsSayWhatIsWrongAndWhere) {
-  const std::string head = "stream s1\nbuffer Seg 1024\n";
-  expect_malformed(head + "suballoc X 600 from Seg[0:512] on s1\n", 3, 21,
-                   "the block Seg[0:512] holds 512 bytes, fewer than the 600 bytes of X");
-  expect_malformed(head + "suballoc X 64 from Seg[0:2048] on s1\n", 3, 23, "goes past the end of Seg");
-  expect_malformed(head + "suballoc X 64 Seg on s1\n", 3, 15, "expected 'from'");
-  expect_malformed(head + "suballoc X 64 from Seg\n", 3, 23, "expected 'on' at the end of the line");
-  expect_malformed(head + "subfree Seg on s1\n", 3, 9,
-                   "'Seg' was made by 'buffer' (line 2): give it back with 'free Seg' ('subfree' takes buffers made "
-                   "by 'suballoc')");
-  expect_malformed(head + "suballoc X 64 from Seg on s1\nfree X\n", 4, 6,
-                   "'X' was made by 'suballoc' (line 3): give it back with 'subfree X'");
-  expect_malformed(head + "record_stream Seg on s1\n", 3, 15, "('record_stream' takes buffers made by 'suballoc')");
-  expect_malformed("resource\nstream s1\nallocate B 64 on s1\nsuballoc X 64 from B on s1\n", 4, 20,
-                   "a resource block cannot be sub-allocated");
-  expect_malformed(head + "suballoc suballoc 64 from Seg on s1\n", 3, 10, "is a keyword");
 }
 
 }  // namespace
