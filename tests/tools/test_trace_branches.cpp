@@ -90,6 +90,18 @@ TEST(TraceBranches, WithoutElseTheNotDoneAnswerSkipsTheBlock) {
   EXPECT_EQ(r.findings[0].branches, (std::vector<BranchTaken>{{6, false}}));
 }
 
+TEST(TraceBranches, EachAnswerRunsItsBranchOnly) {
+  // R11: 2 executions. Done: A is freed and the else branch, which writes
+  // A, does not run (else a use after free and a double free); not done:
+  // only the else branch runs. A is freed once in both: nothing at all.
+  const Report r = explore_text(
+      "stream s1\nevent E\nbuffer A 256 on s1\nlaunch w on s1 writes A\nrecord E on s1\nif done E\nfree A on s1\n"
+      "else\nlaunch k on s1 writes A\nfree A on s1\nend\n");
+  EXPECT_EQ(r.coverage.explored, 2u);
+  EXPECT_TRUE(r.findings.empty());
+  EXPECT_TRUE(r.notes.empty());
+}
+
 TEST(TraceBranches, NestedBlocksExploreEachAnswerPath) {
   // Two events of two streams, neither run when asked: outer not done (1),
   // or outer done and then the inner query either way (2): 3 executions.
