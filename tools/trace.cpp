@@ -765,30 +765,28 @@ class Parser {
   std::string file_;
   Trace trace_;
   std::map<std::string, NameKind, std::less<>> names_;
-  /// The statement that gives back a buffer `made_by` made.
-  static std::string_view giver_back(BufferInfo::MadeBy made_by) {
+  /// The statement that makes a buffer of kind `made_by`, and the one that
+  /// gives it back.
+  struct MadeAndGivenBack {
+    trace_language::StatementKeyword made, given_back;
+  };
+  static MadeAndGivenBack statements_of(BufferInfo::MadeBy made_by) {
     using K = trace_language::StatementKeyword;
     switch (made_by) {
       case BufferInfo::MadeBy::Allocate:
-        return trace_language::keyword(K::Deallocate);
+        return {K::Allocate, K::Deallocate};
       case BufferInfo::MadeBy::SubAlloc:
-        return trace_language::keyword(K::SubFree);
+        return {K::SubAlloc, K::SubFree};
       case BufferInfo::MadeBy::Buffer:
         break;
     }
-    return trace_language::keyword(K::Free);
+    return {K::Buffer, K::Free};
   }
   static std::string_view maker(BufferInfo::MadeBy made_by) {
-    using K = trace_language::StatementKeyword;
-    switch (made_by) {
-      case BufferInfo::MadeBy::Allocate:
-        return trace_language::keyword(K::Allocate);
-      case BufferInfo::MadeBy::SubAlloc:
-        return trace_language::keyword(K::SubAlloc);
-      case BufferInfo::MadeBy::Buffer:
-        break;
-    }
-    return trace_language::keyword(K::Buffer);
+    return trace_language::keyword(statements_of(made_by).made);
+  }
+  static std::string_view giver_back(BufferInfo::MadeBy made_by) {
+    return trace_language::keyword(statements_of(made_by).given_back);
   }
   /// The buffer the next token names, which `made_by` must have made (for
   /// `free`, `subfree`, `record_stream`): say which statement takes it if not.
