@@ -1,7 +1,9 @@
 #include "backend_cuda/cuda_backend.h"
 
 #include <algorithm>
+#include <chrono>
 #include <iostream>
+#include <thread>
 
 namespace streamcheck::cuda {
 
@@ -82,6 +84,7 @@ CudaBackend::~CudaBackend() {
     (void)bytes;
     a.mem_free(ptr);
   }
+  for (void* p : host_memory_) a.mem_free_host(p);
   if (mismatch_counter_) a.mem_free(mismatch_counter_);
   if (module_) a.module_unload(module_);
   if (pool_) a.mem_pool_destroy(pool_);
@@ -240,6 +243,8 @@ Status CudaBackend::launch_kernel(CUfunction f, std::uint64_t words, StreamRef s
 std::uint64_t CudaBackend::covered_bytes(std::uint64_t ptr, std::uint64_t bytes) const {
   auto it = live_allocations_.find(ptr);
   if (it != live_allocations_.end() && it->second == bytes) return (bytes + 7) / 8 * 8;
+  if (auto host = host_buffers_.find(ptr); host != host_buffers_.end() && host->second == bytes)
+    return (bytes + 7) / 8 * 8;  // R12: host buffers are made whole words long
   return bytes / 8 * 8;
 }
 
@@ -291,6 +296,89 @@ void CudaBackend::launch(StreamRef s, const std::vector<KernelAccess>& accesses,
     if (auto st = enqueue_delay(s, spin); !st) errors_.push_back(st.error().to_string());
 }
 
+// --- R12: host memory, host accesses and host functions
+
+Result<std::uint64_t> CudaBackend::host_alloc(std::uint64_t bytes, bool pinned, StreamRef host_stream) {
+  (void)pinned;  // every host buffer is pinned here: see the header
+  void* p = nullptr;
+  if (auto st = driver().check(driver().api().mem_host_alloc(&p, (bytes + 7) / 8 * 8, CU_MEMHOSTALLOC_PORTABLE),
+                               "cuMemHostAlloc");
+      !st)
+    return st.error();
+  host_memory_.push_back(p);
+  const auto ptr = reinterpret_cast<std::uint64_t>(p);
+  host_buffers_[ptr] = bytes;
+  // The simulator's op writing the new buffer (R12a), done by the host.
+  HostWork made = host_work({}, next_op(host_stream));
+  made.writes.push_back({ptr, (bytes + 7) / 8, next_stamp_++});
+  last_stamp_.for_range(ptr, ptr + (bytes + 7) / 8 * 8, 0,
+                        [&](std::uint64_t, std::uint64_t, std::uint64_t& v) { v = made.writes.back().value; });
+  made.run();
+  return ptr;
+}
+
+Status CudaBackend::host_free(std::uint64_t ptr, StreamRef host_stream) {
+  auto it = host_buffers_.find(ptr);
+  if (it == host_buffers_.end())
+    return ResourceError::driver("host_free: " + std::to_string(ptr) + " is not a live host buffer of this backend");
+  // As a device free (R7): check the buffer holds the last write ordered
+  // before, then stamp it freed, so a racing reader sees the free.
+  HostWork freed = host_work({KernelAccess{ptr, it->second, Access::Read, std::nullopt}}, next_op(host_stream));
+  const std::uint64_t value = kFreedStampBit | next_stamp_++;
+  freed.writes.push_back({ptr, (it->second + 7) / 8, value});
+  last_stamp_.for_range(ptr, ptr + (it->second + 7) / 8 * 8, 0,
+                        [&](std::uint64_t, std::uint64_t, std::uint64_t& v) { v = value; });
+  freed.run();
+  host_buffers_.erase(it);
+  return {};
+}
+
+CudaBackend::HostWork CudaBackend::host_work(const std::vector<KernelAccess>& accesses, std::uint64_t spin) {
+  HostWork w;
+  w.spin_ns = spin;
+  w.mismatches = &host_mismatches_;
+  for (const auto& a : accesses) {
+    if (!reads(a.access)) continue;
+    const std::uint64_t end = a.ptr + covered_bytes(a.ptr, a.bytes);
+    last_stamp_.for_range(a.ptr, end, 0, [&](std::uint64_t lo, std::uint64_t hi, std::uint64_t& v) {
+      w.checks.push_back({lo, (hi - lo) / 8, v});
+    });
+  }
+  const std::uint64_t value = next_stamp_++;
+  for (const auto& a : accesses) {
+    if (!writes(a.access)) continue;
+    const std::uint64_t words = covered_bytes(a.ptr, a.bytes) / 8;
+    w.writes.push_back({a.ptr, words, value});
+    last_stamp_.for_range(a.ptr, a.ptr + words * 8, 0,
+                          [&](std::uint64_t, std::uint64_t, std::uint64_t& v) { v = value; });
+  }
+  return w;
+}
+
+void CudaBackend::HostWork::run() const {
+  if (spin_ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(spin_ns));
+  std::uint64_t bad = 0;
+  for (const Words& c : checks)
+    for (std::uint64_t i = 0; i < c.words; ++i)
+      if (reinterpret_cast<const volatile std::uint64_t*>(c.ptr)[i] != c.value) ++bad;
+  for (const Words& w : writes)
+    for (std::uint64_t i = 0; i < w.words; ++i) reinterpret_cast<volatile std::uint64_t*>(w.ptr)[i] = w.value;
+  if (bad > 0) mismatches->fetch_add(bad);
+}
+
+void CudaBackend::host_access(StreamRef host_stream, const std::vector<KernelAccess>& accesses, std::string label) {
+  (void)label;
+  host_work(accesses, next_op(host_stream)).run();
+}
+
+void CudaBackend::host_function(StreamRef s, const std::vector<KernelAccess>& accesses, std::string label) {
+  (void)label;
+  auto& work = host_functions_.emplace_back(std::make_unique<HostWork>(host_work(accesses, next_op(s))));
+  const auto run = [](void* w) { static_cast<const HostWork*>(w)->run(); };
+  if (auto st = driver().check(driver().api().launch_host_func(s.get(), run, work.get()), "cuLaunchHostFunc"); !st)
+    errors_.push_back(st.error().to_string());
+}
+
 Status CudaBackend::enqueue_delay(StreamRef s, std::uint64_t spin_ns) {
   void* args[] = {&spin_ns};
   return launch_kernel(delay_, 1, s, args);
@@ -312,7 +400,9 @@ void CudaBackend::drain() {
     errors_.push_back(st.error().to_string());
     return;
   }
-  mismatches_ = count;
+  // R12: host functions have run by now (the context is idle).
+  mismatches_ = count + host_mismatches_.load();
+  host_functions_.clear();
 }
 
 std::vector<props::Violation> CudaBackend::new_problems() {

@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -121,6 +122,20 @@ class CudaBackend {
     return ptr;
   }
   Status subfree(std::optional<std::uint32_t>, StreamRef, const std::vector<StreamRef>&) { return {}; }
+  /// R12: host memory. Every host buffer is pinned here (cuMemHostAlloc),
+  /// pageable ones too: the stamp kernels of copies and launches must reach
+  /// it, and the model gives pageable copies no ordering that pinned ones
+  /// lack. Host buffers stay mapped until the backend goes (a use after
+  /// free then reads stale stamps instead of faulting). `host_stream` only
+  /// numbers the op as the simulator does.
+  Result<std::uint64_t> host_alloc(std::uint64_t bytes, bool pinned, StreamRef host_stream);
+  Status host_free(std::uint64_t ptr, StreamRef host_stream);
+  /// R12b: the host checks the stamps it reads and writes its own, on the
+  /// CPU, after the op's delay (a host sleep).
+  void host_access(StreamRef host_stream, const std::vector<KernelAccess>& accesses, std::string label);
+  /// R12c: cuLaunchHostFunc on `s`: the function checks and writes stamps
+  /// on the driver's callback thread, in stream order.
+  void host_function(StreamRef s, const std::vector<KernelAccess>& accesses, std::string label);
 
   // --- validation (the props harness's ValidationBackend)
   void launch(StreamRef s, const std::vector<KernelAccess>& accesses, std::string label);
@@ -193,6 +208,19 @@ class CudaBackend {
   void stamp(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint64_t stamp, std::uint64_t spin);
   void check(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint64_t spin);
   Status launch_kernel(CUfunction f, std::uint64_t words, StreamRef s, void** args);
+  /// R12: the CPU side of the stamps for host memory. What a host access
+  /// (or a host function) checks and writes, decided at enqueue time from
+  /// last_stamp_ as the kernels' are; run() does it on the calling thread.
+  struct HostWork {
+    struct Words {
+      std::uint64_t ptr, words, value;  // value: the stamp expected (checks) or written (writes)
+    };
+    std::vector<Words> checks, writes;
+    std::uint64_t spin_ns = 0;
+    std::atomic<std::uint64_t>* mismatches = nullptr;
+    void run() const;
+  };
+  HostWork host_work(const std::vector<KernelAccess>& accesses, std::uint64_t spin);
   /// Every Backend call begins here: the hook of on_next_call, then the
   /// fault point.
   std::optional<ResourceError> enter(const char* call) {
@@ -221,6 +249,10 @@ class CudaBackend {
   std::uint32_t next_stream_id_ = 0;
   std::uint32_t next_stream_index_ = 0;
   std::map<std::uint64_t, std::uint64_t> live_allocations_;  // ptr -> bytes
+  std::map<std::uint64_t, std::uint64_t> host_buffers_;      // R12: ptr -> bytes, live ones
+  std::vector<void*> host_memory_;                           // every host buffer made, freed with the backend
+  std::deque<std::unique_ptr<HostWork>> host_functions_;     // R12c: the work of each host function enqueued
+  std::atomic<std::uint64_t> host_mismatches_{0};            // R12: words the CPU saw with a wrong stamp
   std::optional<std::uint64_t> collision_;
   std::function<void()> next_call_hook_;
   std::map<std::size_t, CompletionFence> free_fences_;  // free number -> fence after it

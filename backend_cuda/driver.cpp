@@ -83,6 +83,9 @@ class DriverLoader {
                     resolve(get_proc, lib, "cuModuleUnload", a.module_unload, why) &&
                     resolve(get_proc, lib, "cuModuleGetFunction", a.module_get_function, why) &&
                     resolve(get_proc, lib, "cuLaunchKernel", a.launch_kernel, why) &&
+                    resolve(get_proc, lib, "cuLaunchHostFunc", a.launch_host_func, why) &&
+                    resolve(get_proc, lib, "cuMemHostAlloc", a.mem_host_alloc, why) &&
+                    resolve(get_proc, lib, "cuMemFreeHost", a.mem_free_host, why) &&
                     resolve(get_proc, lib, "cuGetErrorName", a.get_error_name, why) &&
                     resolve(get_proc, lib, "cuGetErrorString", a.get_error_string, why);
     if (!ok) {

@@ -52,6 +52,9 @@ struct DriverApi {
   decltype(&::cuModuleUnload) module_unload = nullptr;
   decltype(&::cuModuleGetFunction) module_get_function = nullptr;
   decltype(&::cuLaunchKernel) launch_kernel = nullptr;
+  decltype(&::cuLaunchHostFunc) launch_host_func = nullptr;
+  decltype(&::cuMemHostAlloc) mem_host_alloc = nullptr;
+  decltype(&::cuMemFreeHost) mem_free_host = nullptr;
   decltype(&::cuGetErrorName) get_error_name = nullptr;
   decltype(&::cuGetErrorString) get_error_string = nullptr;
 };

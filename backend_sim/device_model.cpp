@@ -74,6 +74,42 @@ bool DeviceModel::subfree(StreamIndex stream, AllocationIndex block, std::vector
   return true;
 }
 
+// --- the host's own memory work (R12): enqueued on the host stream (R1,
+// R5: after the thread's past), then synchronized at once (R4: the host
+// thread is ordered after it). It covers only work that has executed, so it
+// executes now.
+
+AllocResult DeviceModel::host_alloc(StreamIndex host_stream, std::uint64_t bytes, std::string label) {
+  hb_.check_stream(host_stream);
+  const AllocationIndex id = pool_.host_allocated(bytes, host_stream);
+  const OpRef ref = hb_.enqueue(host_stream, OpKind::Alloc, std::move(label), std::nullopt);
+  pool_.set_alloc_op(id, ref);
+  race_.enqueued(ref, {OpAccess{pool_.allocation(id).range, Access::Write, id}});
+  sync_stream(host_stream);
+  return AllocResult{pool_.allocation(id).range.lo, id, ReuseKind::HostMemory};
+}
+
+bool DeviceModel::host_free(StreamIndex host_stream, std::uint64_t ptr, std::string label) {
+  hb_.check_stream(host_stream);
+  std::optional<AllocationIndex> id;
+  for (std::uint32_t i = pool_.count(); i-- > 0 && !id;) {
+    const Allocation& a = pool_.allocation(AllocationIndex{i});
+    if (a.reuse == ReuseKind::HostMemory && a.range.lo == ptr && !a.free_op) id = AllocationIndex{i};
+  }
+  if (!id) return false;
+  const OpRef ref = hb_.enqueue(host_stream, OpKind::Free, std::move(label), std::nullopt);
+  pool_.host_freed(*id, ref);
+  race_.enqueued(ref, {OpAccess{pool_.allocation(*id).range, Access::Write, *id}});
+  sync_stream(host_stream);
+  return true;
+}
+
+OpRef DeviceModel::host_access(StreamIndex host_stream, const std::vector<KernelAccess>& accesses, std::string label) {
+  const OpRef ref = launch(host_stream, accesses, std::move(label));
+  sync_stream(host_stream);
+  return ref;
+}
+
 // --- host synchronization: the covered work executes, then the host is
 // ordered after it (R4), then idle freed ranges may go back (R7).
 

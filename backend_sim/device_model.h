@@ -23,6 +23,12 @@
 //   R8 default streams - the legacy default stream waits for the blocking
 //                      streams and they wait for it; non-blocking streams
 //                      get no implicit order (StreamKind).
+//   R12 host memory  - a host thread's own accesses (host buffers made and
+//                      freed, reads and writes) are ops on its host stream
+//                      that complete at once, the host ordered after them
+//                      (host_alloc, host_free, host_access): R1 and R5 order
+//                      them with the thread's program, R4 after what it
+//                      synchronized with, and nothing else.
 // Which stream head completes next, which range the pool returns and
 // whether a fault fires are choices asked of a Chooser; nothing else is
 // nondeterministic, so a schedule string replays a run exactly.
@@ -114,6 +120,17 @@ class DeviceModel {
   /// enqueued) when `block` is not a live sub-block.
   bool subfree(StreamIndex stream, AllocationIndex block, std::vector<OpRef> released_after,
                std::string label = "subfree");
+
+  // --- the host's own memory work (R12): each an op on `host_stream` (the
+  // running host thread's, a non-blocking stream nothing else uses) that
+  // executes at once, the host thread ordered after it.
+  /// R12a: a host buffer (malloc, cudaMallocHost): an op writing it.
+  AllocResult host_alloc(StreamIndex host_stream, std::uint64_t bytes, std::string label = "host buffer");
+  /// R12a: the host buffer at `ptr` goes (free, cudaFreeHost), an op
+  /// writing it; false (nothing done) when it is no live host buffer.
+  bool host_free(StreamIndex host_stream, std::uint64_t ptr, std::string label = "host free");
+  /// R12b: the host reads or writes host memory.
+  OpRef host_access(StreamIndex host_stream, const std::vector<KernelAccess>& accesses, std::string label);
 
   // --- host synchronization (R4)
   void sync_stream(StreamIndex stream);

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 
 namespace streamcheck::sim {
@@ -10,6 +11,9 @@ namespace streamcheck::sim {
 namespace {
 constexpr std::uint64_t kPoolBase = std::uint64_t{1} << 20;  // addresses never start at 0
 constexpr std::uint64_t kGranule = 256;
+// R12a: host buffers live far above the pool (whose capacity is at most
+// 2^48 bytes, as a trace's buffers): no host address is ever a device one.
+constexpr std::uint64_t kHostBase = std::uint64_t{1} << 56;
 }  // namespace
 
 std::string_view to_string(ReuseKind k) {
@@ -28,11 +32,13 @@ std::string_view to_string(ReuseKind k) {
       return "internal-dependency";
     case ReuseKind::SubAllocated:
       return "sub-allocated";
+    case ReuseKind::HostMemory:
+      return "host memory";
   }
   return "?";
 }
 
-Pool::Pool(PoolPolicy policy) : policy_(policy), bump_(kPoolBase) {}
+Pool::Pool(PoolPolicy policy) : policy_(policy), bump_(kPoolBase), host_bump_(kHostBase) {}
 
 std::optional<AllocationIndex> Pool::place(StreamIndex stream, std::uint64_t bytes, const HbState& hb, Chooser& chooser,
                                            std::optional<std::uint64_t> preferred, bool may_complete_frees) {
@@ -151,6 +157,24 @@ void Pool::sub_freed(AllocationIndex a, OpRef free_op, std::vector<OpRef> releas
   alloc.free_op = free_op;
   alloc.released_after = std::move(released_after);
 }
+
+AllocationIndex Pool::host_allocated(std::uint64_t bytes, StreamIndex stream) {
+  if (bytes == 0 || bytes > (std::uint64_t{1} << 48))
+    throw std::invalid_argument("Pool: a host buffer of 1 to 2^48 bytes");
+  const std::uint64_t rounded = (bytes + kGranule - 1) / kGranule * kGranule;
+  if (host_bump_ > UINT64_MAX - rounded)
+    throw std::length_error("Pool: host addresses exhausted (more than 2^63 bytes of host buffers made in one run)");
+  Allocation a{};
+  a.range = ByteRange{host_bump_, host_bump_ + rounded};
+  a.bytes = bytes;
+  a.stream = stream;
+  a.reuse = ReuseKind::HostMemory;
+  host_bump_ += rounded;
+  allocations_.push_back(a);
+  return AllocationIndex{static_cast<std::uint32_t>(allocations_.size() - 1)};
+}
+
+void Pool::host_freed(AllocationIndex a, OpRef free_op) { allocations_.at(a.value).free_op = free_op; }
 
 bool Pool::within(AllocationIndex a, AllocationIndex b) const {
   for (std::optional<AllocationIndex> at = a; at; at = allocations_.at(at->value).parent)

@@ -36,6 +36,7 @@ enum class ReuseKind : std::uint8_t {
   Opportunistic,       // the free already executed; adds no HB edge
   InternalDependency,  // the pool inserts a free -> alloc wait
   SubAllocated,        // bytes of a parent allocation, handed out by a user-space allocator (R10a)
+  HostMemory,          // host memory (malloc, cudaMallocHost): its own addresses, never reused (R12a)
 };
 std::string_view to_string(ReuseKind k);
 
@@ -87,6 +88,14 @@ class Pool {
   /// R10b/R10c: the block given back by its allocator (never a pool reuse
   /// candidate: the allocator hands its bytes out again itself).
   void sub_freed(AllocationIndex a, OpRef free_op, std::vector<OpRef> released_after);
+  /// R12a: host memory (pageable or pinned) of `bytes` for the host thread
+  /// whose host stream is `stream`: addresses of their own, above every
+  /// device address, never handed out again; its alloc_op is set by
+  /// set_alloc_op().
+  AllocationIndex host_allocated(std::uint64_t bytes, StreamIndex stream);
+  /// R12a: host memory given back (free, cudaFreeHost): never a reuse
+  /// candidate.
+  void host_freed(AllocationIndex a, OpRef free_op);
   /// Whether `a` is `b` or one of `b`'s sub-blocks, at any depth (R10a).
   bool within(AllocationIndex a, AllocationIndex b) const;
   /// Releases freed ranges that are idle (executed and host-synced) once
@@ -109,6 +118,7 @@ class Pool {
   std::vector<FreeRange> free_ranges_;
   std::vector<ByteRange> released_;
   std::uint64_t bump_;
+  std::uint64_t host_bump_;  // R12a: the next host address
 };
 
 }  // namespace streamcheck::sim

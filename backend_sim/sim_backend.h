@@ -186,6 +186,36 @@ class SimBackend {
     return {};
   }
 
+  /// R12a: a host buffer (malloc, or cudaMallocHost when `pinned`: the
+  /// model treats both alike), made by the running host thread, whose host
+  /// stream is `host_stream`.
+  Result<std::uint64_t> host_alloc(std::uint64_t bytes, bool pinned, StreamRef host_stream) {
+    (void)pinned;
+    model_.device_steps();
+    const AllocResult a = model_.host_alloc(host_stream, bytes, take_label("host buffer"));
+    allocations_[a.ptr] = a.allocation.value;
+    tag(OpRef{host_stream, model_.op_count(host_stream) - 1});
+    return a.ptr;
+  }
+  /// R12a: the host buffer at `ptr` goes (free, cudaFreeHost).
+  Status host_free(std::uint64_t ptr, StreamRef host_stream) {
+    model_.device_steps();
+    if (!model_.host_free(host_stream, ptr, take_label("host free")))
+      return ResourceError::driver("host_free: not a live host buffer (freed twice?)");
+    tag(OpRef{host_stream, model_.op_count(host_stream) - 1});
+    return {};
+  }
+  /// R12b: the running host thread reads or writes host memory.
+  void host_access(StreamRef host_stream, const std::vector<KernelAccess>& accesses, std::string label) {
+    model_.device_steps();
+    tag(model_.host_access(host_stream, accesses, std::move(label)));
+  }
+  /// R12c: cudaLaunchHostFunc -- a host function run in stream order on
+  /// `s`: for happens-before, an op on `s` like a kernel.
+  void host_function(StreamRef s, const std::vector<KernelAccess>& accesses, std::string label) {
+    launch(s, accesses, std::move(label));
+  }
+
   // --- the rest of ReplayBackend (trace programs): each call is a
   // device-progress choice point, none is a fault point.
   HostThread add_host_thread() { return model_.create_host_thread(); }

@@ -128,6 +128,12 @@ concept ReplayBackend = Backend<B> &&
   // R10: a user-space allocator's blocks (`suballoc` / `subfree`).
   { b.suballoc(std::optional<std::uint32_t>{}, ptr, ptr, ptr, s) } -> std::same_as<Result<std::uint64_t>>;
   { b.subfree(std::optional<std::uint32_t>{}, s, std::vector<typename B::StreamRef>{}) } -> std::same_as<Status>;
+  // R12: host memory and host functions (`buffer … pageable|pinned`, `host`,
+  // `callback`); `s` as the running host thread's host stream.
+  { b.host_alloc(ptr, true, s) } -> std::same_as<Result<std::uint64_t>>;
+  { b.host_free(ptr, s) } -> std::same_as<Status>;
+  b.host_access(s, accesses, name);
+  b.host_function(s, accesses, name);
   {
     b.without_faults([] { return Status{}; })
     } -> std::same_as<Status>;

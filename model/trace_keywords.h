@@ -48,6 +48,8 @@ enum class StatementKeyword : std::uint8_t {
   If,
   Else,
   End,
+  Host,
+  Callback,
 };
 
 struct StatementWord {
@@ -57,9 +59,10 @@ struct StatementWord {
 
 /// Every statement keyword, in alphabetical order (the parser's "did you
 /// mean" hint names the last close one in this order).
-inline constexpr std::array<StatementWord, 34> kStatementWords = {{
+inline constexpr std::array<StatementWord, 36> kStatementWords = {{
     {"allocate", StatementKeyword::Allocate},
     {"buffer", StatementKeyword::Buffer},
+    {"callback", StatementKeyword::Callback},
     {"channel", StatementKeyword::Channel},
     {"copy", StatementKeyword::Copy},
     {"deallocate", StatementKeyword::Deallocate},
@@ -69,6 +72,7 @@ inline constexpr std::array<StatementWord, 34> kStatementWords = {{
     {"event", StatementKeyword::Event},
     {"finish", StatementKeyword::Finish},
     {"free", StatementKeyword::Free},
+    {"host", StatementKeyword::Host},
     {"if", StatementKeyword::If},
     {"join", StatementKeyword::Join},
     {"launch", StatementKeyword::Launch},
@@ -109,14 +113,17 @@ inline constexpr std::string_view kRead = "read";
 inline constexpr std::string_view kWrite = "write";
 inline constexpr std::string_view kReadWrite = "read_write";
 inline constexpr std::string_view kNonBlocking = "nonblocking";
+inline constexpr std::string_view kPageable = "pageable";
+inline constexpr std::string_view kPinned = "pinned";
 /// `if done E`: read only right after `if`, so it stays a valid name
 /// (traces name channels `done`).
 inline constexpr std::string_view kDone = "done";
 }  // namespace word
 
-inline constexpr std::array<std::string_view, 13> kInnerWords = {
-    word::kOn,     word::kFrom,   word::kTo,   word::kReads, word::kWrites,    word::kReadWrites, word::kDevice,
-    word::kBudget, word::kMutant, word::kRead, word::kWrite, word::kReadWrite, word::kNonBlocking};
+inline constexpr std::array<std::string_view, 15> kInnerWords = {
+    word::kOn,         word::kFrom,      word::kTo,          word::kReads,    word::kWrites,
+    word::kReadWrites, word::kDevice,    word::kBudget,      word::kMutant,   word::kRead,
+    word::kWrite,      word::kReadWrite, word::kNonBlocking, word::kPageable, word::kPinned};
 
 /// The word that starts a statement of kind `k`.
 constexpr std::string_view keyword(StatementKeyword k) {

@@ -101,6 +101,19 @@ std::string describe_fix(const ReportFinding& f) {
     case Fix::RecordEventAndWait:
       return fmt::format("record an event on {} after {}; make {} wait on it before {}", f.first.stream,
                          line_ref(f.first), f.second->stream, line_ref(*f.second));
+    case Fix::SyncBeforeHostUse:
+      return fmt::format(
+          "synchronize {} (or an event recorded after {}) before {}: the host touches bytes that {} may not have "
+          "finished with",
+          f.first.stream, short_ref(f.first), line_ref(*f.second), line_ref(f.first));
+    case Fix::OrderTheHostThreads:
+      return fmt::format(
+          "{} and {} run on different host threads: order the threads (join, lock, send/receive) so that {} comes "
+          "after {}{}",
+          line_ref(f.first), line_ref(*f.second), short_ref(*f.second), short_ref(f.first),
+          is_host_stream(f.first.stream)
+              ? ""
+              : ", and have the first thread synchronize with the device before it hands on");
     case Fix::MoveRecordAfterFirst:
     case Fix::MoveWaitAfterRecord:
     case Fix::WaitBeforeReRecord:
@@ -357,6 +370,10 @@ std::string_view to_string(Fix f) {
       return "resource orders them";
     case Fix::ReorderOrDoubleBuffer:
       return "reorder or double-buffer";
+    case Fix::SyncBeforeHostUse:
+      return "sync before host use";
+    case Fix::OrderTheHostThreads:
+      return "order the host threads";
   }
   return {};
 }

@@ -64,6 +64,15 @@ enum class Fix : std::uint8_t {
   /// Both ops are the resource's own calls under a `mutant`: the resource
   /// should order them; no edit of the trace does.
   ResourceOrdersThem,
+  /// R12: the second op is the host's own access (a host stream's op) and
+  /// the first a stream's: the host must synchronize with that stream (or an
+  /// event recorded after the first op) before it touches the bytes.
+  SyncBeforeHostUse,
+  /// R12: one op is a host thread's own access and the other was enqueued
+  /// or done by another host thread: order the threads (join, lock,
+  /// send/receive) so that the first's thread has finished with the bytes,
+  /// synchronizing with the device where the first op is device work.
+  OrderTheHostThreads,
 };
 
 /// A statement of the trace: its line and text.

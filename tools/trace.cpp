@@ -255,6 +255,30 @@ class Parser {
       fail(col, fmt::format("byte range [{}:{}] goes past the end of {} ({} bytes)", r.lo, *r.hi, r.buffer, size));
     return r;
   }
+  /// Who touches the buffers of an access list (R12): a kernel touches
+  /// device memory and pinned host memory, the host (and a host function)
+  /// host memory only.
+  enum class Toucher : std::uint8_t { Device, Host };
+  /// A buffer of an access list, which `who` may touch (R12).
+  BufferRef touched_ref(Toucher who) {
+    const int col = next_col();
+    BufferRef r = ref();
+    const BufferInfo& b = buffers_.at(r.buffer);
+    if (who == Toucher::Device && b.memory == BufferInfo::Memory::Pageable)
+      fail(col, fmt::format("'{}' is pageable host memory (line {}): a kernel cannot touch it; declare it 'pinned' "
+                            "(cudaMallocHost) or copy it to a device buffer",
+                            r.buffer, b.line));
+    if (who == Toucher::Host && !b.host())
+      fail(col, fmt::format("'{}' is device memory (line {}): the host cannot touch it; copy it to a host buffer "
+                            "('buffer NAME BYTES pinned') and touch that",
+                            r.buffer, b.line));
+    return r;
+  }
+  /// R12: `thread` touches host memory itself, so it gets a host stream.
+  void touches_host_memory(const std::string& thread) {
+    if (std::find(trace_.host_threads.begin(), trace_.host_threads.end(), thread) == trace_.host_threads.end())
+      trace_.host_threads.push_back(thread);
+  }
   /// The bytes `r` names, as offsets into its buffer.
   std::pair<std::uint64_t, std::uint64_t> range_of(const BufferRef& r) const {
     return {r.lo, r.hi.value_or(buffers_.at(r.buffer).bytes)};
@@ -266,7 +290,7 @@ class Parser {
   /// The accesses after a kernel's stream; `launch` may have none (a kernel
   /// that touches no buffer the trace knows still runs on its stream), `run`
   /// needs one (the resource brackets the blocks it uses).
-  std::vector<AccessList> accesses(bool may_be_empty) {
+  std::vector<AccessList> accesses(bool may_be_empty, Toucher who) {
     std::vector<AccessList> out;
     while (!at_end()) {
       const Token& t = next("an access");
@@ -279,10 +303,10 @@ class Parser {
         a = Access::ReadWrite;
       else
         fail(t.col, fmt::format("expected 'reads', 'writes' or 'readwrites', found '{}'", shown_input(t.text)));
-      AccessList list{a, {ref()}};
+      AccessList list{a, {touched_ref(who)}};
       while (peek(",")) {
         ++pos_;
-        list.refs.push_back(ref());
+        list.refs.push_back(touched_ref(who));
       }
       out.push_back(std::move(list));
     }
@@ -409,6 +433,14 @@ class Parser {
         return ast::PoolSwitch{std::move(src)};
       case K::Buffer: {
         ast::BufferDecl st{std::move(src), new_name(NameKind::Buffer), size_arg(), std::nullopt};
+        if (peek(trace_language::word::kPageable) || peek(trace_language::word::kPinned)) {
+          const bool pinned = toks_[pos_++].text == trace_language::word::kPinned;
+          made_in_branch(st.name, BufferInfo::MadeBy::HostBuffer);
+          buffers_[st.name] = BufferInfo{st.bytes, line_, BufferInfo::MadeBy::HostBuffer,
+                                         pinned ? BufferInfo::Memory::Pinned : BufferInfo::Memory::Pageable};
+          touches_host_memory(st.thread);
+          return ast::HostBuffer{static_cast<const ast::Source&>(st), st.name, st.bytes, pinned};
+        }
         made_in_branch(st.name, BufferInfo::MadeBy::Buffer);
         buffers_[st.name] = BufferInfo{st.bytes, line_, BufferInfo::MadeBy::Buffer};
         if (!at_end()) st.stream = stream_after_on();
@@ -416,7 +448,25 @@ class Parser {
       }
       case K::Free: {
         ast::Free st{std::move(src), buffer_made_by(BufferInfo::MadeBy::Buffer, kw.text), std::nullopt};
+        if (const BufferInfo& b = buffers_.at(st.buffer); b.host()) {
+          if (!at_end())
+            fail(next_col(), fmt::format("'{}' is host memory (line {}): the host frees it ('free {}': free or "
+                                         "cudaFreeHost), on no stream",
+                                         st.buffer, b.line, st.buffer));
+          touches_host_memory(st.thread);
+          return ast::HostFree{static_cast<const ast::Source&>(st), st.buffer};
+        }
         if (!at_end()) st.stream = stream_after_on();
+        return st;
+      }
+      case K::Host: {
+        touches_host_memory(src.thread);
+        return ast::HostAccess{std::move(src), accesses(/*may_be_empty=*/false, Toucher::Host)};
+      }
+      case K::Callback: {
+        ast::Callback st{std::move(src), kernel_name("a host function's name"), {}, {}};
+        st.stream = stream_after_on();
+        st.accesses = accesses(/*may_be_empty=*/true, Toucher::Host);
         return st;
       }
       case K::SubAlloc:
@@ -457,14 +507,14 @@ class Parser {
       case K::Launch: {
         ast::Launch st{std::move(src), kernel_name("a kernel name"), {}, {}};
         st.stream = stream_after_on();
-        st.accesses = accesses(/*may_be_empty=*/true);
+        st.accesses = accesses(/*may_be_empty=*/true, Toucher::Device);
         return st;
       }
       case K::Run: {
         need_resource(kw);
         ast::Run st{std::move(src), kernel_name("a kernel name"), {}, {}};
         st.stream = stream_after_on();
-        st.accesses = accesses(/*may_be_empty=*/false);
+        st.accesses = accesses(/*may_be_empty=*/false, Toucher::Device);
         return st;
       }
       case K::Copy: {
@@ -476,6 +526,7 @@ class Parser {
         const int to_col = next_col();
         st.to = ref();
         copy_sizes_match(st, to_col);
+        st.host_to_host = buffers_.at(st.from.buffer).host() && buffers_.at(st.to.buffer).host();
         return st;
       }
       case K::Record: {
@@ -555,7 +606,10 @@ class Parser {
     int line = 0;
     /// Which statement made it, and so which one gives it back: `free`
     /// (buffer), `deallocate` (a resource block), `subfree` (a sub-block).
-    enum class MadeBy : std::uint8_t { Buffer, Allocate, SubAlloc } made_by = MadeBy::Buffer;
+    enum class MadeBy : std::uint8_t { Buffer, Allocate, SubAlloc, HostBuffer } made_by = MadeBy::Buffer;
+    /// Where it lives (R12): who may touch it.
+    enum class Memory : std::uint8_t { Device, Pageable, Pinned } memory = Memory::Device;
+    bool host() const { return memory != Memory::Device; }
   };
 
   // --- `if done E` blocks (R11)
@@ -647,6 +701,9 @@ class Parser {
       fail(col, fmt::format("'{}' was made by 'allocate' (line {}): a resource block cannot be sub-allocated (the "
                             "resource tracks its blocks itself); sub-allocate from a 'buffer'",
                             st.block.buffer, parent.line));
+    if (parent.host())
+      fail(col, fmt::format("'{}' is host memory (line {}): sub-allocate from a device 'buffer'", st.block.buffer,
+                            parent.line));
     if (st.block.buffer == st.name) fail(col, fmt::format("'{}' cannot be sub-allocated from itself", st.name));
     const auto [lo, hi] = range_of(st.block);
     st.block.hi = hi;
@@ -778,6 +835,7 @@ class Parser {
       case BufferInfo::MadeBy::SubAlloc:
         return {K::SubAlloc, K::SubFree};
       case BufferInfo::MadeBy::Buffer:
+      case BufferInfo::MadeBy::HostBuffer:  // R12a: `buffer … pageable|pinned`, given back by `free`
         break;
     }
     return {K::Buffer, K::Free};
@@ -794,7 +852,8 @@ class Parser {
     const int col = next_col();
     std::string name = use_name(NameKind::Buffer, "a buffer");
     made_in_both_branches(name, col, /*giving_back=*/true);
-    if (const BufferInfo& b = buffers_.at(name); b.made_by != made_by)
+    if (const BufferInfo& b = buffers_.at(name);
+        statements_of(b.made_by).given_back != statements_of(made_by).given_back)
       fail(col, fmt::format("'{}' was made by '{}' (line {}): give it back with '{} {}' ('{}' takes buffers made by "
                             "'{}')",
                             name, maker(b.made_by), b.line, giver_back(b.made_by), name, statement, maker(made_by)));

@@ -183,13 +183,44 @@ struct Launch : Source {
   std::string stream;
   std::vector<AccessList> accesses;
 };
+/// `copy NAME on STREAM from REF to REF`: cudaMemcpyAsync, the direction
+/// from where the buffers live (R12d).
 struct Copy : Source {
   std::string name;
   std::string stream;
   BufferRef from;
   BufferRef to;
+  /// Both ends are host buffers: cudaMemcpyAsync is then fully synchronous
+  /// with the host (R12d: the host waits for the copy).
+  bool host_to_host = false;
   /// Reads `from`, writes `to`.
   std::vector<AccessList> accesses() const { return {{Access::Read, {from}}, {Access::Write, {to}}}; }
+};
+/// `buffer NAME BYTES pageable|pinned` (R12a): host memory made by the
+/// running host thread -- malloc / new (pageable) or cudaMallocHost
+/// (pinned; kernels may touch it).
+struct HostBuffer : Source {
+  std::string name;
+  std::uint64_t bytes = 0;
+  bool pinned = false;
+};
+/// `free NAME` of a host buffer (R12a): free / cudaFreeHost, by the host.
+/// The model gives it no synchronization (CUDA documents none).
+struct HostFree : Source {
+  std::string buffer;
+};
+/// `host reads|writes|readwrites REF ...` (R12b): the running host thread
+/// touches host memory, ordered after what it synchronized with (R4) and
+/// before what it enqueues next (R5).
+struct HostAccess : Source {
+  std::vector<AccessList> accesses;
+};
+/// `callback NAME on STREAM [accesses]` (R12c): cudaLaunchHostFunc -- a
+/// host function run in stream order on STREAM, touching host memory.
+struct Callback : Source {
+  std::string name;
+  std::string stream;
+  std::vector<AccessList> accesses;
 };
 struct Record : Source {
   std::string event;
@@ -292,7 +323,7 @@ using Statement =
                  ast::SyncDevice, ast::Query, ast::Allocate, ast::Deallocate, ast::Prepare, ast::Finish, ast::Reap,
                  ast::Run, ast::MutexDecl, ast::ChannelDecl, ast::Spawn, ast::Join, ast::Lock, ast::Unlock, ast::Send,
                  ast::Receive, ast::DestroyStream, ast::DestroyEvent, ast::SubAlloc, ast::SubFree, ast::RecordStream,
-                 ast::IfDone, ast::Else, ast::End>;
+                 ast::IfDone, ast::Else, ast::End, ast::HostBuffer, ast::HostFree, ast::HostAccess, ast::Callback>;
 
 /// The line, text and host thread of any statement.
 inline const ast::Source& source(const Statement& st) {
@@ -335,7 +366,23 @@ struct Trace {
   /// the order of their first use (R8: blocking streams, made before the
   /// declared ones so every backend numbers them alike).
   std::vector<std::string> per_thread_streams;
+  /// The host threads that touch host memory themselves (`buffer …
+  /// pageable|pinned`, `free` of one, `host`), in the order of their first
+  /// such statement: each gets a host stream `host@THREAD` (R12), made after
+  /// the per-thread streams.
+  std::vector<std::string> host_threads;
 };
+/// The host stream of a host thread (R12): `host@THREAD`, never a trace's
+/// name (names cannot hold the mark), never written in a fix.
+inline constexpr std::string_view kHostStreamPrefix = "host";
+inline std::string host_stream_name(std::string_view thread) {
+  return fmt::format("{}{}{}", kHostStreamPrefix, kThreadMark, thread);
+}
+/// Whether a reported stream is a host thread's host stream (R12).
+inline bool is_host_stream(std::string_view reported) {
+  return reported.size() > kHostStreamPrefix.size() && reported.starts_with(kHostStreamPrefix) &&
+         reported[kHostStreamPrefix.size()] == kThreadMark;
+}
 
 /// Parses and checks a whole trace; throws TraceError at the first problem
 /// (Kind::NoStatements for a trace without a statement).

@@ -83,6 +83,29 @@ std::optional<sim::OpRef> producer_an_edge_would_replace(const sim::DeviceModel&
   return std::nullopt;
 }
 
+/// R12: a race with the host's own access is fixed by the host, not by an
+/// event between streams: the host synchronizes with the first op's stream
+/// before its access (an edit, when the trace can name that stream on the
+/// host's line), or, across host threads, the threads are ordered.
+void host_fix(ReportFinding& out) {
+  const bool first_host = is_host_stream(out.first.stream);
+  const bool second_host = is_host_stream(out.second->stream);
+  if (!first_host && !second_host) return;
+  if (first_host || !out.second->origin) {
+    out.fix = Fix::OrderTheHostThreads;
+    return;
+  }
+  out.fix = Fix::SyncBeforeHostUse;
+  const std::string thread = out.second->stream.substr(kHostStreamPrefix.size() + 1);
+  // A per-thread default stream is written `per_thread` on its own thread's
+  // lines only: another thread cannot name it.
+  const std::string stream = trace_name_of(out.first.stream);
+  if (stream == kPerThreadStream && out.first.stream != fmt::format("{}{}{}", kPerThreadStream, kThreadMark, thread))
+    return;
+  const std::string prefix = thread == kMainThread ? "" : fmt::format("{}{} ", kThreadMark, thread);
+  out.edits = {TraceEdit::insert_before(out.second->origin->line, prefix + "sync stream " + stream)};
+}
+
 ReportFinding report_finding(const Execution& run, const sim::Finding& f, const std::string& schedule) {
   ReportFinding out{.kind = f.kind,
                     .definite = f.definite,
@@ -103,6 +126,7 @@ ReportFinding report_finding(const Execution& run, const sim::Finding& f, const 
   out.second = report_op(run, *f.second);
   out.order = f.definite ? Ordering::FreedBeforeUse : Ordering::MissingEdge;
   out.fix = f.definite ? Fix::KeepAliveUntilUse : Fix::RecordEventAndWait;
+  if (!f.definite) host_fix(out);
   if (const auto producer = producer_an_edge_would_replace(run.model(), f)) {
     out.fix = Fix::ReorderOrDoubleBuffer;
     out.producer = report_op(run, *producer);

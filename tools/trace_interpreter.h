@@ -57,6 +57,11 @@ class TraceInterpreter {
       streams_[own] = b_.add_stream(own, StreamKind::Blocking);
       stream_kinds_[own] = StreamKind::Blocking;
     }
+    // R12: the host stream of each thread that touches host memory (a
+    // non-blocking stream the trace never names), made before the declared
+    // streams for the same reason.
+    for (const std::string& thread : trace_.host_threads)
+      host_streams_[thread] = b_.add_stream(host_stream_name(thread), StreamKind::NonBlocking);
     with_protocol(trace_.mutant, [&]<class P>() {
       using Core = Resource<B, P>;
       std::unique_ptr<Core> core;
@@ -337,9 +342,20 @@ class TraceInterpreter {
             stream_touch(s.stream);
             buffer_touch(s.accesses);
           } else if constexpr (std::is_same_v<S, ast::Copy>) {
+            if (s.host_to_host) f.touch_everything();  // R12d: the host synchronizes the stream
             stream_touch(s.stream);
             buffer_touch(s.accesses());
-          } else if constexpr (std::is_same_v<S, ast::Record>) {
+          } else if constexpr (std::is_same_v<S, ast::Callback>) {
+            stream_touch(s.stream);
+            buffer_touch(s.accesses);
+          } else if constexpr (std::is_same_v<S, ast::HostAccess>)
+            buffer_touch(s.accesses);  // on the thread's own host stream (R12b)
+          else if constexpr (std::is_same_v<S, ast::HostBuffer>) {
+            f.touch(buffer_object(s.name), Touch::Write);
+            f.touch(sim::SharedObject{kHostMemoryObject, 0}, Touch::Write);  // host addresses, handed out in order
+          } else if constexpr (std::is_same_v<S, ast::HostFree>)
+            f.touch(buffer_object(s.buffer), Touch::Write);
+          else if constexpr (std::is_same_v<S, ast::Record>) {
             stream_touch(s.stream);
             f.touch(object(kEventObject, s.event), Touch::Write);
           } else if constexpr (std::is_same_v<S, ast::Wait>) {
@@ -363,7 +379,7 @@ class TraceInterpreter {
   }
   static constexpr std::uint8_t kStreamObject = 1, kBufferObject = 2, kEventObject = 3, kPoolObject = 4,
                                 kMutexObject = 5, kChannelObject = 6, kDeclarationObject = 7, kDefaultStreamBarrier = 8,
-                                kSubAllocatorObject = 9;
+                                kSubAllocatorObject = 9, kHostMemoryObject = 10;
 
   /// No thread can go on, yet some have statements left: a Deadlock note
   /// saying what each waits for.
@@ -517,16 +533,23 @@ class TraceInterpreter {
     const typename B::StreamRef s = st.stream ? stream(*st.stream) : legacy();
     b_.set_op_label(fmt::format("buffer {}", st.name));
     auto p = b_.without_faults([&] { return b_.alloc_async(st.bytes, s); });
-    if (!p) {
-      note(st, NoteKind::OutOfMemory, fmt::format("out of memory allocating {}", st.name));
-      missing_[st.name] = fmt::format("{} has no memory (line {}: out of memory)", st.name, st.line);
-      return;
-    }
-    missing_.erase(st.name);
-    freed_.erase(st.name);
-    carved_from_.erase(st.name);
-    exec_.made_buffer(st.name, TraceBuffer{p.value(), st.bytes, b_.allocation_of(p.value())});
+    if (!made(st, st.name, st.bytes, p, "out of memory")) return;
     if (!st.stream) host_sync(st, b_.synchronize_device());  // cudaMalloc returns memory ready for every stream
+  }
+  /// Records buffer `name` that `p` made, or, when it made none, the note
+  /// and why later statements naming it are skipped (`why`: "out of memory").
+  bool made(const ast::Source& st, const std::string& name, std::uint64_t bytes, const Result<std::uint64_t>& p,
+            const char* why) {
+    if (!p) {
+      note(st, NoteKind::OutOfMemory, fmt::format("{} allocating {}", why, name));
+      missing_[name] = fmt::format("{} has no memory (line {}: {})", name, st.line, why);
+      return false;
+    }
+    missing_.erase(name);
+    freed_.erase(name);
+    carved_from_.erase(name);
+    exec_.made_buffer(name, TraceBuffer{p.value(), bytes, b_.allocation_of(p.value())});
+    return true;
   }
   template <class P, class R>
   void step(const ast::Free& st, R*) {
@@ -677,10 +700,44 @@ class TraceInterpreter {
   void step(const ast::Launch& st, R*) {
     b_.launch(stream(st.stream), kernel_accesses(st.accesses), st.kernel);
   }
+  /// R12d: cudaMemcpyAsync. Between host buffers it is fully synchronous
+  /// with the host (the host waits for the copy, R4); every other direction
+  /// may return before the copy is done -- pageable ones "might" be
+  /// synchronous, which no program may rely on.
   template <class P, class R>
   void step(const ast::Copy& st, R*) {
     b_.launch(stream(st.stream), kernel_accesses(st.accesses()), st.name);
+    if (st.host_to_host) host_sync(st, b_.without_faults([&] { return b_.synchronize_stream(stream(st.stream)); }));
   }
+  /// R12a: host memory, made by the running host thread.
+  template <class P, class R>
+  void step(const ast::HostBuffer& st, R*) {
+    b_.set_op_label(fmt::format("buffer {}", st.name));
+    made(st, st.name, st.bytes, b_.without_faults([&] { return b_.host_alloc(st.bytes, st.pinned, host_stream()); }),
+         "out of host memory");
+  }
+  /// R12a: free / cudaFreeHost, by the host, ordering nothing.
+  template <class P, class R>
+  void step(const ast::HostFree& st, R*) {
+    b_.set_op_label(fmt::format("free {}", st.buffer));
+    const std::uint64_t ptr = exec_.buffers().at(st.buffer).ptr;
+    if (!b_.without_faults([&] { return b_.host_free(ptr, host_stream()); }))
+      note(st, NoteKind::NotLive, fmt::format("free of {}, which is not a live host buffer (double free?)", st.buffer));
+    else
+      freed_[st.buffer] = st.line;
+  }
+  /// R12b: the running host thread reads or writes host memory.
+  template <class P, class R>
+  void step(const ast::HostAccess& st, R*) {
+    b_.host_access(host_stream(), kernel_accesses(st.accesses), "host");
+  }
+  /// R12c: cudaLaunchHostFunc.
+  template <class P, class R>
+  void step(const ast::Callback& st, R*) {
+    b_.host_function(stream(st.stream), kernel_accesses(st.accesses), st.name);
+  }
+  /// The host stream of the thread running the current statement (R12).
+  typename B::StreamRef host_stream() const { return *b_.resolve_stream(host_streams_.at(runs_[current_].name)); }
   template <class P, class R>
   void step(const ast::Record& st, R*) {
     host_call(st, "record", b_.without_faults([&] { return b_.record_event(event(st.event), stream(st.stream)); }));
@@ -863,6 +920,7 @@ class TraceInterpreter {
   Execution exec_;
   StreamId legacy_{};
   std::map<std::string, StreamId> streams_;
+  std::map<std::string, StreamId> host_streams_;    // host thread -> its host stream (R12)
   std::map<std::string, StreamKind> stream_kinds_;  // R8, for footprints
   std::map<std::string, int> destroyed_;            // stream or event -> the line of its `destroy` (R9)
   std::map<std::string, int> incarnations_;         // stream or event -> how many times declared (R9)

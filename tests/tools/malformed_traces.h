@@ -166,6 +166,22 @@ inline const Malformed kMalformed[] = {
      "stream s1\nevent E\nbuffer A 64 on s1\nrecord E on s1\nif done E\n"
      "buffer B 64 on s1\nelse\nsuballoc B 64 from A on s1\nend\nlaunch k on s1 writes B\nfree B\n",
      11, 6, "'B' is made by 'suballoc' in one branch of the 'if' at line 5 and by 'buffer' in the other"},
+    // R12: host memory -- who may touch what, and how host buffers go.
+    {"KernelTouchesPageableMemory", "stream s1\nbuffer H 64 pageable\nlaunch k on s1 reads H\n", 3, 22,
+     "'H' is pageable host memory (line 2): a kernel cannot touch it; declare it 'pinned'"},
+    {"HostTouchesDeviceMemory", "stream s1\nbuffer D 64 on s1\nhost writes D\n", 3, 13,
+     "'D' is device memory (line 2): the host cannot touch it; copy it to a host buffer"},
+    {"HostFunctionTouchesDeviceMemory", "stream s1\nbuffer H 64 pinned\nbuffer D 64\ncallback f on s1 reads H, D\n", 4,
+     27, "'D' is device memory (line 3): the host cannot touch it"},
+    {"HostBufferFreedOnAStream", "stream s1\nbuffer H 64 pinned\nfree H on s1\n", 3, 8,
+     "'H' is host memory (line 2): the host frees it ('free H': free or cudaFreeHost), on no stream"},
+    {"SubAllocFromHostMemory", "stream s1\nbuffer H 1024 pinned\nsuballoc X 64 from H[0:64] on s1\n", 3, 20,
+     "'H' is host memory (line 2): sub-allocate from a device 'buffer'"},
+    {"HostWithoutAccesses", "buffer H 64 pinned\nhost\n", 2, 5,
+     "expected 'reads', 'writes' or 'readwrites' and the blocks used"},
+    {"HostBufferOnAStream", "stream s1\nbuffer H 64 pinned on s1\n", 2, 20, "on"},
+    {"HostMemoryKindAsAName", "buffer pinned 64\n", 1, 8, "'pinned' is a keyword and cannot be used as a name"},
+    {"CallbackWithoutStream", "buffer H 64 pinned\ncallback f reads H\n", 2, 12, "expected 'on', found 'reads'"},
     // S7: what a message echoes of the input is escaped and cut.
     {"ControlByteInAName", "stream s\x01x\n", 1, 8, "'s\\x01x' is not a valid name"},
     {"MalformedUtf8InAStatement", "lanuch\xff on s0\n", 1, 1, "unknown statement 'lanuch\\xFF'"},
