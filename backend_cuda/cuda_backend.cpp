@@ -403,6 +403,45 @@ void CudaBackend::drain() {
   // R12: host functions have run by now (the context is idle).
   mismatches_ = count + host_mismatches_.load();
   host_functions_.clear();
+  if (!options_.check_final_contents) return;
+  const std::uint64_t host_final = check_final_contents();
+  std::uint64_t after = 0;
+  if (auto st = driver().check(a.ctx_synchronize(), "cuCtxSynchronize (final contents)"); !st) {
+    errors_.push_back(st.error().to_string());
+    return;
+  }
+  if (auto st = driver().check(a.memcpy_dtoh(&after, mismatch_counter_, sizeof(after)), "cuMemcpyDtoH"); !st) {
+    errors_.push_back(st.error().to_string());
+    return;
+  }
+  final_mismatches_ = after - count + host_final;
+}
+
+std::uint64_t CudaBackend::check_final_contents() {
+  const StreamRef legacy = *StreamRef::from(CU_STREAM_LEGACY);
+  std::uint64_t host_bad = 0;
+  const auto check_buffer = [&](std::uint64_t ptr, std::uint64_t bytes, bool host) {
+    std::vector<HostWork::Words> runs;
+    last_stamp_.for_range(ptr, ptr + covered_bytes(ptr, bytes), 0,
+                          [&](std::uint64_t lo, std::uint64_t hi, std::uint64_t& v) {
+                            if (v != 0) runs.push_back({lo, (hi - lo) / 8, v});  // 0: no write stamped these words
+                          });
+    for (const HostWork::Words& r : runs) {
+      if (host) {
+        for (std::uint64_t i = 0; i < r.words; ++i)
+          if (reinterpret_cast<const volatile std::uint64_t*>(r.ptr)[i] != r.value) ++host_bad;
+        continue;
+      }
+      CUdeviceptr p = r.ptr;
+      std::uint64_t words = r.words, expected = r.value, spin = 0;
+      CUdeviceptr counter = mismatch_counter_;
+      void* args[] = {&p, &words, &expected, &spin, &counter};
+      if (auto st = launch_kernel(stamp_check_, words, legacy, args); !st) errors_.push_back(st.error().to_string());
+    }
+  };
+  for (const auto& [ptr, bytes] : live_allocations_) check_buffer(ptr, bytes, false);
+  for (const auto& [ptr, bytes] : host_buffers_) check_buffer(ptr, bytes, true);
+  return host_bad;
 }
 
 std::vector<props::Violation> CudaBackend::new_problems() {

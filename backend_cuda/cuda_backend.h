@@ -49,6 +49,13 @@ struct CudaBackendOptions {
   std::size_t max_cached_streams = 16;
   /// Stamp allocations and frees (validation); off = bare driver calls.
   bool stamp_pool_ops = true;
+  /// At drain(), check that every word of every live buffer (device and
+  /// host) holds the stamp of the last write enqueued to it: in a race-free
+  /// program the last write enqueued is the last ordered, so it lands last.
+  /// A write/write race or a use before ready whose held-back write lands
+  /// last shows here even when nothing reads the bytes afterwards
+  /// (final_mismatches_total). Trace replay turns it on.
+  bool check_final_contents = false;
 };
 
 class CudaBackend {
@@ -187,6 +194,9 @@ class CudaBackend {
     return call();
   }
   std::uint64_t mismatches_total() const { return mismatches_; }
+  /// Words of live buffers whose final stamp was not the last write's
+  /// (check_final_contents; known after drain()).
+  std::uint64_t final_mismatches_total() const { return final_mismatches_; }
   const Context& context() const { return *context_; }
   std::size_t cached_events() const { return events_->cached(); }
   /// Fences the work enqueued on `s` so far (a pooled completion event).
@@ -221,6 +231,11 @@ class CudaBackend {
     void run() const;
   };
   HostWork host_work(const std::vector<KernelAccess>& accesses, std::uint64_t spin);
+  /// check_final_contents: checks every stamped word of the live buffers
+  /// (kernels on the legacy stream for device memory, the CPU for host
+  /// memory); returns the host words found wrong. The device ones add to
+  /// the mismatch counter.
+  std::uint64_t check_final_contents();
   /// Every Backend call begins here: the hook of on_next_call, then the
   /// fault point.
   std::optional<ResourceError> enter(const char* call) {
@@ -266,6 +281,7 @@ class CudaBackend {
   std::uint64_t delay_ns_ = 0;
   std::uint64_t mismatches_ = 0;
   std::uint64_t mismatches_reported_ = 0;
+  std::uint64_t final_mismatches_ = 0;
   std::vector<std::string> errors_;  // driver failures inside validation kernels
 };
 

@@ -3,7 +3,8 @@
 # the GPU") and prints one Markdown table row each: the simulator's verdict
 # over every execution (explore --strategy dfs), the schedule replayed (the
 # first finding's, or the first execution's for a clean trace), the ops held
-# back, and what the GPU's stamp kernels saw in 10 runs.
+# back, and what the GPU's stamp kernels saw in 10 runs: corrupted reads, and
+# live buffers whose final contents were not the last write's.
 # Usage: bash tools/gpu_replay_examples.sh [STREAMCHECK] [EXAMPLE...]
 # Needs python3 (to read the JSON reports) and a GPU; exits 2 without one.
 set -euo pipefail
@@ -11,8 +12,8 @@ cd "$(dirname "$0")/.."
 streamcheck="${1:-build/gpu/tools/streamcheck}"
 [ $# -gt 0 ] && shift
 if [ $# -gt 0 ]; then examples=("$@"); else examples=(examples/*.trace); fi
-echo "| trace | simulator verdict (every execution) | schedule | held back | runs with corrupted reads (of 10) | mismatching words |"
-echo "| --- | --- | --- | --- | --- | --- |"
+echo "| trace | simulator verdict (every execution) | schedule | held back | runs with corrupted reads (of 10) | mismatching words | runs with wrong final contents (of 10) | such words |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 for f in "${examples[@]}"; do
   explored=$("$streamcheck" explore "$f" --strategy dfs --json || true)
   schedule=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); fs=d["findings"]; print(fs[0]["schedule"] if fs else "")' "$explored")
@@ -42,11 +43,12 @@ except json.JSONDecodeError:
     r = {}
 if "gpu" not in r:
     why = (stderr.strip().splitlines() or ["?"])[0]
-    print(f"| {os.path.basename(name)} | {verdict} | `{schedule}` | - | no GPU replay: {why} | - |")
+    print(f"| {os.path.basename(name)} | {verdict} | `{schedule}` | - | no GPU replay: {why} | - | - | - |")
     sys.exit(0)
 held = sorted({f"{f['first']['stream']}#{f['first']['index']}" for f in r["findings"] if f["severity"] == "error"})
 gpu = r.get("gpu", {})
 print(f"| {os.path.basename(name)} | {verdict} | `{schedule}` | {', '.join(held) or 'nothing'} | "
-      f"{gpu.get('runs_with_mismatches', '?')} | {gpu.get('mismatching_words', '?')} |")
+      f"{gpu.get('runs_with_mismatches', '?')} | {gpu.get('mismatching_words', '?')} | "
+      f"{gpu.get('runs_with_wrong_final_contents', '?')} | {gpu.get('wrong_final_words', '?')} |")
 PY
 done

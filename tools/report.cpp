@@ -28,7 +28,7 @@ Severity severity(NoteKind kind) {
 Verdict Report::verdict() const {
   for (const auto& f : findings)
     if (f.severity == Severity::Error) return Verdict::Findings;
-  bool errors = gpu && gpu->mismatching_words > 0;
+  bool errors = gpu && (gpu->mismatching_words > 0 || gpu->wrong_final_words > 0);
   for (const auto& n : notes) errors = errors || severity(n.kind) == Severity::Error;
   return errors ? Verdict::Errors : Verdict::Clean;
 }
@@ -109,8 +109,11 @@ std::string report_text(const Report& r) {
   }
   if (const auto& g = r.gpu) {
     fmt::format_to(
-        line, "GPU replay on {}: {} runs (held back: {}), runs with mismatching reads: {}, mismatching words: {}\n",
-        g->device, g->runs, held_back(r), g->runs_with_mismatches, g->mismatching_words);
+        line,
+        "GPU replay on {}: {} runs (held back: {}), runs with mismatching reads: {}, mismatching words: {}; runs "
+        "whose final contents are not the last writes': {}, such words: {}\n",
+        g->device, g->runs, held_back(r), g->runs_with_mismatches, g->mismatching_words,
+        g->runs_with_wrong_final_contents, g->wrong_final_words);
     for (const auto& n : g->notes) fmt::format_to(line, "  on the GPU: {}\n", n);
   }
   return out;
@@ -305,7 +308,9 @@ std::string report_json(const Report& r) {
   if (const auto& g = r.gpu)
     j["gpu"] = {{"runs", g->runs},
                 {"runs_with_mismatches", g->runs_with_mismatches},
-                {"mismatching_words", g->mismatching_words}};
+                {"mismatching_words", g->mismatching_words},
+                {"runs_with_wrong_final_contents", g->runs_with_wrong_final_contents},
+                {"wrong_final_words", g->wrong_final_words}};
   return dump(j);
 }
 

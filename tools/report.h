@@ -236,6 +236,8 @@ struct GpuReplay {
   std::uint32_t runs = 0;
   std::uint32_t runs_with_mismatches = 0;
   std::uint64_t mismatching_words = 0;
+  std::uint32_t runs_with_wrong_final_contents = 0;  // a live buffer's last write did not land last
+  std::uint64_t wrong_final_words = 0;
   std::vector<std::string> notes;  // resource calls refused on the GPU
 };
 

@@ -389,7 +389,13 @@ Outcome replay(const CLI::App& verb, const Options& o) {
   if (kBackends.at(o.backend) == Backend::Cuda) {
     const auto gpu = tools::replay_trace_on_gpu(trace, report, options);
     if (!gpu.available) throw UsageError("--backend cuda: " + gpu.why);
-    report.gpu = tools::GpuReplay{gpu.device, gpu.runs, gpu.runs_with_mismatches, gpu.mismatching_words, gpu.notes};
+    report.gpu = tools::GpuReplay{gpu.device,
+                                  gpu.runs,
+                                  gpu.runs_with_mismatches,
+                                  gpu.mismatching_words,
+                                  gpu.runs_with_wrong_final_contents,
+                                  gpu.wrong_final_words,
+                                  gpu.notes};
   }
   return print_report(std::move(report), o);
 }

@@ -30,6 +30,7 @@ GpuReplayResult replay_trace_on_gpu(const Trace& trace, const Report& sim_report
     // Keep freed memory mapped: a use after free then reads stale data we
     // can count, instead of faulting and ending the CUDA context.
     bo.policy.release_threshold = std::numeric_limits<std::uint64_t>::max();
+    bo.check_final_contents = true;
     auto backend = cuda::CudaBackend::create(bo);
     if (!backend)
       throw std::runtime_error(fmt::format("creating the CUDA backend failed: {}", backend.error().to_string()));
@@ -40,6 +41,9 @@ GpuReplayResult replay_trace_on_gpu(const Trace& trace, const Report& sim_report
     const std::uint64_t m = backend.value()->mismatches_total();
     out.mismatching_words += m;
     if (m > 0) ++out.runs_with_mismatches;
+    const std::uint64_t wrong_final = backend.value()->final_mismatches_total();
+    out.wrong_final_words += wrong_final;
+    if (wrong_final > 0) ++out.runs_with_wrong_final_contents;
     if (k == 0)
       for (const auto& n : run.notes()) out.notes.push_back(fmt::format("line {}: {}", n.line, n.message));
   }

@@ -19,6 +19,11 @@ struct GpuReplayResult {
   std::uint32_t runs = 0;
   std::uint32_t runs_with_mismatches = 0;
   std::uint64_t mismatching_words = 0;
+  /// Runs that ended with a live buffer holding another write's stamp than
+  /// the last one enqueued (a write/write race or a use before ready whose
+  /// held-back write landed last), and those words over all runs.
+  std::uint32_t runs_with_wrong_final_contents = 0;
+  std::uint64_t wrong_final_words = 0;
   std::vector<std::string> notes;  // resource calls refused on the GPU
   std::string device;
 };

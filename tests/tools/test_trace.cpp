@@ -267,16 +267,17 @@ TEST(TraceReport, NotesAloneAreTheVerdictErrorsWithTypedNotes) {
 
 TEST(TraceReport, GpuReplayIsItsOwnSectionOfTheReport) {
   Report r = explore_text("stream s1\nstream s2\nbuffer A 64 on s1\nlaunch K on s2 reads A\nfree A on s1\n");
-  r.gpu = GpuReplay{"Test GPU", 10, 3, 42, {"line 2: allocate refused"}};
+  r.gpu = GpuReplay{"Test GPU", 10, 3, 42, 2, 7, {"line 2: allocate refused"}};
   const auto parsed = nlohmann::json::parse(report_json(r));
-  EXPECT_EQ(parsed.at("gpu"), nlohmann::json::parse(R"({"runs":10,"runs_with_mismatches":3,"mismatching_words":42})"));
+  EXPECT_EQ(parsed.at("gpu"), nlohmann::json::parse(R"({"runs":10,"runs_with_mismatches":3,"mismatching_words":42,)"
+                                                    R"("runs_with_wrong_final_contents":2,"wrong_final_words":7})"));
   const auto in_order = nlohmann::ordered_json::parse(report_json(r));
   EXPECT_EQ(in_order.begin().key(), "tool");
   EXPECT_EQ((--in_order.end()).key(), "gpu");
   const std::string text = report_text(r);
   EXPECT_NE(text.find("GPU replay on Test GPU: 10 runs (held back: " + held_back(r) +
-                      "), runs with mismatching reads: 3, mismatching words: 42\n  on the GPU: line 2: allocate "
-                      "refused\n"),
+                      "), runs with mismatching reads: 3, mismatching words: 42; runs whose final contents are "
+                      "not the last writes': 2, such words: 7\n  on the GPU: line 2: allocate refused\n"),
             std::string::npos)
       << text;
   r.findings.clear();
@@ -284,6 +285,8 @@ TEST(TraceReport, GpuReplayIsItsOwnSectionOfTheReport) {
   // none held back are errors of the run (exit 1 as before).
   EXPECT_EQ(r.verdict(), Verdict::Errors) << "corrupted reads on the GPU fail the run";
   r.gpu->mismatching_words = 0;
+  EXPECT_EQ(r.verdict(), Verdict::Errors) << "a final write that did not land last fails the run too";
+  r.gpu->wrong_final_words = 0;
   EXPECT_EQ(r.verdict(), Verdict::Clean);
 }
 
