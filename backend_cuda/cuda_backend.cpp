@@ -296,6 +296,27 @@ void CudaBackend::launch(StreamRef s, const std::vector<KernelAccess>& accesses,
     if (auto st = enqueue_delay(s, spin); !st) errors_.push_back(st.error().to_string());
 }
 
+// --- R10: a user-space allocator's blocks
+
+Result<std::uint64_t> CudaBackend::suballoc(std::optional<std::uint32_t>, std::uint64_t ptr, std::uint64_t block_bytes,
+                                            std::uint64_t, StreamRef s) {
+  const std::uint32_t id = next_block_++;
+  sub_blocks_[id] = {ptr, block_bytes};
+  newest_block_at_[ptr] = id;
+  stamp(s, ptr, block_bytes, next_stamp_++, next_op(s));  // R10a: the hand-out writes the block
+  return ptr;
+}
+
+Status CudaBackend::subfree(std::optional<std::uint32_t> block, StreamRef s, const std::vector<StreamRef>&) {
+  const std::uint64_t spin = next_op(s);
+  auto it = block ? sub_blocks_.find(*block) : sub_blocks_.end();
+  if (it == sub_blocks_.end()) return ResourceError::driver("subfree: not a live sub-block of this backend");
+  const auto [ptr, bytes] = it->second;
+  check(s, ptr, bytes, spin);  // R10b: changes no byte; holds what was last written
+  sub_blocks_.erase(it);
+  return {};
+}
+
 // --- R12: host memory, host accesses and host functions
 
 Result<std::uint64_t> CudaBackend::host_alloc(std::uint64_t bytes, bool pinned, StreamRef host_stream) {

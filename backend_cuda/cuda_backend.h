@@ -123,12 +123,16 @@ class CudaBackend {
   /// R10a/R10b: a user-space allocator's blocks are its own bookkeeping:
   /// handing out bytes of a live allocation and taking them back make no
   /// driver call (record_stream's events are the trace's calls: the
-  /// interpreter records and synchronizes them through this backend).
-  Result<std::uint64_t> suballoc(std::optional<std::uint32_t>, std::uint64_t ptr, std::uint64_t, std::uint64_t,
-                                 StreamRef) {
-    return ptr;
-  }
-  Status subfree(std::optional<std::uint32_t>, StreamRef, const std::vector<StreamRef>&) { return {}; }
+  /// interpreter records and synchronizes them through this backend). Each
+  /// is an op of its stream, numbered as the simulator numbers it (so a
+  /// finding's op held back is the one the simulator names): the hand-out
+  /// stamps the block (R10a: a write), the give-back checks it holds the
+  /// last write enqueued (R10b: in a race-free program nothing writes the
+  /// bytes until the give-back is ordered before it), so a held-back
+  /// give-back that the next block's writer overtook shows.
+  Result<std::uint64_t> suballoc(std::optional<std::uint32_t> parent, std::uint64_t ptr, std::uint64_t block_bytes,
+                                 std::uint64_t bytes, StreamRef s);
+  Status subfree(std::optional<std::uint32_t> block, StreamRef s, const std::vector<StreamRef>& released_after);
   /// R12: host memory. Every host buffer is pinned here (cuMemHostAlloc),
   /// pageable ones too: the stamp kernels of copies and launches must reach
   /// it, and the model gives pageable copies no ordering that pinned ones
@@ -187,7 +191,14 @@ class CudaBackend {
   void set_op_origin(int) {}
   void set_op_label(const std::string&) {}
   void set_event_label(const std::string&) {}
-  std::optional<std::uint32_t> allocation_of(std::uint64_t) const { return std::nullopt; }
+  /// A live sub-block's number (the newest one starting at `ptr`: R10), for
+  /// subfree; nullopt for any other buffer (the GPU needs no allocation
+  /// numbers).
+  std::optional<std::uint32_t> allocation_of(std::uint64_t ptr) const {
+    auto it = newest_block_at_.find(ptr);
+    if (it == newest_block_at_.end() || !sub_blocks_.contains(it->second)) return std::nullopt;
+    return it->second;
+  }
   /// Faults fire here only when armed, which trace replay never does.
   template <class Call>
   auto without_faults(Call&& call) {
@@ -263,11 +274,14 @@ class CudaBackend {
   std::map<StreamId, StreamEntry> streams_;
   std::uint32_t next_stream_id_ = 0;
   std::uint32_t next_stream_index_ = 0;
-  std::map<std::uint64_t, std::uint64_t> live_allocations_;  // ptr -> bytes
-  std::map<std::uint64_t, std::uint64_t> host_buffers_;      // R12: ptr -> bytes, live ones
-  std::vector<void*> host_memory_;                           // every host buffer made, freed with the backend
-  std::deque<std::unique_ptr<HostWork>> host_functions_;     // R12c: the work of each host function enqueued
-  std::atomic<std::uint64_t> host_mismatches_{0};            // R12: words the CPU saw with a wrong stamp
+  std::map<std::uint64_t, std::uint64_t> live_allocations_;                      // ptr -> bytes
+  std::map<std::uint64_t, std::uint64_t> host_buffers_;                          // R12: ptr -> bytes, live ones
+  std::map<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>> sub_blocks_;  // R10: live block -> ptr, bytes
+  std::map<std::uint64_t, std::uint32_t> newest_block_at_;                       // R10: ptr -> newest block there
+  std::uint32_t next_block_ = 0;
+  std::vector<void*> host_memory_;                        // every host buffer made, freed with the backend
+  std::deque<std::unique_ptr<HostWork>> host_functions_;  // R12c: the work of each host function enqueued
+  std::atomic<std::uint64_t> host_mismatches_{0};         // R12: words the CPU saw with a wrong stamp
   std::optional<std::uint64_t> collision_;
   std::function<void()> next_call_hook_;
   std::map<std::size_t, CompletionFence> free_fences_;  // free number -> fence after it
