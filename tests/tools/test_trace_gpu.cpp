@@ -1,0 +1,87 @@
+// The GPU agrees with the model on trace programs (docs/GPU.md "Trace
+// programs replayed on the GPU"): each example's finding, with its first op
+// held back, corrupts data on the GPU -- a read sees another write, or a
+// live buffer ends holding another write than the last -- and its fixed
+// variant reads and ends exactly as written. Needs a GPU: Skipped without
+// one. The examples are read from STREAMCHECK_EXAMPLES_DIR (the
+// environment variable, else the source tree's examples/).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "tools/trace.h"
+#include "tools/trace_check.h"
+#include "tools/trace_gpu.h"
+
+namespace streamcheck::tools {
+namespace {
+
+constexpr std::uint32_t kRuns = 5;
+
+/// `replay --backend cuda` of an example under the schedule of its first
+/// finding (a clean one: its first execution), as tools/gpu_replay_examples.sh does.
+GpuReplayResult replay_example(const std::string& file) {
+  const char* dir = std::getenv("STREAMCHECK_EXAMPLES_DIR");
+  const Trace trace = load_trace(std::string(dir ? dir : STREAMCHECK_EXAMPLES_DIR) + "/" + file);
+  TraceCheckOptions o;
+  o.strategy = Strategy::Dfs;
+  o.max_schedules = 10000;
+  const Report explored = explore_trace(trace, o);
+  const std::string schedule = explored.findings.empty() ? "v2,observed:-" : explored.findings.front().schedule;
+  return replay_trace_on_gpu(trace, replay_trace(trace, schedule, o), o, kRuns);
+}
+
+struct Pair {
+  const char* racy;
+  const char* fixed;
+};
+
+TEST(TraceGpuReplay, HostMemoryRacesCorruptReadsAndTheirFixesDoNot) {
+  // R12: a host read before the copy landed (43), a refill under the upload
+  // (45), a host function on the wrong stream (47).
+  for (const Pair p :
+       {Pair{"43_d2h_read_before_sync.trace", "44_d2h_read_before_sync_fixed.trace"},
+        Pair{"45_pinned_staging_refill.trace", "46_pinned_staging_refill_fixed.trace"},
+        Pair{"47_host_function_reads_other_stream.trace", "48_host_function_reads_other_stream_fixed.trace"}}) {
+    const GpuReplayResult racy = replay_example(p.racy);
+    if (!racy.available) GTEST_SKIP() << racy.why;
+    EXPECT_GT(racy.runs_with_mismatches, 0u) << p.racy;
+    const GpuReplayResult fixed = replay_example(p.fixed);
+    EXPECT_EQ(fixed.mismatching_words, 0u) << p.fixed;
+    EXPECT_EQ(fixed.wrong_final_words, 0u) << p.fixed;
+  }
+}
+
+TEST(TraceGpuReplay, UnreadWriteRacesShowInTheFinalContentsOnly) {
+  // Item 8: a write/write race (49) and a use before ready (51) that no
+  // read observes: no corrupted read, but a live buffer ends holding the
+  // held-back write; the fixed variants end as written.
+  for (const Pair p : {Pair{"49_write_write_race_unread.trace", "50_write_write_race_unread_fixed.trace"},
+                       Pair{"51_use_before_ready_unread.trace", "52_use_before_ready_unread_fixed.trace"}}) {
+    const GpuReplayResult racy = replay_example(p.racy);
+    if (!racy.available) GTEST_SKIP() << racy.why;
+    EXPECT_EQ(racy.mismatching_words, 0u) << p.racy;
+    EXPECT_GT(racy.runs_with_wrong_final_contents, 0u) << p.racy;
+    const GpuReplayResult fixed = replay_example(p.fixed);
+    EXPECT_EQ(fixed.mismatching_words, 0u) << p.fixed;
+    EXPECT_EQ(fixed.wrong_final_words, 0u) << p.fixed;
+  }
+}
+
+TEST(TraceGpuReplay, AHeldBackGiveBackIsAnOpOfItsStream) {
+  // R10 on the GPU: 53's first op is a `subfree`, which the GPU numbers as
+  // the simulator does; held back, the next block's writer overtakes it.
+  for (const Pair p : {Pair{"53_free_list_of_destroyed_stream.trace", "54_free_list_of_destroyed_stream_fixed.trace"},
+                       Pair{"55_scratch_pool_across_layers.trace", "56_scratch_pool_across_layers_fixed.trace"}}) {
+    const GpuReplayResult racy = replay_example(p.racy);
+    if (!racy.available) GTEST_SKIP() << racy.why;
+    EXPECT_GT(racy.runs_with_mismatches, 0u) << p.racy;
+    const GpuReplayResult fixed = replay_example(p.fixed);
+    EXPECT_EQ(fixed.mismatching_words, 0u) << p.fixed;
+    EXPECT_EQ(fixed.wrong_final_words, 0u) << p.fixed;
+  }
+}
+
+}  // namespace
+}  // namespace streamcheck::tools
