@@ -91,12 +91,8 @@ AllocResult DeviceModel::host_alloc(StreamIndex host_stream, std::uint64_t bytes
 
 bool DeviceModel::host_free(StreamIndex host_stream, std::uint64_t ptr, std::string label) {
   hb_.check_stream(host_stream);
-  std::optional<AllocationIndex> id;
-  for (std::uint32_t i = pool_.count(); i-- > 0 && !id;) {
-    const Allocation& a = pool_.allocation(AllocationIndex{i});
-    if (a.reuse == ReuseKind::HostMemory && a.range.lo == ptr && !a.free_op) id = AllocationIndex{i};
-  }
-  if (!id) return false;
+  const auto id = pool_.live_at(ptr);  // host addresses are never device ones (Pool::host_allocated)
+  if (!id || pool_.allocation(*id).reuse != ReuseKind::HostMemory) return false;
   const OpRef ref = hb_.enqueue(host_stream, OpKind::Free, std::move(label), std::nullopt);
   pool_.host_freed(*id, ref);
   race_.enqueued(ref, {OpAccess{pool_.allocation(*id).range, Access::Write, *id}});
