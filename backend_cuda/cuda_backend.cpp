@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <stdexcept>
 #include <thread>
 
 namespace streamcheck::cuda {
@@ -98,32 +99,61 @@ std::string CudaBackend::device_description() const {
   return std::string(name) + ", driver API " + std::to_string(driver().version());
 }
 
-StreamId CudaBackend::add_stream(std::string, StreamKind kind) {
+StreamId CudaBackend::add_stream(std::string, StreamKind kind, DeviceNumber device) {
   const StreamId id{next_stream_id_++};
   const std::uint32_t index = next_stream_index_++;
+  if (device != 0 && device != kNoDevice) {
+    several_devices_ = true;
+    // R13a on one GPU: the real legacy stream is device 0's.
+    if (kind == StreamKind::LegacyDefault)
+      throw std::logic_error("CudaBackend::add_stream: device " + std::to_string(device) +
+                             "'s legacy stream cannot be replayed on one GPU (its implicit barriers would be device "
+                             "0's)");
+    kind = StreamKind::NonBlocking;  // exact: the device's legacy stream is never used
+  }
   switch (kind) {
     case StreamKind::NonBlocking: {
       auto lease = streams_cache_->acquire();
       if (!lease) throw std::runtime_error("CudaBackend::add_stream: " + lease.error().to_string());
       const StreamRef ref = lease.value().get().ref();
-      streams_.emplace(id, StreamEntry{std::move(lease).value(), std::nullopt, ref, index, 0});
+      streams_.emplace(id, StreamEntry{std::move(lease).value(), std::nullopt, ref, index, 0, device});
       break;
     }
     case StreamKind::Blocking: {
       auto owned = Stream::create(/*blocking=*/true);
       if (!owned) throw std::runtime_error("CudaBackend::add_stream: " + owned.error().to_string());
       const StreamRef ref = owned.value().ref();
-      streams_.emplace(id, StreamEntry{std::nullopt, std::move(owned).value(), ref, index, 0});
+      streams_.emplace(id, StreamEntry{std::nullopt, std::move(owned).value(), ref, index, 0, device});
       break;
     }
     case StreamKind::LegacyDefault:
-      streams_.emplace(id, StreamEntry{std::nullopt, std::nullopt, *StreamRef::from(CU_STREAM_LEGACY), index, 0});
+      streams_.emplace(id,
+                       StreamEntry{std::nullopt, std::nullopt, *StreamRef::from(CU_STREAM_LEGACY), index, 0, device});
       break;
   }
   return id;
 }
 
-void CudaBackend::remove_stream(StreamId id) { streams_.erase(id); }
+void CudaBackend::remove_stream(StreamId id) {
+  auto it = streams_.find(id);
+  if (it == streams_.end()) return;
+  // R9a: the work goes on; R13c: a later sync of its device still waits for it.
+  if (auto work = CompletionFence::after(*events_, it->second.ref))
+    destroyed_work_[it->second.device].push_back(std::move(work).value());
+  else
+    errors_.push_back("fencing a destroyed stream's work: " + work.error().to_string());
+  streams_.erase(it);
+}
+
+Status CudaBackend::synchronize_device(DeviceNumber device) {
+  if (!several_devices_) return driver().check(driver().api().ctx_synchronize(), "cuCtxSynchronize");
+  for (const auto& [id, entry] : streams_)
+    if (entry.device == device)
+      if (auto st = cuda::synchronize_stream(entry.ref.get()); !st) return st;
+  for (CompletionFence& work : destroyed_work_[device])
+    if (auto st = work.wait(); !st) return st;
+  return {};
+}
 
 std::optional<StreamRef> CudaBackend::resolve_stream(StreamId id) const {
   auto it = streams_.find(id);

@@ -105,9 +105,13 @@ class CudaBackend {
   /// Gives a stream an id (simulator numbering: the k-th stream added is
   /// stream index k): a pooled non-blocking stream, a blocking stream of its
   /// own (cuStreamCreate with CU_STREAM_DEFAULT), or the legacy default
-  /// stream CU_STREAM_LEGACY (R8). Throws std::runtime_error when the
-  /// driver gives no stream.
-  StreamId add_stream(std::string name = {}, StreamKind kind = StreamKind::NonBlocking);
+  /// stream CU_STREAM_LEGACY (R8). Every device of a trace (R13) replays
+  /// on this backend's one GPU: a blocking stream of a device other than 0
+  /// is made non-blocking (exact while that device's legacy stream is never
+  /// used, which the replay checks first: tools/gpu_validate.cpp), and the
+  /// legacy stream of such a device is a std::logic_error. Throws
+  /// std::runtime_error when the driver gives no stream.
+  StreamId add_stream(std::string name = {}, StreamKind kind = StreamKind::NonBlocking, DeviceNumber device = 0);
   void remove_stream(StreamId id);
   std::optional<StreamRef> resolve_stream(StreamId id) const;
 
@@ -182,7 +186,11 @@ class CudaBackend {
   // --- host synchronization beyond the Backend concept (trace replay)
   Status synchronize_event(const Event& e) { return cuda::synchronize_event(e.ref().get()); }
   Result<bool> query_event(const Event& e) { return cuda::query_event(e.ref().get()); }
-  Status synchronize_device() { return driver().check(driver().api().ctx_synchronize(), "cuCtxSynchronize"); }
+  /// R4 for `device` (R13c): cuCtxSynchronize while every stream made was
+  /// device 0's; else each stream of `device` and the work of its
+  /// destroyed streams (their fences), since the other devices' streams
+  /// share this GPU.
+  Status synchronize_device(DeviceNumber device = 0);
   // --- the rest of ReplayBackend: one host thread, no origin tags or labels
   // (reports come from the simulator; ops are numbered as it numbers them).
   HostThread add_host_thread() { return 0; }
@@ -270,7 +278,11 @@ class CudaBackend {
     StreamRef ref;                            // the stream, whichever it is
     std::uint32_t index;
     std::uint32_t ops = 0;
+    DeviceNumber device = 0;  // the trace's device (R13); every one runs on this GPU
   };
+  bool several_devices_ = false;  // a stream of a device other than 0 was made (R13)
+  /// R13c: the work left on destroyed streams, by device, for synchronize_device.
+  std::map<DeviceNumber, std::vector<CompletionFence>> destroyed_work_;
   std::map<StreamId, StreamEntry> streams_;
   std::uint32_t next_stream_id_ = 0;
   std::uint32_t next_stream_index_ = 0;

@@ -122,9 +122,10 @@ void DeviceModel::sync_event(EventIndex event) {
   if (recorded) pool_.release_idle_ranges(hb_);
 }
 
-void DeviceModel::sync_device() {
-  for (std::uint32_t s = 0; s < hb_.stream_count(); ++s) complete_covered(hb_.stream_clock(StreamIndex{s}));
-  hb_.sync_device();
+void DeviceModel::sync_device(DeviceNumber device) {
+  for (std::uint32_t s = 0; s < hb_.stream_count(); ++s)
+    if (hb_.stream_device(StreamIndex{s}) == device) complete_covered(hb_.stream_clock(StreamIndex{s}));
+  hb_.sync_device(device);
   pool_.release_idle_ranges(hb_);
 }
 

@@ -86,8 +86,8 @@ class DeviceModel {
   DeviceModel& operator=(const DeviceModel&) = delete;
 
   // --- streams, events, host threads
-  StreamIndex create_stream(std::string name = {}, StreamKind kind = StreamKind::NonBlocking) {
-    return hb_.create_stream(std::move(name), kind);
+  StreamIndex create_stream(std::string name = {}, StreamKind kind = StreamKind::NonBlocking, DeviceNumber device = 0) {
+    return hb_.create_stream(std::move(name), kind, device);
   }
   std::uint32_t stream_count() const { return hb_.stream_count(); }
   const std::string& stream_name(StreamIndex s) const { return hb_.stream_name(s); }
@@ -135,7 +135,8 @@ class DeviceModel {
   // --- host synchronization (R4)
   void sync_stream(StreamIndex stream);
   void sync_event(EventIndex event);
-  void sync_device();
+  /// R4 for every stream of `device` (R13c).
+  void sync_device(DeviceNumber device = 0);
   /// R4. OnObservation: a choice (QueryAnswer) when the event's work has
   /// not all run; "done" runs it (and what it waits for) first.
   bool query_event(EventIndex event);

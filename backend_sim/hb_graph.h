@@ -22,7 +22,9 @@
 //       the host's earlier actions before the device work;
 //   R8  the last stream-side node of every blocking stream -> an op or mark
 //       on the legacy default stream, and the legacy stream's last node ->
-//       an op or mark on a blocking stream (StreamKind).
+//       an op or mark on a blocking stream (StreamKind), both within one
+//       device (R13a: StreamShape::device); a device sync (R4) covers the
+//       streams of its device only (R13c).
 // Pool-inserted waits (LogEntry::pool_wait) are deliberately left out: they
 // order execution, but user code must not rely on them (R7).
 //
@@ -72,13 +74,13 @@ struct HbNode {
 /// on_edge(HbRule, HbNode from, HbNode to) for each edge, in program order,
 /// every node before the edges that reach it.
 template <class OnNode, class OnEdge>
-void visit_hb(const std::vector<LogEntry>& log, const std::vector<StreamKind>& stream_kinds, OnNode&& on_node,
+void visit_hb(const std::vector<LogEntry>& log, const std::vector<StreamShape>& streams, OnNode&& on_node,
               OnEdge&& on_edge) {
   using Side = HbNode::Side;
-  std::vector<std::optional<std::size_t>> stream_last(stream_kinds.size());  // per stream: its last stream-side entry
-  std::optional<std::size_t> legacy;                                         // the legacy default stream's index
-  for (std::size_t s = 0; s < stream_kinds.size(); ++s)
-    if (stream_kinds[s] == StreamKind::LegacyDefault) legacy = s;
+  std::vector<std::optional<std::size_t>> stream_last(streams.size());  // per stream: its last stream-side entry
+  std::map<DeviceNumber, std::size_t> legacy;                           // each device's legacy default stream (R13a)
+  for (std::size_t s = 0; s < streams.size(); ++s)
+    if (streams[s].kind == StreamKind::LegacyDefault) legacy[streams[s].device] = s;
   std::map<HostThread, std::size_t> host_last;  // per host thread: its last entry
   std::map<EventIndex, std::size_t> capture;    // per event: its current record mark
   for (std::size_t i = 0; i < log.size(); ++i) {
@@ -95,13 +97,14 @@ void visit_hb(const std::vector<LogEntry>& log, const std::vector<StreamKind>& s
       on_node(mark);
       if (const auto& last = stream_last.at(entry.stream.value)) on_edge(chain, HbNode{*last, Side::Stream}, mark);
       on_edge(HbRule::R5, host, mark);
-      const StreamKind kind = stream_kinds.at(entry.stream.value);
-      if (legacy && kind == StreamKind::LegacyDefault) {
-        for (std::size_t s = 0; s < stream_kinds.size(); ++s)
-          if (stream_kinds[s] == StreamKind::Blocking && stream_last[s])
+      const StreamShape shape = streams.at(entry.stream.value);
+      const auto own_legacy = legacy.find(shape.device);  // R13a: R8 holds within one device
+      if (shape.kind == StreamKind::LegacyDefault) {
+        for (std::size_t s = 0; s < streams.size(); ++s)
+          if (streams[s].kind == StreamKind::Blocking && streams[s].device == shape.device && stream_last[s])
             on_edge(HbRule::R8, HbNode{*stream_last[s], Side::Stream}, mark);
-      } else if (legacy && kind == StreamKind::Blocking && stream_last[*legacy]) {
-        on_edge(HbRule::R8, HbNode{*stream_last[*legacy], Side::Stream}, mark);
+      } else if (own_legacy != legacy.end() && shape.kind == StreamKind::Blocking && stream_last[own_legacy->second]) {
+        on_edge(HbRule::R8, HbNode{*stream_last[own_legacy->second], Side::Stream}, mark);
       }
       stream_last[entry.stream.value] = i;
       return mark;
@@ -125,8 +128,8 @@ void visit_hb(const std::vector<LogEntry>& log, const std::vector<StreamKind>& s
         if (const auto& last = stream_last.at(entry.stream.value)) sync_after(*last);
         break;
       case LogEntry::Kind::SyncDevice:
-        for (const auto& last : stream_last)
-          if (last) sync_after(*last);
+        for (std::size_t s = 0; s < streams.size(); ++s)
+          if (stream_last[s] && streams[s].device == entry.device) sync_after(*stream_last[s]);  // R13c
         break;
       case LogEntry::Kind::SyncEvent:
       case LogEntry::Kind::QueryDone:
@@ -144,9 +147,9 @@ void visit_hb(const std::vector<LogEntry>& log, const std::vector<StreamKind>& s
 
 /// visit_hb for a caller that wants the edges only.
 template <class OnEdge>
-void visit_hb_edges(const std::vector<LogEntry>& log, const std::vector<StreamKind>& stream_kinds, OnEdge&& on_edge) {
+void visit_hb_edges(const std::vector<LogEntry>& log, const std::vector<StreamShape>& streams, OnEdge&& on_edge) {
   visit_hb(
-      log, stream_kinds, [](HbNode) {}, on_edge);
+      log, streams, [](HbNode) {}, on_edge);
 }
 
 class HbGraph {
@@ -216,7 +219,7 @@ class HbGraph {
       stream_vertex[n.entry] = add(std::move(node));
       if (entry.kind == LogEntry::Kind::Enqueue) ops_[entry.op] = stream_vertex[n.entry];
     };
-    visit_hb(log, model.hb().stream_kinds(), on_node, [&](HbRule rule, HbNode from, HbNode to) {
+    visit_hb(log, model.hb().stream_shapes(), on_node, [&](HbRule rule, HbNode from, HbNode to) {
       boost::add_edge(vertex_of(from), vertex_of(to), Edge{rule}, g_);
     });
   }

@@ -8,15 +8,15 @@ namespace streamcheck::sim {
 
 HbState::HbState() { create_host_thread(); }
 
-StreamIndex HbState::create_stream(std::string name, StreamKind kind) {
+StreamIndex HbState::create_stream(std::string name, StreamKind kind, DeviceNumber device) {
   const StreamIndex id{static_cast<std::uint32_t>(streams_.size())};
-  if (kind == StreamKind::LegacyDefault) {
-    if (legacy_) throw std::logic_error("DeviceModel: a second legacy default stream (a device has one)");
-    legacy_ = id;
-  }
+  if (kind == StreamKind::LegacyDefault && !legacy_.emplace(device, id).second)
+    throw std::logic_error(
+        fmt::format("DeviceModel: a second legacy default stream on device {} (a device has one)", device));
   Stream st;
   st.name = name.empty() ? fmt::format("s{}", id.value) : std::move(name);
   st.kind = kind;
+  st.device = device;
   st.agent = next_agent_++;
   streams_.push_back(std::move(st));
   return id;
@@ -39,20 +39,22 @@ const HbState::Stream& HbState::stream(StreamIndex s) const {
 
 const std::string& HbState::stream_name(StreamIndex s) const { return stream(s).name; }
 
-std::vector<StreamKind> HbState::stream_kinds() const {
-  std::vector<StreamKind> kinds;
-  kinds.reserve(streams_.size());
-  for (const Stream& st : streams_) kinds.push_back(st.kind);
-  return kinds;
+std::vector<StreamShape> HbState::stream_shapes() const {
+  std::vector<StreamShape> shapes;
+  shapes.reserve(streams_.size());
+  for (const Stream& st : streams_) shapes.push_back(StreamShape{st.kind, st.device});
+  return shapes;
 }
 
 void HbState::default_stream_barrier(Stream& s) {
-  if (!legacy_) return;
+  auto legacy = legacy_.find(s.device);  // R13a: a device's legacy stream orders that device's streams only
+  if (legacy == legacy_.end()) return;
   if (s.kind == StreamKind::LegacyDefault) {
     for (const Stream& other : streams_)
-      if (other.kind == StreamKind::Blocking) s.vc.join(other.vc);  // R8: legacy after the blocking streams
+      if (other.kind == StreamKind::Blocking && other.device == s.device)
+        s.vc.join(other.vc);  // R8: legacy after the blocking streams
   } else if (s.kind == StreamKind::Blocking) {
-    s.vc.join(streams_[legacy_->value].vc);  // R8: a blocking stream after the legacy stream
+    s.vc.join(streams_[legacy->second.value].vc);  // R8: a blocking stream after the legacy stream
   }
 }
 const VectorClock& HbState::stream_clock(StreamIndex s) const { return stream(s).vc; }
@@ -110,7 +112,7 @@ void HbState::host_tick() { hosts_.at(current_host_.value).tick(host_agents_.at(
 std::size_t HbState::host_release() {
   host_tick();
   const std::size_t entry = log_.size();
-  log_.push_back(LogEntry{LogEntry::Kind::HostRelease, current_host_, {}, {}, {}, {}, {}});
+  log_.push_back(LogEntry{LogEntry::Kind::HostRelease, current_host_, {}, {}, {}, {}, {}, 0});
   releases_.emplace(entry, host_clock());
   return entry;
 }
@@ -121,11 +123,11 @@ void HbState::host_acquire(std::size_t entry) {
     throw std::out_of_range(fmt::format("DeviceModel: log entry {} is not a host release", entry));
   host_tick();
   host_joins(it->second);  // R6: ordered after the releaser's past
-  log_.push_back(LogEntry{LogEntry::Kind::HostAcquire, current_host_, {}, {}, {}, {}, entry});
+  log_.push_back(LogEntry{LogEntry::Kind::HostAcquire, current_host_, {}, {}, {}, {}, entry, 0});
 }
 
 void HbState::log_host(LogEntry::Kind kind, StreamIndex stream, EventIndex event) {
-  log_.push_back(LogEntry{kind, current_host_, stream, event, {}, {}, {}});
+  log_.push_back(LogEntry{kind, current_host_, stream, event, {}, {}, {}, 0});
 }
 
 OpRef HbState::enqueue(StreamIndex s, OpKind kind, std::string label, std::optional<OpRef> pool_dep) {
@@ -136,7 +138,7 @@ OpRef HbState::enqueue(StreamIndex s, OpKind kind, std::string label, std::optio
   st.vc.tick(st.agent);        // R1: the own component counts this stream's ops
   const OpRef ref{s, static_cast<std::uint32_t>(st.ops.size())};
   st.ops.push_back(Op{kind, std::move(label), st.vc, pool_dep, std::nullopt});
-  log_.push_back(LogEntry{LogEntry::Kind::Enqueue, current_host_, s, {}, ref, pool_dep, {}});
+  log_.push_back(LogEntry{LogEntry::Kind::Enqueue, current_host_, s, {}, ref, pool_dep, {}, 0});
   return ref;
 }
 
@@ -176,10 +178,12 @@ void HbState::sync_event(EventIndex event) {
   log_host(LogEntry::Kind::SyncEvent, {}, event);
 }
 
-void HbState::sync_device() {
+void HbState::sync_device(DeviceNumber device) {
   host_tick();
-  for (const Stream& st : streams_) host_joins(st.vc);  // R4
+  for (const Stream& st : streams_)
+    if (st.device == device) host_joins(st.vc);  // R4, R13c: that device's streams only
   log_host(LogEntry::Kind::SyncDevice, {}, {});
+  log_.back().device = device;
 }
 
 bool HbState::query_event(EventIndex event) {

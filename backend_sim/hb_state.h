@@ -32,6 +32,11 @@
 //                      one on a blocking stream after what was enqueued
 //                      before it on the legacy stream; non-blocking streams
 //                      get no implicit order (default_stream_barrier).
+//   R13 devices      - every stream belongs to a device (host streams to
+//                      none): R8 holds per device -- each device has its
+//                      own legacy stream, ordered with that device's
+//                      blocking streams only (R13a) -- and sync_device
+//                      covers one device's streams (R13c).
 #pragma once
 
 #include <cstdint>
@@ -72,6 +77,8 @@ struct LogEntry {
   std::optional<OpRef> pool_wait;
   /// For a HostAcquire: the HostRelease entry it is ordered after.
   std::optional<std::size_t> released_by;
+  /// For a SyncDevice: the device synchronized (R13c).
+  DeviceNumber device = 0;
 };
 
 class HbState {
@@ -88,12 +95,14 @@ class HbState {
   HbState();
 
   // --- streams, events, host threads
-  /// `kind` (R8): a second LegacyDefault stream is a std::logic_error (a
-  /// device has one).
-  StreamIndex create_stream(std::string name, StreamKind kind = StreamKind::NonBlocking);
+  /// `kind` (R8) on `device` (R13): a second LegacyDefault stream of one
+  /// device is a std::logic_error (a device has one).
+  StreamIndex create_stream(std::string name, StreamKind kind = StreamKind::NonBlocking, DeviceNumber device = 0);
   StreamKind stream_kind(StreamIndex s) const { return stream(s).kind; }
-  /// Every stream's kind, by index (the HB-graph oracle's R8 edges).
-  std::vector<StreamKind> stream_kinds() const;
+  DeviceNumber stream_device(StreamIndex s) const { return stream(s).device; }
+  /// Every stream's kind and device, by index (the HB-graph oracle's R8
+  /// and R13 edges).
+  std::vector<StreamShape> stream_shapes() const;
   /// Throws std::out_of_range for a stream that was never created.
   void check_stream(StreamIndex s) const;
   std::uint32_t stream_count() const { return static_cast<std::uint32_t>(streams_.size()); }
@@ -124,8 +133,8 @@ class HbState {
   /// R4: the host is ordered after the event's capture; nothing for a
   /// never-recorded event.
   void sync_event(EventIndex event);
-  /// R4: the host is ordered after every stream.
-  void sync_device();
+  /// R4: the host is ordered after every stream of `device` (R13c).
+  void sync_device(DeviceNumber device = 0);
   /// R4: "done" when the capture has executed, and only then the host is
   /// ordered after it.
   bool query_event(EventIndex event);
@@ -163,6 +172,7 @@ class HbState {
   struct Stream {
     std::string name;
     StreamKind kind = StreamKind::NonBlocking;
+    DeviceNumber device = 0;
     AgentId agent;
     VectorClock vc;  // clock of the next op: joins of waits and host actions
     std::vector<Op> ops;
@@ -187,7 +197,7 @@ class HbState {
   void log_host(LogEntry::Kind kind, StreamIndex stream, EventIndex event);
 
   std::vector<Stream> streams_;
-  std::optional<StreamIndex> legacy_;  // the LegacyDefault stream, once created
+  std::map<DeviceNumber, StreamIndex> legacy_;  // each device's LegacyDefault stream, once created
   std::vector<Event> events_;
   std::size_t live_events_ = 0;
   std::vector<VectorClock> hosts_;

@@ -81,7 +81,9 @@ std::optional<std::vector<std::size_t>> covering_entries(const TracedClock& targ
 
 }  // namespace
 
-std::vector<RedundantSync> find_redundant_syncs(const std::vector<LogEntry>& log, std::uint32_t stream_count) {
+std::vector<RedundantSync> find_redundant_syncs(const std::vector<LogEntry>& log,
+                                                const std::vector<StreamShape>& stream_shapes) {
+  const auto stream_count = static_cast<std::uint32_t>(stream_shapes.size());
   std::set<HostThread> threads;
   for (const LogEntry& e : log) threads.insert(e.host);
   const bool one_host_thread = threads.size() <= 1;
@@ -147,7 +149,8 @@ std::vector<RedundantSync> find_redundant_syncs(const std::vector<LogEntry>& log
         break;
       case LogEntry::Kind::SyncDevice: {
         TracedClock all = none;
-        for (const TracedClock& s : streams) all.join(s, std::nullopt);
+        for (std::uint32_t u = 0; u < stream_count; ++u)
+          if (stream_shapes[u].device == e.device) all.join(streams[u], std::nullopt);  // R13c: one device's
         host_sync(all, std::nullopt, std::nullopt);
         break;
       }

@@ -83,9 +83,11 @@ class SimBackend {
   // --- stream registry (not fault points: pure bookkeeping)
   /// `kind` (R8): the resource's and the harness's streams are
   /// non-blocking, as the CUDA backend's are; a trace declares its own.
-  StreamId add_stream(std::string name = {}, StreamKind kind = StreamKind::NonBlocking) {
+  /// `device` (R13): the GPU the stream belongs to; kNoDevice for a host
+  /// thread's host stream.
+  StreamId add_stream(std::string name = {}, StreamKind kind = StreamKind::NonBlocking, DeviceNumber device = 0) {
     const StreamId id{next_stream_id_++};
-    streams_[id] = model_.create_stream(std::move(name), kind);
+    streams_[id] = model_.create_stream(std::move(name), kind, device);
     return id;
   }
   void remove_stream(StreamId id) { streams_.erase(id); }
@@ -242,9 +244,9 @@ class SimBackend {
     model_.sync_event(e.id());
     return {};
   }
-  Status synchronize_device() {
+  Status synchronize_device(DeviceNumber device = 0) {
     model_.device_steps();
-    model_.sync_device();
+    model_.sync_device(device);
     return {};
   }
   Result<bool> query_event(const Event& e) {

@@ -86,13 +86,14 @@ static_assert(Backend<BackendArchetype>,
 
 /// What replaying a trace program (tools/trace_interpreter.h) needs beyond
 /// the core's calls: the program's own streams, host threads, kernels and
-/// host synchronisation, and two hooks for reports. add_stream(name, kind)
-/// makes a stream of the kind a trace declares (R8: blocking, non-blocking,
-/// or the legacy default stream); remove_stream(id) is the trace's
+/// host synchronisation, and two hooks for reports. add_stream(name, kind,
+/// device) makes a stream of the kind a trace declares (R8: blocking,
+/// non-blocking, or the legacy default stream) on a device (R13; kNoDevice
+/// for a host thread's host stream); remove_stream(id) is the trace's
 /// `destroy stream` (R9a: work already enqueued still runs). Every call returns what
 /// it could not do as a value (Status, Result), never by throwing.
-///   R4 host sync   - synchronize_event / synchronize_device return after the
-///                    covered work completed; query_event answers whether it
+///   R4 host sync   - synchronize_event / synchronize_device(device) return
+///                    after the covered work (R13c: one device's) completed; query_event answers whether it
 ///                    has (only a "done" answer orders the host).
 ///   R6 host threads - set_host_thread(h) makes h the thread that issues
 ///                    the calls that follow; add_host_thread() starts one.
@@ -112,14 +113,14 @@ concept ReplayBackend = Backend<B> &&
     requires(B& b, std::string name, typename B::StreamRef s, const std::vector<KernelAccess>& accesses,
              const typename B::Event& cevent, typename B::HostThread h, int line, std::uint64_t ptr, StreamId id) {
   typename B::HostThread;
-  { b.add_stream(name, StreamKind::Blocking) } -> std::same_as<StreamId>;
+  { b.add_stream(name, StreamKind::Blocking, DeviceNumber{0}) } -> std::same_as<StreamId>;
   b.remove_stream(id);
   { b.add_host_thread() } -> std::same_as<typename B::HostThread>;
   { b.main_host_thread() } -> std::same_as<typename B::HostThread>;
   b.set_host_thread(h);
   b.launch(s, accesses, name);
   { b.synchronize_event(cevent) } -> std::same_as<Status>;
-  { b.synchronize_device() } -> std::same_as<Status>;
+  { b.synchronize_device(DeviceNumber{0}) } -> std::same_as<Status>;
   { b.query_event(cevent) } -> std::same_as<Result<bool>>;
   b.set_op_origin(line);
   b.set_op_label(name);

@@ -50,6 +50,7 @@ enum class StatementKeyword : std::uint8_t {
   End,
   Host,
   Callback,
+  Device,
 };
 
 struct StatementWord {
@@ -59,7 +60,7 @@ struct StatementWord {
 
 /// Every statement keyword, in alphabetical order (the parser's "did you
 /// mean" hint names the last close one in this order).
-inline constexpr std::array<StatementWord, 36> kStatementWords = {{
+inline constexpr std::array<StatementWord, 37> kStatementWords = {{
     {"allocate", StatementKeyword::Allocate},
     {"buffer", StatementKeyword::Buffer},
     {"callback", StatementKeyword::Callback},
@@ -67,6 +68,7 @@ inline constexpr std::array<StatementWord, 36> kStatementWords = {{
     {"copy", StatementKeyword::Copy},
     {"deallocate", StatementKeyword::Deallocate},
     {"destroy", StatementKeyword::Destroy},
+    {"device", StatementKeyword::Device},
     {"else", StatementKeyword::Else},
     {"end", StatementKeyword::End},
     {"event", StatementKeyword::Event},

@@ -77,6 +77,20 @@ constexpr std::string_view to_string(Access a) {
 /// (cudaStreamPerThread) is a Blocking stream of its host thread.
 enum class StreamKind : std::uint8_t { NonBlocking, Blocking, LegacyDefault };
 
+/// A GPU of the program (R13): the ordinal cudaSetDevice takes. Streams,
+/// events and device buffers belong to one; host threads start on 0.
+using DeviceNumber = std::uint32_t;
+/// The device of the streams that belong to none: a host thread's own host
+/// stream (R12), which `sync device` never covers.
+inline constexpr DeviceNumber kNoDevice = UINT32_MAX;
+/// What the implicit rules need to know of a stream: its kind (R8) and
+/// its device (R13a: the legacy stream orders the blocking streams of its
+/// own device only).
+struct StreamShape {
+  StreamKind kind = StreamKind::NonBlocking;
+  DeviceNumber device = 0;
+};
+
 constexpr std::string_view to_string(StreamKind k) {
   switch (k) {
     case StreamKind::NonBlocking:

@@ -398,6 +398,8 @@ std::string_view to_string(NoteKind k) {
       return "use after destroy";
     case NoteKind::DoubleHandOut:
       return "double hand-out";
+    case NoteKind::WrongDevice:
+      return "wrong device";
   }
   return {};
 }

@@ -57,6 +57,20 @@ struct Edge {
   int from_line = 0, to_line = 0;
 };
 
+/// The device of a stream as a report calls it (R13): a default stream's
+/// name says it (`legacy:1`); a declared one is the device of its newest
+/// declaration up to `line`.
+DeviceNumber device_of_stream(const Trace& trace, const std::string& reported, int line) {
+  if (const auto mark = reported.find(kDeviceMark); mark != std::string::npos)
+    return static_cast<DeviceNumber>(std::stoul(reported.substr(mark + 1)));
+  DeviceNumber device = 0;
+  const std::string name = trace_name_of(reported);
+  for (const Statement& st : trace.statements)
+    if (const auto* decl = std::get_if<ast::StreamDecl>(&st); decl && decl->name == name && decl->line <= line)
+      device = decl->device;
+  return device;
+}
+
 std::optional<Edge> missing_edge(const ReportFinding& f) {
   if (f.fix != Fix::RecordEventAndWait || !f.edits.empty() || !f.second || !f.first.origin || !f.second->origin)
     return std::nullopt;
@@ -76,14 +90,20 @@ std::vector<TraceEdit> edge_edits(const Trace& trace, const Report& report, cons
     record_after = std::max(record_after, e.from_line);
     wait_before = wait_before == 0 ? e.to_line : std::min(wait_before, e.to_line);
   }
-  const Edge head = *missing_edge(report.findings[g.findings.front()]);
-  return {
-      TraceEdit::declare("event " + event),
-      TraceEdit::insert_after(record_after,
-                              thread_prefix(trace, record_after) + "record " + event + " on " + head.from_stream),
-      TraceEdit::insert_before(wait_before,
-                               thread_prefix(trace, wait_before) + "wait " + event + " on " + head.to_stream),
-  };
+  const ReportFinding& first = report.findings[g.findings.front()];
+  const Edge head = *missing_edge(first);
+  const DeviceNumber device = device_of_stream(trace, first.first.stream, head.from_line);
+  std::vector<TraceEdit> edits;
+  // R13d: only streams of the event's device may record it; declarations
+  // come first, where main's current device is 0.
+  if (device != 0) edits.push_back(TraceEdit::declare(fmt::format("device {}", device)));
+  edits.push_back(TraceEdit::declare("event " + event));
+  if (device != 0) edits.push_back(TraceEdit::declare("device 0"));
+  edits.push_back(TraceEdit::insert_after(
+      record_after, thread_prefix(trace, record_after) + "record " + event + " on " + head.from_stream));
+  edits.push_back(TraceEdit::insert_before(
+      wait_before, thread_prefix(trace, wait_before) + "wait " + event + " on " + head.to_stream));
+  return edits;
 }
 
 /// The first read of `was` that reads other writes in `now` (nullopt: none).

@@ -43,7 +43,7 @@ std::vector<RedundantCall> redundant_calls(const Trace& trace, const Execution& 
   for (const auto& st : trace.statements) at_line[source(st).line] = &st;
   const auto& log = run.model().log();
   std::vector<RedundantCall> out;
-  for (const sim::RedundantSync& r : sim::find_redundant_syncs(log, run.model().stream_count())) {
+  for (const sim::RedundantSync& r : sim::find_redundant_syncs(log, run.model().hb().stream_shapes())) {
     const auto call = run.log_origin(r.entry);
     if (!call) continue;
     const auto names = wait_or_sync(*at_line.at(call->line));

@@ -135,7 +135,7 @@ struct NodeGraph {
 
   explicit NodeGraph(const DeviceModel& m)
       : succ(m.log().size() * 2), pred(m.log().size() * 2), event_source(m.log().size()) {
-    sim::visit_hb_edges(m.log(), m.hb().stream_kinds(), [&](sim::HbRule rule, sim::HbNode from, sim::HbNode to) {
+    sim::visit_hb_edges(m.log(), m.hb().stream_shapes(), [&](sim::HbRule rule, sim::HbNode from, sim::HbNode to) {
       succ[id(from)].push_back(id(to));
       pred[id(to)].push_back(id(from));
       if (rule == sim::HbRule::R3) event_source[to.entry] = from.entry;
@@ -594,7 +594,7 @@ void plan_entries(const DeviceModel& m, const Selection& sel, SvgPlan& plan) {
 /// The HB graph's event edges (R3) and host synchronization edges (R4) with
 /// both ends drawn, in program order (sim::visit_hb_edges).
 void plan_hb_edges(const DeviceModel& m, SvgPlan& plan) {
-  sim::visit_hb_edges(m.log(), m.hb().stream_kinds(), [&](sim::HbRule rule, sim::HbNode from, sim::HbNode to) {
+  sim::visit_hb_edges(m.log(), m.hb().stream_shapes(), [&](sim::HbRule rule, sim::HbNode from, sim::HbNode to) {
     if (!plan.place.count(from.entry) || !plan.place.count(to.entry)) return;
     if (rule == sim::HbRule::R3) plan.event_edges.emplace_back(from.entry, to.entry);
     if (rule == sim::HbRule::R4) plan.sync_edges.emplace_back(from.entry, to.entry);

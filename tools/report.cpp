@@ -20,6 +20,7 @@ Severity severity(NoteKind kind) {
     case NoteKind::Deadlock:
     case NoteKind::UseAfterDestroy:
     case NoteKind::DoubleHandOut:
+    case NoteKind::WrongDevice:
       return Severity::Error;
   }
   return Severity::Error;

@@ -387,6 +387,7 @@ Outcome replay(const CLI::App& verb, const Options& o) {
   const tools::TraceCheckOptions& options = replay.options;
   auto report = tools::replay_trace(trace, replay);
   if (kBackends.at(o.backend) == Backend::Cuda) {
+    if (auto why = tools::gpu_replay_refusal(trace)) throw UsageError("--backend cuda: " + *why);
     const auto gpu = tools::replay_trace_on_gpu(trace, report, options);
     if (!gpu.available) throw UsageError("--backend cuda: " + gpu.why);
     report.gpu = tools::GpuReplay{gpu.device,

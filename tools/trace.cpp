@@ -183,15 +183,37 @@ class Parser {
     if (it->second != kind)
       fail(t.col, fmt::format("'{}' is {}, not {}", shown_input(t.text), with_article(it->second), with_article(kind)));
     if (kind == NameKind::Buffer) made_in_both_branches(t.text, t.col);
-    if (kind == NameKind::Stream && t.text == kPerThreadStream) {
-      // R8: the stream of the thread running the statement.
-      std::string own = fmt::format("{}{}{}", kPerThreadStream, kThreadMark, thread_);
-      if (std::find(trace_.per_thread_streams.begin(), trace_.per_thread_streams.end(), own) ==
-          trace_.per_thread_streams.end())
-        trace_.per_thread_streams.push_back(own);
-      return own;
-    }
+    if (kind == NameKind::Stream && t.text == kPerThreadStream)  // R8: the running thread's, R13: on its device
+      return default_stream(fmt::format("{}{}{}", kPerThreadStream, kThreadMark, thread_), StreamKind::Blocking,
+                            current_device());
+    if (kind == NameKind::Stream && t.text == kPlainAllocationStream) return legacy_of(current_device());
     return t.text;
+  }
+  /// How reports call default stream `name` on `device`; notes its first use.
+  std::string default_stream(const std::string& name, StreamKind kind, DeviceNumber device) {
+    std::string reported = on_device(name, device);
+    if (reported == kPlainAllocationStream) return reported;  // device 0's legacy stream: always made first
+    auto& used = trace_.default_streams;
+    if (std::none_of(used.begin(), used.end(), [&](const auto& d) { return d.name == reported; })) {
+      used.push_back(Trace::DefaultStream{reported, kind, device});
+      stream_device_[reported] = device;
+    }
+    return reported;
+  }
+  /// The legacy default stream of `device` (R13), which plain `buffer` and
+  /// `free` run on.
+  std::string legacy_of(DeviceNumber device) {
+    return default_stream(std::string(kPlainAllocationStream), StreamKind::LegacyDefault, device);
+  }
+  /// The running thread's current device (R13: `device N`; 0 until then).
+  DeviceNumber current_device() const {
+    auto it = thread_device_.find(thread_);
+    return it == thread_device_.end() ? 0 : it->second;
+  }
+  /// The device of a stream as use_name returns it (R13).
+  DeviceNumber device_of(const std::string& stream) const {
+    auto it = stream_device_.find(stream);
+    return it == stream_device_.end() ? 0 : it->second;
   }
   /// The column of the next token (the end of the line after the last).
   int next_col() const { return pos_ < toks_.size() ? toks_[pos_].col : end_col_; }
@@ -260,10 +282,14 @@ class Parser {
   /// host memory only.
   enum class Toucher : std::uint8_t { Device, Host };
   /// A buffer of an access list, which `who` may touch (R12).
-  BufferRef touched_ref(Toucher who) {
+  BufferRef touched_ref(Toucher who, DeviceNumber kernel_device) {
     const int col = next_col();
     BufferRef r = ref();
     const BufferInfo& b = buffers_.at(r.buffer);
+    if (who == Toucher::Device && !b.host() && b.device != kernel_device)
+      fail(col, fmt::format("'{}' is memory of device {} (line {}) but the kernel runs on device {}: peer access is "
+                            "not modelled; copy the bytes to a buffer of device {} ('copy')",
+                            r.buffer, b.device, b.line, kernel_device, kernel_device));
     if (who == Toucher::Device && b.memory == BufferInfo::Memory::Pageable)
       fail(col, fmt::format("'{}' is pageable host memory (line {}): a kernel cannot touch it; declare it 'pinned' "
                             "(cudaMallocHost) or copy it to a device buffer",
@@ -290,7 +316,7 @@ class Parser {
   /// The accesses after a kernel's stream; `launch` may have none (a kernel
   /// that touches no buffer the trace knows still runs on its stream), `run`
   /// needs one (the resource brackets the blocks it uses).
-  std::vector<AccessList> accesses(bool may_be_empty, Toucher who) {
+  std::vector<AccessList> accesses(bool may_be_empty, Toucher who, DeviceNumber kernel_device = 0) {
     std::vector<AccessList> out;
     while (!at_end()) {
       const Token& t = next("an access");
@@ -303,10 +329,10 @@ class Parser {
         a = Access::ReadWrite;
       else
         fail(t.col, fmt::format("expected 'reads', 'writes' or 'readwrites', found '{}'", shown_input(t.text)));
-      AccessList list{a, {touched_ref(who)}};
+      AccessList list{a, {touched_ref(who, kernel_device)}};
       while (peek(",")) {
         ++pos_;
-        list.refs.push_back(touched_ref(who));
+        list.refs.push_back(touched_ref(who, kernel_device));
       }
       out.push_back(std::move(list));
     }
@@ -401,11 +427,27 @@ class Parser {
           ++pos_;
           st.kind = StreamKind::NonBlocking;
         }
+        st.device = current_device();
+        stream_device_[st.name] = st.device;
         trace_.streams.push_back(st.name);
         return st;
       }
-      case K::Event:
-        return ast::EventDecl{std::move(src), new_name(NameKind::Event)};
+      case K::Event: {
+        ast::EventDecl st{std::move(src), new_name(NameKind::Event)};
+        st.device = current_device();
+        return st;
+      }
+      case K::Device: {
+        const Token& t = next("a device number");
+        const auto n = number_up_to(t, kMaxDevices - 1);
+        if (!n)
+          fail(t.col, fmt::format("device '{}' is out of range: a trace uses devices 0 to {}", shown_input(t.text),
+                                  kMaxDevices - 1));
+        thread_device_[thread_] = static_cast<DeviceNumber>(*n);
+        ast::SetDevice st{std::move(src)};
+        st.device = static_cast<DeviceNumber>(*n);
+        return st;
+      }
       case K::Thread:
         return ast::ThreadDecl{std::move(src), new_name(NameKind::Thread), false};
       case K::Mutex:
@@ -444,6 +486,9 @@ class Parser {
         made_in_branch(st.name, BufferInfo::MadeBy::Buffer);
         buffers_[st.name] = BufferInfo{st.bytes, line_, BufferInfo::MadeBy::Buffer};
         if (!at_end()) st.stream = stream_after_on();
+        st.device = st.stream ? device_of(*st.stream) : current_device();
+        if (!st.stream) legacy_of(st.device);
+        buffers_[st.name].device = st.device;
         return st;
       }
       case K::Free: {
@@ -457,6 +502,8 @@ class Parser {
           return ast::HostFree{static_cast<const ast::Source&>(st), st.buffer};
         }
         if (!at_end()) st.stream = stream_after_on();
+        st.device = buffers_.at(st.buffer).device;
+        if (!st.stream) legacy_of(st.device);  // R13: cudaFree runs on the buffer's device
         return st;
       }
       case K::Host: {
@@ -507,14 +554,14 @@ class Parser {
       case K::Launch: {
         ast::Launch st{std::move(src), kernel_name("a kernel name"), {}, {}};
         st.stream = stream_after_on();
-        st.accesses = accesses(/*may_be_empty=*/true, Toucher::Device);
+        st.accesses = accesses(/*may_be_empty=*/true, Toucher::Device, device_of(st.stream));
         return st;
       }
       case K::Run: {
         need_resource(kw);
         ast::Run st{std::move(src), kernel_name("a kernel name"), {}, {}};
         st.stream = stream_after_on();
-        st.accesses = accesses(/*may_be_empty=*/false, Toucher::Device);
+        st.accesses = accesses(/*may_be_empty=*/false, Toucher::Device, device_of(st.stream));
         return st;
       }
       case K::Copy: {
@@ -545,7 +592,11 @@ class Parser {
           return ast::SyncStream{std::move(src), use_name(NameKind::Stream, "a stream")};
         if (what.text == trace_language::keyword(K::Event))
           return ast::SyncEvent{std::move(src), use_name(NameKind::Event, "an event")};
-        if (what.text == trace_language::word::kDevice) return ast::SyncDevice{std::move(src)};
+        if (what.text == trace_language::word::kDevice) {
+          ast::SyncDevice st{std::move(src)};
+          st.device = current_device();  // R13c
+          return st;
+        }
         fail(what.col, fmt::format("expected 'stream', 'event' or 'device' after 'sync', found '{}'", what.text));
       }
       case K::Query:
@@ -561,6 +612,7 @@ class Parser {
         made_in_branch(st.buffer, BufferInfo::MadeBy::Allocate);
         buffers_[st.buffer] = BufferInfo{st.bytes, line_, BufferInfo::MadeBy::Allocate};
         st.stream = stream_after_on();
+        buffers_[st.buffer].device = device_of(st.stream);
         return st;
       }
       case K::Deallocate:
@@ -591,7 +643,7 @@ class Parser {
                                  shown_input(what.text)));
     const int col = next_col();
     std::string name = stream ? use_name(NameKind::Stream, "a stream") : use_name(NameKind::Event, "an event");
-    if (stream && name == kPlainAllocationStream)
+    if (stream && trace_name_of(name) == kPlainAllocationStream)
       fail(col, "the legacy default stream cannot be destroyed (cudaStreamDestroy of stream 0 is an error)");
     if (stream && trace_name_of(name) == kPerThreadStream)
       fail(col, "a per-thread default stream cannot be destroyed (cudaStreamPerThread is not a stream you made)");
@@ -610,6 +662,7 @@ class Parser {
     /// Where it lives (R12): who may touch it.
     enum class Memory : std::uint8_t { Device, Pageable, Pinned } memory = Memory::Device;
     bool host() const { return memory != Memory::Device; }
+    DeviceNumber device = 0;  // whose memory it is, for device memory (R13)
   };
 
   // --- `if done E` blocks (R11)
@@ -711,7 +764,9 @@ class Parser {
       fail(col, fmt::format("the block {} holds {} bytes, fewer than the {} bytes of {}", describe(st.block), hi - lo,
                             st.bytes, st.name));
     made_in_branch(st.name, BufferInfo::MadeBy::SubAlloc);
+    const DeviceNumber parent_device = parent.device;
     buffers_[st.name] = BufferInfo{st.bytes, line_, BufferInfo::MadeBy::SubAlloc};
+    buffers_[st.name].device = parent_device;  // a block is memory of its parent's device (R13)
     st.stream = stream_after_on();
     return st;
   }
@@ -815,7 +870,7 @@ class Parser {
   static bool is_declaration(trace_language::StatementKeyword k) {
     using K = trace_language::StatementKeyword;
     return k == K::Stream || k == K::Event || k == K::Thread || k == K::Mutex || k == K::Channel || k == K::Policy ||
-           k == K::Resource;
+           k == K::Resource || k == K::Device;
   }
 
   std::string_view text_;
@@ -860,8 +915,10 @@ class Parser {
     return name;
   }
   std::map<std::string, BufferInfo, std::less<>> buffers_;
-  std::optional<int> first_run_line_;                // the first statement that is not a declaration
-  std::map<std::string, int, std::less<>> spawned_;  // thread -> the line of its `spawn`
+  std::map<std::string, DeviceNumber> thread_device_;  // R13: each thread's current device (`device N`)
+  std::map<std::string, DeviceNumber> stream_device_;  // R13: each stream's device, by the name use_name returns
+  std::optional<int> first_run_line_;                  // the first statement that is not a declaration
+  std::map<std::string, int, std::less<>> spawned_;    // thread -> the line of its `spawn`
   /// What the parser knows of an open `if` block.
   struct Block {
     int if_line = 0;

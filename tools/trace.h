@@ -83,10 +83,23 @@ inline constexpr char kThreadMark = '@';
 /// incarnation; reports call the k-th (k >= 2) NAME'k. Names cannot hold
 /// the mark, so it never clashes with a trace's name.
 inline constexpr char kIncarnationMark = '\'';
+/// A default stream of a device D other than 0 (R13): reports call D's
+/// legacy stream `legacy:D` and thread T's per-thread stream
+/// `per_thread@T:D`; the trace writes `legacy` / `per_thread` on lines that
+/// run with D current.
+inline constexpr char kDeviceMark = ':';
+/// The most devices a trace may use: ordinals 0 .. kMaxDevices - 1.
+inline constexpr DeviceNumber kMaxDevices = 64;
+/// How reports call default stream `name` of `device` (R13).
+inline std::string on_device(std::string_view name, DeviceNumber device) {
+  return device == 0 ? std::string(name) : fmt::format("{}{}{}", name, kDeviceMark, device);
+}
 /// The trace's name of a stream or event as reports call it: NAME'k ->
-/// NAME, per_thread@THREAD -> per_thread (written on THREAD's lines).
+/// NAME, per_thread@THREAD -> per_thread (written on THREAD's lines),
+/// legacy:D -> legacy (written where device D is current).
 inline std::string trace_name_of(std::string_view reported) {
-  return std::string(reported.substr(0, reported.find_first_of(std::string{kIncarnationMark, kThreadMark})));
+  return std::string(
+      reported.substr(0, reported.find_first_of(std::string{kIncarnationMark, kThreadMark, kDeviceMark})));
 }
 /// The longest name (stream, event, thread, buffer, kernel, copy) a trace may use.
 inline constexpr std::size_t kMaxNameBytes = 128;
@@ -119,9 +132,20 @@ struct Source {
 struct StreamDecl : Source {
   std::string name;
   StreamKind kind = StreamKind::Blocking;
+  DeviceNumber device = 0;  // the declaring thread's current device (R13)
 };
+/// `event NAME`: an event of the declaring thread's current device (R13:
+/// only streams of that device may record it).
 struct EventDecl : Source {
   std::string name;
+  DeviceNumber device = 0;
+};
+/// `device N` (cudaSetDevice, R13): the running thread's current device
+/// from here on. The parser applies it (the device of what the thread
+/// declares and of its `legacy`, `per_thread` and `sync device`); it runs
+/// nothing.
+struct SetDevice : Source {
+  DeviceNumber device = 0;
 };
 /// `thread NAME`: a host thread. It starts here, ordered after the
 /// declaring thread's past (R6a), unless a `spawn NAME` starts it.
@@ -172,11 +196,16 @@ struct BufferDecl : Source {
   std::string name;
   std::uint64_t bytes = 0;
   std::optional<std::string> stream;
+  /// Whose memory it is (R13): STREAM's device, else the current one (a
+  /// plain allocation runs on that device's legacy stream).
+  DeviceNumber device = 0;
 };
-/// `free NAME [on STREAM]`: stream-ordered on STREAM, else a plain free.
+/// `free NAME [on STREAM]`: stream-ordered on STREAM, else a plain free
+/// (on the legacy stream of the buffer's device, R13).
 struct Free : Source {
   std::string buffer;
   std::optional<std::string> stream;
+  DeviceNumber device = 0;
 };
 struct Launch : Source {
   std::string kernel;
@@ -236,7 +265,10 @@ struct SyncStream : Source {
 struct SyncEvent : Source {
   std::string event;
 };
-struct SyncDevice : Source {};
+/// `sync device`: cudaDeviceSynchronize of the current device (R13c).
+struct SyncDevice : Source {
+  DeviceNumber device = 0;
+};
 struct Query : Source {
   std::string event;
 };
@@ -323,7 +355,8 @@ using Statement =
                  ast::SyncDevice, ast::Query, ast::Allocate, ast::Deallocate, ast::Prepare, ast::Finish, ast::Reap,
                  ast::Run, ast::MutexDecl, ast::ChannelDecl, ast::Spawn, ast::Join, ast::Lock, ast::Unlock, ast::Send,
                  ast::Receive, ast::DestroyStream, ast::DestroyEvent, ast::SubAlloc, ast::SubFree, ast::RecordStream,
-                 ast::IfDone, ast::Else, ast::End, ast::HostBuffer, ast::HostFree, ast::HostAccess, ast::Callback>;
+                 ast::IfDone, ast::Else, ast::End, ast::HostBuffer, ast::HostFree, ast::HostAccess, ast::Callback,
+                 ast::SetDevice>;
 
 /// The line, text and host thread of any statement.
 inline const ast::Source& source(const Statement& st) {
@@ -362,10 +395,17 @@ struct Trace {
   std::optional<MutantId> mutant;
   std::optional<std::uint64_t> budget;
   std::vector<std::string> streams;  // in declaration order
-  /// The per-thread default streams the trace uses, `per_thread@THREAD`, in
-  /// the order of their first use (R8: blocking streams, made before the
-  /// declared ones so every backend numbers them alike).
-  std::vector<std::string> per_thread_streams;
+  /// A default stream the trace uses besides device 0's `legacy`: a
+  /// per-thread stream `per_thread@THREAD[:D]` (R8: a blocking stream), or
+  /// the legacy stream `legacy:D` of a device D other than 0 (R13).
+  struct DefaultStream {
+    std::string name;
+    StreamKind kind = StreamKind::Blocking;
+    DeviceNumber device = 0;
+  };
+  /// In the order of their first use: made before the declared streams, so
+  /// every backend numbers them alike.
+  std::vector<DefaultStream> default_streams;
   /// The host threads that touch host memory themselves (`buffer …
   /// pageable|pinned`, `free` of one, `host`), in the order of their first
   /// such statement: each gets a host stream `host@THREAD` (R12), made after
@@ -449,6 +489,7 @@ enum class NoteKind : std::uint8_t {
   Deadlock,           // host threads were left waiting with no thread able to go on (lock, join, receive)
   UseAfterDestroy,    // a statement names a stream or event after its `destroy` (R9b); it is not run
   DoubleHandOut,      // `suballoc` of bytes a live sub-block still holds (R10a): the allocator gave them twice
+  WrongDevice,        // `record` of an event on another device's stream (R13d): CUDA refuses it; it is not run
 };
 
 /// Something that went wrong that is not an HB finding: a resource call

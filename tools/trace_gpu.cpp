@@ -1,5 +1,23 @@
 #include "tools/trace_gpu.h"
 
+#include <fmt/format.h>
+
+namespace streamcheck::tools {
+
+std::optional<std::string> gpu_replay_refusal(const Trace& trace) {
+  for (const Trace::DefaultStream& d : trace.default_streams)
+    if (d.kind == StreamKind::LegacyDefault)
+      return fmt::format(
+          "the trace uses {}, the legacy default stream of device {} (a plain 'buffer' or 'free', or 'legacy', with "
+          "device {} current); the GPU replay runs every device of a trace on one GPU, whose only legacy stream is "
+          "device 0's, so {}'s implicit barriers (R8) cannot be replayed: give device {} a stream of its own "
+          "('stream S nonblocking', 'buffer X N on S')",
+          d.name, d.device, d.device, d.name, d.device);
+  return std::nullopt;
+}
+
+}  // namespace streamcheck::tools
+
 #ifdef STREAMCHECK_WITH_CUDA
 
 #include <fmt/format.h>

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "tools/trace.h"
@@ -27,6 +28,12 @@ struct GpuReplayResult {
   std::vector<std::string> notes;  // resource calls refused on the GPU
   std::string device;
 };
+
+/// Why the GPU replay cannot run `trace` faithfully (nullopt: it can).
+/// Every device of a trace replays on the one GPU the backend uses (R13):
+/// a device's blocking streams are then non-blocking ones, exact only
+/// while that device's legacy stream is never used.
+std::optional<std::string> gpu_replay_refusal(const Trace& trace);
 
 /// Runs the trace `runs` times on the GPU, holding back the first op of
 /// every finding in `sim_report` by `delay_ns`.

@@ -49,19 +49,21 @@ class TraceInterpreter {
     // The legacy default stream (R8), which plain `buffer`/`free` (cudaMalloc
     // / cudaFree) run on, created first: trace streams keep the same indexes
     // on every backend.
-    legacy_ = b_.add_stream(std::string(kPlainAllocationStream), StreamKind::LegacyDefault);
+    legacy_ = b_.add_stream(std::string(kPlainAllocationStream), StreamKind::LegacyDefault, 0);
     streams_[std::string(kPlainAllocationStream)] = legacy_;
-    stream_kinds_[std::string(kPlainAllocationStream)] = StreamKind::LegacyDefault;
-    // R8: each host thread's per-thread default stream is a blocking stream.
-    for (const std::string& own : trace_.per_thread_streams) {
-      streams_[own] = b_.add_stream(own, StreamKind::Blocking);
-      stream_kinds_[own] = StreamKind::Blocking;
+    stream_shapes_[std::string(kPlainAllocationStream)] = StreamShape{StreamKind::LegacyDefault, 0};
+    // R8: each host thread's per-thread default stream is a blocking
+    // stream; R13: every device other than 0 whose legacy stream the trace
+    // uses gets its own.
+    for (const Trace::DefaultStream& d : trace_.default_streams) {
+      streams_[d.name] = b_.add_stream(d.name, d.kind, d.device);
+      stream_shapes_[d.name] = StreamShape{d.kind, d.device};
     }
     // R12: the host stream of each thread that touches host memory (a
     // non-blocking stream the trace never names), made before the declared
     // streams for the same reason.
     for (const std::string& thread : trace_.host_threads)
-      host_streams_[thread] = b_.add_stream(host_stream_name(thread), StreamKind::NonBlocking);
+      host_streams_[thread] = b_.add_stream(host_stream_name(thread), StreamKind::NonBlocking, kNoDevice);
     with_protocol(trace_.mutant, [&]<class P>() {
       using Core = Resource<B, P>;
       std::unique_ptr<Core> core;
@@ -197,6 +199,8 @@ class TraceInterpreter {
     bool ran = false;
     if (auto why = destroyed_use(st))
       note(src, NoteKind::UseAfterDestroy, *why);  // R9b: the call is not made
+    else if (auto why = wrong_device(st))
+      note(src, NoteKind::WrongDevice, *why);  // R13d: the call fails, nothing is recorded
     else if (auto why = missing(st))
       note(src, NoteKind::Skipped, *why);
     else {
@@ -275,13 +279,15 @@ class TraceInterpreter {
     const auto stream_touch = [&](const std::string& name) {
       f.touch(object(kStreamObject, name), Touch::Write);
       // R8: work on the legacy stream is ordered with every blocking
-      // stream's, so the two do not commute; two blocking streams do.
-      switch (stream_kinds_.at(name)) {
+      // stream's of its device (R13a), so the two do not commute; two
+      // blocking streams do.
+      const StreamShape shape = stream_shapes_.at(name);
+      switch (shape.kind) {
         case StreamKind::LegacyDefault:
-          f.touch(sim::SharedObject{kDefaultStreamBarrier, 0}, Touch::Write);
+          f.touch(sim::SharedObject{kDefaultStreamBarrier, shape.device}, Touch::Write);
           break;
         case StreamKind::Blocking:
-          f.touch(sim::SharedObject{kDefaultStreamBarrier, 0}, Touch::Read);
+          f.touch(sim::SharedObject{kDefaultStreamBarrier, shape.device}, Touch::Read);
           break;
         case StreamKind::NonBlocking:
           break;
@@ -368,8 +374,8 @@ class TraceInterpreter {
           else if constexpr (std::is_same_v<S, ast::Else> || std::is_same_v<S, ast::End>)
             ;  // where the thread goes next: its own business
           else if constexpr (std::is_same_v<S, ast::Join> || std::is_same_v<S, ast::MutexDecl> ||
-                             std::is_same_v<S, ast::ChannelDecl> || std::is_same_v<S, ast::PoolSwitch> ||
-                             std::is_same_v<S, ast::ResourceDecl>)
+                             std::is_same_v<S, ast::SetDevice> || std::is_same_v<S, ast::ChannelDecl> ||
+                             std::is_same_v<S, ast::PoolSwitch> || std::is_same_v<S, ast::ResourceDecl>)
             ;  // orders only the thread itself, or runs nothing
           else
             f.touch_everything();  // sync, query, and every resource call
@@ -413,13 +419,14 @@ class TraceInterpreter {
 
   template <class P, class R>
   void step(const ast::StreamDecl& st, R*) {
-    streams_[st.name] = b_.add_stream(incarnation(st.name), st.kind);
-    stream_kinds_[st.name] = st.kind;
+    streams_[st.name] = b_.add_stream(incarnation(st.name), st.kind, st.device);
+    stream_shapes_[st.name] = StreamShape{st.kind, st.device};
     destroyed_.erase(st.name);
   }
   template <class P, class R>
   void step(const ast::EventDecl& st, R*) {
     b_.set_event_label(incarnation(st.name));
+    event_devices_[st.name] = st.device;
     destroyed_.erase(st.name);
     auto e = b_.without_faults([&] { return b_.create_event(); });
     if (!e) {
@@ -474,6 +481,24 @@ class TraceInterpreter {
         st);
     return out;
   }
+
+  /// R13d: a `record` of an event on a stream of another device: CUDA
+  /// refuses it (cudaErrorInvalidResourceHandle), so the event keeps what it
+  /// captured before; the statement is not run.
+  std::optional<std::string> wrong_device(const Statement& st) const {
+    const auto* record = std::get_if<ast::Record>(&st);
+    if (!record || !event_devices_.contains(record->event)) return std::nullopt;
+    const DeviceNumber event_device = event_devices_.at(record->event);
+    const DeviceNumber stream_device = stream_shapes_.at(record->stream).device;
+    if (event_device == stream_device) return std::nullopt;
+    return fmt::format(
+        "event {} belongs to device {} but stream {} to device {}: cudaEventRecord fails "
+        "(cudaErrorInvalidResourceHandle) and the event keeps its last capture; create the event with device {} "
+        "current",
+        record->event, event_device, record->stream, stream_device, stream_device);
+  }
+  template <class P, class R>
+  void step(const ast::SetDevice&, R*) {}  // applied by the parser (each statement's device, R13)
 
   template <class P, class R>
   void step(const ast::ThreadDecl& st, R*) {
@@ -530,11 +555,12 @@ class TraceInterpreter {
 
   template <class P, class R>
   void step(const ast::BufferDecl& st, R*) {
-    const typename B::StreamRef s = st.stream ? stream(*st.stream) : legacy();
+    const typename B::StreamRef s = st.stream ? stream(*st.stream) : legacy(st.device);
     b_.set_op_label(fmt::format("buffer {}", st.name));
     auto p = b_.without_faults([&] { return b_.alloc_async(st.bytes, s); });
     if (!made(st, st.name, st.bytes, p, "out of memory")) return;
-    if (!st.stream) host_sync(st, b_.synchronize_device());  // cudaMalloc returns memory ready for every stream
+    // cudaMalloc returns memory ready for every stream (of its device, R13c).
+    if (!st.stream) host_sync(st, b_.synchronize_device(st.device));
   }
   /// Records buffer `name` that `p` made, or, when it made none, the note
   /// and why later statements naming it are skipped (`why`: "out of memory").
@@ -554,15 +580,15 @@ class TraceInterpreter {
   template <class P, class R>
   void step(const ast::Free& st, R*) {
     const bool plain = !st.stream;
-    if (plain) host_sync(st, b_.synchronize_device());  // cudaFree waits for the device first
-    const typename B::StreamRef s = plain ? legacy() : stream(*st.stream);
+    if (plain) host_sync(st, b_.synchronize_device(st.device));  // cudaFree waits for the device first
+    const typename B::StreamRef s = plain ? legacy(st.device) : stream(*st.stream);
     b_.set_op_label(fmt::format("free {}", st.buffer));
     const std::uint64_t ptr = exec_.buffers().at(st.buffer).ptr;
     if (!b_.without_faults([&] { return b_.free_async(ptr, s); }))
       note(st, NoteKind::NotLive, fmt::format("free of {}, which is not a live allocation (double free?)", st.buffer));
     else
       freed_[st.buffer] = st.line;
-    if (plain) host_sync(st, b_.synchronize_device());
+    if (plain) host_sync(st, b_.synchronize_device(st.device));
   }
   /// R10a: a user-space allocator hands out bytes of a live buffer as a
   /// block for a stream. Bytes given back with record_stream are handed out
@@ -756,7 +782,7 @@ class TraceInterpreter {
   }
   template <class P, class R>
   void step(const ast::SyncDevice& st, R*) {
-    host_sync(st, b_.synchronize_device());
+    host_sync(st, b_.synchronize_device(st.device));  // R13c: the current device's streams
   }
   template <class P, class R>
   void step(const ast::Query& st, R*) {
@@ -836,7 +862,11 @@ class TraceInterpreter {
   // --- helpers
 
   typename B::StreamRef stream(const std::string& name) const { return *b_.resolve_stream(streams_.at(name)); }
-  typename B::StreamRef legacy() const { return *b_.resolve_stream(legacy_); }
+  /// The legacy default stream of `device` (R13; the parser listed it in
+  /// Trace::default_streams when the trace uses it).
+  typename B::StreamRef legacy(DeviceNumber device) const {
+    return device == 0 ? *b_.resolve_stream(legacy_) : stream(on_device(kPlainAllocationStream, device));
+  }
   typename B::Event& event(const std::string& name) { return events_.at(name); }
 
   std::vector<KernelAccess> kernel_accesses(const std::vector<AccessList>& lists) const {
@@ -920,10 +950,11 @@ class TraceInterpreter {
   Execution exec_;
   StreamId legacy_{};
   std::map<std::string, StreamId> streams_;
-  std::map<std::string, StreamId> host_streams_;    // host thread -> its host stream (R12)
-  std::map<std::string, StreamKind> stream_kinds_;  // R8, for footprints
-  std::map<std::string, int> destroyed_;            // stream or event -> the line of its `destroy` (R9)
-  std::map<std::string, int> incarnations_;         // stream or event -> how many times declared (R9)
+  std::map<std::string, StreamId> host_streams_;       // host thread -> its host stream (R12)
+  std::map<std::string, StreamShape> stream_shapes_;   // R8, R13: for footprints
+  std::map<std::string, DeviceNumber> event_devices_;  // R13: each event's device, for `record`
+  std::map<std::string, int> destroyed_;               // stream or event -> the line of its `destroy` (R9)
+  std::map<std::string, int> incarnations_;            // stream or event -> how many times declared (R9)
   std::map<std::string, typename B::Event> events_;
   std::vector<HostRun> runs_;  // main first, then the declared threads in file order
   std::map<std::string, std::size_t> run_index_;

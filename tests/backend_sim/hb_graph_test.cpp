@@ -104,7 +104,7 @@ TEST(HbGraph, VisitHbEdgesWalksExactlyTheGraphsEdgesInProgramOrder) {
   f.m.sync_device();
   std::map<HbRule, std::size_t> visited, drawn;
   std::vector<std::size_t> r4_targets;
-  visit_hb_edges(f.m.log(), f.m.hb().stream_kinds(), [&](HbRule rule, HbNode, HbNode to) {
+  visit_hb_edges(f.m.log(), f.m.hb().stream_shapes(), [&](HbRule rule, HbNode, HbNode to) {
     ++visited[rule];
     if (rule == HbRule::R4) r4_targets.push_back(to.entry);
   });
@@ -178,12 +178,12 @@ TEST(HbGraph, UnknownOpThrows) {
 /// Builds a random program from `program` bytes (4 per step) on a model
 /// whose choices come from `choices`: launches over random byte ranges of
 /// a buffer or of pool blocks, records, waits, syncs, queries, device
-/// steps, allocations and frees, on 2-4 streams of the given kinds (R8) and
-/// 1-3 events.
-void random_program(DeviceModel& m, const std::vector<StreamKind>& kinds, std::uint32_t events,
+/// steps, allocations and frees, on 2-4 streams of the given kinds (R8)
+/// and devices (R13: 0 or 1; device syncs of either) and 1-3 events.
+void random_program(DeviceModel& m, const std::vector<StreamShape>& shapes, std::uint32_t events,
                     const std::vector<std::uint8_t>& program) {
-  const auto streams = static_cast<std::uint32_t>(kinds.size());
-  for (const StreamKind kind : kinds) m.create_stream({}, kind);
+  const auto streams = static_cast<std::uint32_t>(shapes.size());
+  for (const StreamShape shape : shapes) m.create_stream({}, shape.kind, shape.device);
   for (std::uint32_t e = 0; e < events; ++e) m.create_event();
   const auto buf = m.alloc(StreamIndex{0}, 4096, "buf");
   std::vector<std::uint64_t> live;
@@ -225,7 +225,7 @@ void random_program(DeviceModel& m, const std::vector<StreamKind>& kinds, std::u
         break;
       case 9:
         if (y % 4 == 0)
-          m.sync_device();
+          m.sync_device(y / 4 % 2);  // R13c
         else
           m.device_steps();
         break;
@@ -258,6 +258,16 @@ RC_GTEST_PROP(HbGraphProperty, ReachabilityEqualsVectorClockHappensBefore, ()) {
   auto kinds = *rc::gen::container<std::vector<StreamKind>>(
       streams, rc::gen::element(StreamKind::NonBlocking, StreamKind::Blocking));
   if (*rc::gen::arbitrary<bool>()) kinds[*rc::gen::inRange<std::uint32_t>(0, streams)] = StreamKind::LegacyDefault;
+  // R13: streams on devices 0 and 1, and at times device 1's legacy stream too.
+  const auto devices = *rc::gen::container<std::vector<DeviceNumber>>(streams, rc::gen::inRange<DeviceNumber>(0, 2));
+  std::vector<StreamShape> shapes;
+  for (std::uint32_t s = 0; s < streams; ++s) shapes.push_back(StreamShape{kinds[s], devices[s]});
+  for (auto& shape : shapes)
+    if (shape.kind == StreamKind::LegacyDefault) shape.device = 0;
+  if (*rc::gen::arbitrary<bool>()) {
+    const auto s = *rc::gen::inRange<std::uint32_t>(0, streams);
+    if (shapes[s].kind != StreamKind::LegacyDefault) shapes[s] = StreamShape{StreamKind::LegacyDefault, 1};
+  }
   const auto events = *rc::gen::inRange<std::uint32_t>(1, 4);
   const auto steps = *rc::gen::inRange<std::size_t>(0, 60);
   const auto program = *rc::gen::container<std::vector<std::uint8_t>>(4 * steps, rc::gen::arbitrary<std::uint8_t>());
@@ -269,13 +279,15 @@ RC_GTEST_PROP(HbGraphProperty, ReachabilityEqualsVectorClockHappensBefore, ()) {
   policy.release_threshold = *rc::gen::element<std::uint64_t>(0, 512, 1 << 20);
   ByteChooser chooser(choices);
   DeviceModel m(chooser, policy);
-  random_program(m, kinds, events, program);
+  random_program(m, shapes, events, program);
   expect_graph_equals_clocks(m);  // while work is pending ...
   m.finish();
   expect_graph_equals_clocks(m);  // ... and after (finish adds no HB)
   const auto has = [&](auto pred) { return std::any_of(m.log().begin(), m.log().end(), pred); };
   RC_TAG(has([](const LogEntry& l) { return l.pool_wait.has_value(); }) ? "pool wait" : "no pool wait");
   RC_TAG(std::count(kinds.begin(), kinds.end(), StreamKind::LegacyDefault) ? "legacy stream" : "no legacy stream");
+  RC_TAG(std::count_if(shapes.begin(), shapes.end(), [](StreamShape s) { return s.device == 1; }) ? "two devices"
+                                                                                                  : "one device");
   RC_TAG(has([](const LogEntry& l) { return l.kind == LogEntry::Kind::QueryNotDone; }) ? "query not done"
                                                                                        : "no query not done");
 }
@@ -290,11 +302,14 @@ TEST(HbGraphProperty, RandomChooserProgramsAgreeToo) {
     for (auto& b : program) b = static_cast<std::uint8_t>(rng.next());
     RandomChooser chooser(seed);
     DeviceModel m(chooser);
-    std::vector<StreamKind> kinds(2 + rng.below(3));
-    for (auto& kind : kinds) kind = rng.below(2) ? StreamKind::Blocking : StreamKind::NonBlocking;
-    if (seed % 2)
-      kinds[rng.below(static_cast<std::uint32_t>(kinds.size()))] = StreamKind::LegacyDefault;  // R8 on half the seeds
-    random_program(m, kinds, 1 + rng.below(3), program);
+    std::vector<StreamShape> shapes(2 + rng.below(3));
+    for (auto& shape : shapes) {
+      shape.kind = rng.below(2) ? StreamKind::Blocking : StreamKind::NonBlocking;
+      shape.device = seed % 3 == 0 ? rng.below(2) : 0;  // R13: two devices on a third of the seeds
+    }
+    if (seed % 2)  // R8 on half the seeds
+      shapes[rng.below(static_cast<std::uint32_t>(shapes.size()))] = StreamShape{StreamKind::LegacyDefault, 0};
+    random_program(m, shapes, 1 + rng.below(3), program);
     m.finish();
     for (const auto& l : m.log()) {
       pool_waits += l.pool_wait.has_value();

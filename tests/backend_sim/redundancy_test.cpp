@@ -132,7 +132,7 @@ struct ProgramRun {
     m.finish();
   }
 
-  std::vector<RedundantSync> redundant() const { return find_redundant_syncs(m.log(), m.stream_count()); }
+  std::vector<RedundantSync> redundant() const { return find_redundant_syncs(m.log(), m.hb().stream_shapes()); }
 
   /// The calls (indexes into the program) that were flagged.
   std::vector<std::size_t> flagged_calls() const {

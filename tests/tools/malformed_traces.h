@@ -182,6 +182,18 @@ inline const Malformed kMalformed[] = {
     {"HostBufferOnAStream", "stream s1\nbuffer H 64 pinned on s1\n", 2, 20, "on"},
     {"HostMemoryKindAsAName", "buffer pinned 64\n", 1, 8, "'pinned' is a keyword and cannot be used as a name"},
     {"CallbackWithoutStream", "buffer H 64 pinned\ncallback f reads H\n", 2, 12, "expected 'on', found 'reads'"},
+    // R13: devices.
+    {"DeviceOutOfRange", "device 64\nsync device\n", 1, 8, "device '64' is out of range: a trace uses devices 0 to 63"},
+    {"DeviceNotANumber", "device one\nsync device\n", 1, 8, "'one' is not a number"},
+    {"DeviceWithoutNumber", "device\nsync device\n", 1, 7, "expected a device number at the end of the line"},
+    {"DeviceWithTwoNumbers", "device 1 2\nsync device\n", 1, 10, "unexpected '2' at the end of the statement"},
+    {"KernelTouchesAnotherDevicesMemory", "stream s0\nbuffer A 64 on s0\ndevice 1\nstream s1\nlaunch k on s1 reads A\n",
+     5, 22, "'A' is memory of device 0 (line 2) but the kernel runs on device 1: peer access is not modelled"},
+    {"DeviceInsideAnIfBlock", "stream s\nevent E\nrecord E on s\nif done E\ndevice 1\nend\n", 5, 1,
+     "'device' cannot be inside an 'if' block (the 'if' at line 4)"},
+    {"DeviceAsAName", "stream device\n", 1, 8, "'device' is a keyword and cannot be used as a name"},
+    {"LegacyOfAnotherDeviceDestroyed", "device 1\ndestroy stream legacy\n", 2, 16,
+     "the legacy default stream cannot be destroyed"},
     // S7: what a message echoes of the input is escaped and cut.
     {"ControlByteInAName", "stream s\x01x\n", 1, 8, "'s\\x01x' is not a valid name"},
     {"MalformedUtf8InAStatement", "lanuch\xff on s0\n", 1, 1, "unknown statement 'lanuch\\xFF'"},

@@ -182,7 +182,15 @@ std::optional<std::string> enqueues_on(const Statement& st) {
 /// (a near-miss, which the redundancy notes leave alone).
 bool names_work(const Trace& trace, int line) {
   std::map<std::string, bool> stream_has_work, capture_has_work;
+  std::map<std::string, DeviceNumber> stream_device, event_device;  // R13d: a record across devices is not made
+  const auto device_of = [&](const std::string& stream) -> DeviceNumber {
+    if (const auto mark = stream.find(kDeviceMark); mark != std::string::npos)
+      return std::stoul(stream.substr(mark + 1));
+    return stream_device[stream];
+  };
   for (const Statement& st : trace.statements) {
+    if (const auto* d = std::get_if<ast::StreamDecl>(&st)) stream_device[d->name] = d->device;
+    if (const auto* d = std::get_if<ast::EventDecl>(&st)) event_device[d->name] = d->device;
     if (source(st).line == line) {
       if (const auto* w = std::get_if<ast::Wait>(&st)) return capture_has_work[w->event];
       if (const auto* s = std::get_if<ast::SyncEvent>(&st)) return capture_has_work[s->event];
@@ -191,7 +199,8 @@ bool names_work(const Trace& trace, int line) {
     }
     if (const auto s = enqueues_on(st)) stream_has_work[*s] = true;
     if (const auto* w = std::get_if<ast::Wait>(&st)) stream_has_work[w->stream] = true;
-    if (const auto* r = std::get_if<ast::Record>(&st)) capture_has_work[r->event] = stream_has_work[r->stream];
+    if (const auto* r = std::get_if<ast::Record>(&st); r && device_of(r->stream) == event_device[r->event])
+      capture_has_work[r->event] = stream_has_work[r->stream];
     // R9b: after its destroy the event is no work (the statement is not run).
     if (const auto* d = std::get_if<ast::DestroyEvent>(&st)) capture_has_work[d->event] = false;
     if (const auto* d = std::get_if<ast::DestroyStream>(&st)) stream_has_work[d->stream] = false;
