@@ -295,6 +295,10 @@ class SimBackend {
     return it->second;
   }
   const std::map<OpRef, int>& op_origins() const { return op_origins_; }
+  /// R14b: the ops enqueued from now on are a graph's, run by the
+  /// `launch graph` at `line` (0: no longer); op_launches reads it back.
+  void set_graph_launch(int line) { graph_launch_line_ = line; }
+  const std::map<OpRef, int>& op_launches() const { return op_launches_; }
   /// The model's allocation index of the newest allocation made at `ptr`.
   std::optional<std::uint32_t> allocation_of(std::uint64_t ptr) const {
     auto it = allocations_.find(ptr);
@@ -405,6 +409,7 @@ class SimBackend {
 
   void tag(OpRef op) {
     if (origin_line_) op_origins_[op] = *origin_line_;
+    if (graph_launch_line_) op_launches_[op] = graph_launch_line_;
   }
 
   std::string take_label(const char* fallback) {
@@ -422,6 +427,8 @@ class SimBackend {
   FaultInjecting faults_;
   std::optional<int> origin_line_;
   std::map<OpRef, int> op_origins_;
+  int graph_launch_line_ = 0;
+  std::map<OpRef, int> op_launches_;  // R14b: a graph's op -> the line of the launch that ran it
   std::vector<LineStart> line_starts_;
   std::vector<QueryAnswer> query_answers_;
   std::vector<LogLineStart> log_line_starts_;

@@ -51,6 +51,7 @@ enum class StatementKeyword : std::uint8_t {
   Host,
   Callback,
   Device,
+  Capture,
 };
 
 struct StatementWord {
@@ -60,10 +61,11 @@ struct StatementWord {
 
 /// Every statement keyword, in alphabetical order (the parser's "did you
 /// mean" hint names the last close one in this order).
-inline constexpr std::array<StatementWord, 37> kStatementWords = {{
+inline constexpr std::array<StatementWord, 38> kStatementWords = {{
     {"allocate", StatementKeyword::Allocate},
     {"buffer", StatementKeyword::Buffer},
     {"callback", StatementKeyword::Callback},
+    {"capture", StatementKeyword::Capture},
     {"channel", StatementKeyword::Channel},
     {"copy", StatementKeyword::Copy},
     {"deallocate", StatementKeyword::Deallocate},
@@ -117,15 +119,18 @@ inline constexpr std::string_view kReadWrite = "read_write";
 inline constexpr std::string_view kNonBlocking = "nonblocking";
 inline constexpr std::string_view kPageable = "pageable";
 inline constexpr std::string_view kPinned = "pinned";
+/// `capture begin S`, `capture end S graph G`, `launch graph G on S` (R14).
+inline constexpr std::string_view kBegin = "begin";
+inline constexpr std::string_view kGraph = "graph";
 /// `if done E`: read only right after `if`, so it stays a valid name
 /// (traces name channels `done`).
 inline constexpr std::string_view kDone = "done";
 }  // namespace word
 
-inline constexpr std::array<std::string_view, 15> kInnerWords = {
-    word::kOn,         word::kFrom,      word::kTo,          word::kReads,    word::kWrites,
-    word::kReadWrites, word::kDevice,    word::kBudget,      word::kMutant,   word::kRead,
-    word::kWrite,      word::kReadWrite, word::kNonBlocking, word::kPageable, word::kPinned};
+inline constexpr std::array<std::string_view, 17> kInnerWords = {
+    word::kOn,          word::kFrom,     word::kTo,     word::kReads, word::kWrites, word::kReadWrites,
+    word::kDevice,      word::kBudget,   word::kMutant, word::kRead,  word::kWrite,  word::kReadWrite,
+    word::kNonBlocking, word::kPageable, word::kPinned, word::kBegin, word::kGraph};
 
 /// The word that starts a statement of kind `k`.
 constexpr std::string_view keyword(StatementKeyword k) {

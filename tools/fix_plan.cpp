@@ -71,9 +71,54 @@ DeviceNumber device_of_stream(const Trace& trace, const std::string& reported, i
   return device;
 }
 
-std::optional<Edge> missing_edge(const ReportFinding& f) {
+/// R14a: the capture (the line of its `capture begin`) that took the
+/// statement at `line`, and the stream it was captured from; 0 and "" for
+/// a statement that ran.
+std::pair<int, std::string> capture_of(const Trace& trace, int line) {
+  for (const Statement& st : trace.statements)
+    if (source(st).line == line && source(st).captured_by != 0)
+      return {source(st).captured_by,
+              std::visit(
+                  [](const auto& s) -> std::string {
+                    if constexpr (requires { s.stream; })
+                      if constexpr (std::is_same_v<std::decay_t<decltype(s.stream)>, std::string>) return s.stream;
+                    return {};
+                  },
+                  st)};
+  return {0, {}};
+}
+
+std::optional<Edge> missing_edge(const Trace& trace, const ReportFinding& f) {
   if (f.fix != Fix::RecordEventAndWait || !f.edits.empty() || !f.second || !f.first.origin || !f.second->origin)
     return std::nullopt;
+  // A graph's op (R14b) runs at each launch from a line inside its capture.
+  // Two ops of one graph are ordered by a record and a wait captured with
+  // them, on the streams they were captured from; a graph's op and an op
+  // outside it by nothing written on their lines (a record there would be
+  // captured, a forked branch is no stream a statement names).
+  const auto [first_capture, first_stream] = capture_of(trace, f.first.origin->line);
+  const auto [second_capture, second_stream] = capture_of(trace, f.second->origin->line);
+  if (first_capture != 0 && second_capture != 0) {
+    if (first_capture != second_capture || first_stream.empty() || second_stream.empty()) return std::nullopt;
+    return Edge{first_stream, second_stream, f.first.origin->line, f.second->origin->line};
+  }
+  // One op of a graph: the edge goes to or from the whole launch, on its
+  // stream (every branch is joined into it before the capture ended).
+  const auto launch_stream = [&](const OpOrigin& o) -> std::optional<std::string> {
+    for (const Statement& st : trace.statements)
+      if (const auto* l = std::get_if<ast::GraphLaunch>(&st); l && l->line == o.graph_launch) return l->stream;
+    return std::nullopt;
+  };
+  if (first_capture != 0) {
+    const auto on = launch_stream(*f.first.origin);
+    if (!on) return std::nullopt;
+    return Edge{*on, trace_name_of(f.second->stream), f.first.origin->graph_launch, f.second->origin->line};
+  }
+  if (second_capture != 0) {
+    const auto on = launch_stream(*f.second->origin);
+    if (!on) return std::nullopt;
+    return Edge{trace_name_of(f.first.stream), *on, f.first.origin->line, f.second->origin->graph_launch};
+  }
   // A stream declared again after its destroy is reported as NAME'k; the
   // edit names it as the trace does (at that line NAME is that incarnation).
   return Edge{trace_name_of(f.first.stream), trace_name_of(f.second->stream), f.first.origin->line,
@@ -86,12 +131,12 @@ std::vector<TraceEdit> edge_edits(const Trace& trace, const Report& report, cons
                                   const std::string& event) {
   int record_after = 0, wait_before = 0;
   for (const std::size_t i : g.findings) {
-    const Edge e = *missing_edge(report.findings[i]);
+    const Edge e = *missing_edge(trace, report.findings[i]);
     record_after = std::max(record_after, e.from_line);
     wait_before = wait_before == 0 ? e.to_line : std::min(wait_before, e.to_line);
   }
   const ReportFinding& first = report.findings[g.findings.front()];
-  const Edge head = *missing_edge(first);
+  const Edge head = *missing_edge(trace, first);
   const DeviceNumber device = device_of_stream(trace, first.first.stream, head.from_line);
   std::vector<TraceEdit> edits;
   // R13d: only streams of the event's device may record it; declarations
@@ -153,14 +198,14 @@ class ProducerCheck {
 /// the fewest groups that one record and one wait fix; findings with their
 /// own edits by those edits; every other finding alone. Edge groups get
 /// their edits later (edge_edits), once their events are named.
-std::vector<FindingGroup> partition(const Report& report) {
+std::vector<FindingGroup> partition(const Trace& trace, const Report& report) {
   const auto& findings = report.findings;
   std::vector<FindingGroup> groups;
   std::map<std::pair<std::string, std::string>, std::vector<std::size_t>> by_streams;
   std::map<std::vector<TraceEdit>, std::size_t> by_edits;  // -> index in groups
   for (std::size_t i = 0; i < findings.size(); ++i) {
     const ReportFinding& f = findings[i];
-    if (const auto e = missing_edge(f)) {
+    if (const auto e = missing_edge(trace, f)) {
       by_streams[{e->from_stream, e->to_stream}].push_back(i);
     } else if (!f.edits.empty()) {
       const auto [it, fresh] = by_edits.try_emplace(f.edits, groups.size());
@@ -175,12 +220,13 @@ std::vector<FindingGroup> partition(const Report& report) {
   // fewest such cuts, greedily by the second op's line.
   for (auto& [streams, members] : by_streams) {
     std::sort(members.begin(), members.end(), [&](std::size_t a, std::size_t b) {
-      return std::tuple(missing_edge(findings[a])->to_line, a) < std::tuple(missing_edge(findings[b])->to_line, b);
+      return std::tuple(missing_edge(trace, findings[a])->to_line, a) <
+             std::tuple(missing_edge(trace, findings[b])->to_line, b);
     });
     const std::size_t first_of_pair = groups.size();
     for (const std::size_t i : members) {
-      if (groups.size() > first_of_pair &&
-          missing_edge(findings[i])->from_line < missing_edge(findings[groups.back().findings.front()])->to_line) {
+      if (groups.size() > first_of_pair && missing_edge(trace, findings[i])->from_line <
+                                               missing_edge(trace, findings[groups.back().findings.front()])->to_line) {
         groups.back().findings.push_back(i);
         continue;
       }
@@ -193,9 +239,9 @@ std::vector<FindingGroup> partition(const Report& report) {
 }  // namespace
 
 void group_findings(const Trace& trace, Report& report, const TraceCheckOptions& options) {
-  std::vector<FindingGroup> groups = partition(report);
+  std::vector<FindingGroup> groups = partition(trace, report);
   const auto is_edge_group = [&](const FindingGroup& g) {
-    return g.edits.empty() && missing_edge(report.findings[g.findings.front()]).has_value();
+    return g.edits.empty() && missing_edge(trace, report.findings[g.findings.front()]).has_value();
   };
   // Each edge checked against the producers (the event's name does not
   // matter): a group whose edge changes what some read reads is split into

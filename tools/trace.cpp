@@ -40,7 +40,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return prev[b.size()];
 }
 
-enum class NameKind : std::uint8_t { Stream, Event, Thread, Buffer, Mutex, Channel };
+enum class NameKind : std::uint8_t { Stream, Event, Thread, Buffer, Mutex, Channel, Graph };
 
 std::string with_article(NameKind k);
 
@@ -58,6 +58,8 @@ std::string_view to_string(NameKind k) {
       return "mutex";
     case NameKind::Channel:
       return "channel";
+    case NameKind::Graph:
+      return "graph";
   }
   return "?";
 }
@@ -93,6 +95,11 @@ class Parser {
     if (!blocks_.empty()) {
       line_ = blocks_.back().if_line;
       fail(1, "'if' without its 'end': close the block with a line 'end'");
+    }
+    for (const auto& [thread, c] : captures_) {
+      line_ = c.begin_line;
+      fail(c.begin_col, fmt::format("the capture of {} is never ended: end it with 'capture end {} graph NAME'",
+                                    c.origin, c.origin));
     }
     if (!first_run_line_)
       throw TraceError(TraceError::Kind::NoStatements, file_,
@@ -413,6 +420,7 @@ class Parser {
     if (!blocks_.empty()) inside_block(*keyword, kw, src.thread);
     Statement st = statement(*keyword, kw, std::move(src));
     expect_end();
+    capture_rules(st);
     if (!is_declaration(*keyword) && !first_run_line_) first_run_line_ = line_no;
     trace_.statements.push_back(std::move(st));
   }
@@ -437,6 +445,8 @@ class Parser {
         st.device = current_device();
         return st;
       }
+      case K::Capture:
+        return capture(std::move(src));
       case K::Device: {
         const Token& t = next("a device number");
         const auto n = number_up_to(t, kMaxDevices - 1);
@@ -552,6 +562,18 @@ class Parser {
         return st;
       }
       case K::Launch: {
+        if (peek(trace_language::word::kGraph)) {  // `launch graph G on S` (R14b)
+          ++pos_;
+          ast::GraphLaunch st{std::move(src), use_name(NameKind::Graph, "a graph"), {}};
+          st.stream = stream_after_on();
+          if (device_of(st.stream) != graphs_.at(st.graph).device)
+            fail(col_of(st.stream),
+                 fmt::format("graph {} was captured on device {} (line {}) but {} is a stream of device {}: "
+                             "cudaGraphLaunch needs a stream of the graph's device",
+                             st.graph, graphs_.at(st.graph).device, graphs_.at(st.graph).line, st.stream,
+                             device_of(st.stream)));
+          return st;
+        }
         ast::Launch st{std::move(src), kernel_name("a kernel name"), {}, {}};
         st.stream = stream_after_on();
         st.accesses = accesses(/*may_be_empty=*/true, Toucher::Device, device_of(st.stream));
@@ -629,6 +651,187 @@ class Parser {
     fail(kw.col, fmt::format("unknown statement '{}'", kw.text));
   }
 
+  // --- stream capture (R14)
+
+  /// What the parser knows of the open capture of one host thread.
+  struct OpenCapture {
+    std::string origin;
+    int begin_line = 0;
+    int begin_col = 0;
+    std::vector<std::string> branches;     // origin first, then each stream that joined
+    std::map<std::string, int> last_node;  // per branch: the line of its last captured op or wait
+    std::set<std::string> joined_back;     // forked branches whose work the origin waited for since
+    std::map<std::string, std::pair<std::string, int>> recorded;  // event -> (stream, line), recorded in it
+  };
+  struct GraphInfo {
+    DeviceNumber device = 0;
+    int line = 0;
+  };
+
+  /// `capture begin S` / `capture end S graph G`.
+  Statement capture(ast::Source src) {
+    const Token& what = next("'begin' or 'end'");
+    const bool begin = what.text == trace_language::word::kBegin;
+    if (!begin && what.text != trace_language::keyword(trace_language::StatementKeyword::End))
+      fail(what.col, fmt::format("expected 'begin' or 'end' after 'capture', found '{}'", shown_input(what.text)));
+    const int col = next_col();
+    std::string stream = use_name(NameKind::Stream, "a stream");
+    auto open = captures_.find(thread_);
+    if (begin) {
+      if (trace_name_of(stream) == kPlainAllocationStream)
+        fail(col,
+             "the legacy default stream cannot be captured (cudaStreamBeginCapture refuses stream 0): capture "
+             "a stream of your own");
+      if (open != captures_.end())
+        fail(col, fmt::format("thread {} already captures {} (line {}): end that capture first (one capture at a "
+                              "time per thread)",
+                              thread_, open->second.origin, open->second.begin_line));
+      not_captured_elsewhere(stream, col);
+      OpenCapture c{stream, line_, col, {stream}, {}, {}, {}};
+      captures_.emplace(thread_, std::move(c));
+      capturing_[stream] = thread_;
+      return ast::CaptureBegin{std::move(src), std::move(stream)};
+    }
+    if (open == captures_.end())
+      fail(col, fmt::format("no capture is open on this thread ('capture begin {}' first)", stream));
+    OpenCapture& c = open->second;
+    if (stream != c.origin)
+      fail(col, fmt::format("the capture began on {} (line {}): end it on {} (cudaStreamEndCapture takes the stream "
+                            "that began it)",
+                            c.origin, c.begin_line, c.origin));
+    for (const std::string& branch : c.branches)
+      if (branch != c.origin && !c.joined_back.contains(branch))
+        fail(col, fmt::format("{} joined the capture but its work is not joined back into {}: "
+                              "cudaStreamEndCapture fails (cudaErrorStreamCaptureUnjoined); record an event on {} "
+                              "after its last captured work and wait for it on {} before this line",
+                              branch, c.origin, branch, c.origin));
+    expect(trace_language::word::kGraph);
+    ast::CaptureEnd st{std::move(src), std::move(stream), new_name(NameKind::Graph), c.begin_line, c.branches};
+    graphs_[st.graph] = GraphInfo{device_of(st.stream), line_};
+    for (const std::string& branch : c.branches) capturing_.erase(branch);
+    captures_.erase(open);
+    return st;
+  }
+  /// A stream another thread captures cannot be used here.
+  void not_captured_elsewhere(const std::string& stream, int col) const {
+    if (auto it = capturing_.find(stream); it != capturing_.end() && it->second != thread_)
+      fail(col, fmt::format("{} is being captured by thread {} (line {}): another thread cannot use it before that "
+                            "thread's 'capture end'",
+                            stream, it->second, captures_.at(it->second).begin_line));
+  }
+  /// The column of the first token after the statement word that names `name`.
+  int col_of(const std::string& name) const {
+    const std::string written = trace_name_of(name);
+    for (std::size_t i = 1; i < toks_.size(); ++i)
+      if (toks_[i].text == written || toks_[i].text.rfind(written + "[", 0) == 0) return toks_[i].col;
+    return 1;
+  }
+  /// R14a: what a statement does while its thread has a capture open: work
+  /// on a capturing stream is captured (Source::captured_by), a wait on a
+  /// captured event from another stream makes that stream join the
+  /// capture, and what CUDA refuses during a capture is an error.
+  void capture_rules(Statement& statement) {
+    const std::string& thread = source(statement).thread;
+    OpenCapture* c = nullptr;
+    if (auto it = captures_.find(thread); it != captures_.end()) c = &it->second;
+    const auto capturing = [&](const std::string& stream) {
+      return c && capturing_.contains(stream) && capturing_.at(stream) == thread;
+    };
+    const auto refuse = [&](const std::string& name, const std::string& why) { fail(col_of(name), why); };
+    std::visit(
+        [&](auto& st) {
+          using S = std::decay_t<decltype(st)>;
+          if constexpr (requires { st.stream; }) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(st.stream)>, std::string>)
+              not_captured_elsewhere(st.stream, col_of(st.stream));
+            else if (st.stream)
+              not_captured_elsewhere(*st.stream, col_of(*st.stream));
+          }
+          if constexpr (std::is_same_v<S, ast::Launch> || std::is_same_v<S, ast::Copy> ||
+                        std::is_same_v<S, ast::Callback>) {
+            if (!capturing(st.stream)) return;
+            if constexpr (std::is_same_v<S, ast::Copy>)
+              if (st.host_to_host)
+                refuse(st.stream,
+                       "a copy between two host buffers cannot be captured (it is synchronous with the "
+                       "host): make it before 'capture begin' or after 'capture end'");
+            st.captured_by = c->begin_line;
+            c->last_node[st.stream] = line_;
+            c->joined_back.erase(st.stream);
+          } else if constexpr (std::is_same_v<S, ast::Record>) {
+            if (capturing(st.stream)) {
+              st.captured_by = c->begin_line;
+              c->recorded[st.event] = {st.stream, line_};
+            } else if (c) {
+              c->recorded.erase(st.event);  // recorded again outside the capture
+            }
+          } else if constexpr (std::is_same_v<S, ast::Wait>) {
+            const bool captured_event = c && c->recorded.contains(st.event);
+            if (capturing(st.stream) && !captured_event)
+              refuse(st.event, fmt::format("{} was not recorded in this capture: a captured stream waits only for "
+                                           "work of its own capture (cudaErrorStreamCaptureIsolation); wait before "
+                                           "'capture begin' (line {})",
+                                           st.event, c->begin_line));
+            if (!captured_event) return;
+            if (!capturing(st.stream)) {  // R14a: the stream joins the capture
+              c->branches.push_back(st.stream);
+              capturing_[st.stream] = thread;
+            }
+            st.captured_by = c->begin_line;
+            const auto& [from, at] = c->recorded.at(st.event);
+            if (st.stream == c->origin && from != c->origin && at >= c->last_node[from]) c->joined_back.insert(from);
+            if (st.stream != c->origin) {
+              c->last_node[st.stream] = line_;
+              c->joined_back.erase(st.stream);
+            }
+          } else if constexpr (std::is_same_v<S, ast::SyncStream>) {
+            if (capturing(st.stream))
+              refuse(st.stream, fmt::format("{} is being captured (line {}): it cannot be synchronized "
+                                            "(cudaErrorStreamCaptureUnsupported); end the capture first",
+                                            st.stream, c->begin_line));
+          } else if constexpr (std::is_same_v<S, ast::SyncDevice>) {
+            if (c)
+              fail(1, fmt::format("'sync device' during the capture of {} (line {}) is refused "
+                                  "(cudaErrorStreamCaptureUnsupported) and invalidates the capture; end it first",
+                                  c->origin, c->begin_line));
+          } else if constexpr (std::is_same_v<S, ast::SyncEvent> || std::is_same_v<S, ast::Query> ||
+                               std::is_same_v<S, ast::IfDone>) {
+            if (c && c->recorded.contains(st.event))
+              refuse(st.event, fmt::format("{} was last recorded in the capture of {} (line {}): it cannot be "
+                                           "synchronized or queried (cudaErrorCapturedEvent)",
+                                           st.event, c->origin, c->begin_line));
+          } else if constexpr (std::is_same_v<S, ast::BufferDecl> || std::is_same_v<S, ast::Free>) {
+            if (st.stream && capturing(*st.stream))
+              refuse(*st.stream, fmt::format("a stream-ordered allocation or free on {} inside its capture would be "
+                                             "a graph memory node, which traces do not model: make it before "
+                                             "'capture begin' (line {}) or after 'capture end'",
+                                             *st.stream, c->begin_line));
+            if (!st.stream && c)
+              fail(1, fmt::format("a plain '{}' (cudaMalloc / cudaFree) during the capture of {} (line {}) is "
+                                  "refused in global capture mode; make it before or after the capture",
+                                  source(statement).text.substr(0, source(statement).text.find(' ')), c->origin,
+                                  c->begin_line));
+          } else if constexpr (std::is_same_v<S, ast::DestroyStream>) {
+            if (capturing(st.stream))
+              refuse(st.stream, fmt::format("{} is being captured (line {}): end the capture before destroying it",
+                                            st.stream, c->begin_line));
+          } else if constexpr (std::is_same_v<S, ast::GraphLaunch>) {
+            if (capturing(st.stream))
+              refuse(st.stream,
+                     "launching a graph into a capture (a child graph) is not modelled: launch it "
+                     "after 'capture end'");
+          } else if constexpr (std::is_same_v<S, ast::Allocate> || std::is_same_v<S, ast::Deallocate> ||
+                               std::is_same_v<S, ast::Prepare> || std::is_same_v<S, ast::Finish> ||
+                               std::is_same_v<S, ast::Reap> || std::is_same_v<S, ast::Run>) {
+            if (c)
+              fail(1, fmt::format("the resource's calls cannot run during the capture of {} (line {}) (they "
+                                  "synchronize and query events): call it before or after the capture",
+                                  c->origin, c->begin_line));
+          }
+        },
+        statement);
+  }
+
   /// `destroy stream S` / `destroy event E` (R9): of a declared stream or
   /// event, never of `legacy`. Using the name afterwards is a finding at run
   /// time (other threads may still run before the destroy); declaring it
@@ -678,11 +881,12 @@ class Parser {
       fail(1, fmt::format("this line runs on thread {}, inside the 'if' of thread {} at line {}: a block's lines run "
                           "on its thread (close it with 'end' first)",
                           thread, b.thread, b.if_line));
-    const bool host_order =
-        k == K::Spawn || k == K::Join || k == K::Lock || k == K::Unlock || k == K::Send || k == K::Receive;
+    const bool host_order = k == K::Spawn || k == K::Join || k == K::Lock || k == K::Unlock || k == K::Send ||
+                            k == K::Receive || k == K::Capture;
     if (is_declaration(k) || host_order || k == K::Destroy)
       fail(kw.col, fmt::format("'{}' cannot be inside an 'if' block (the 'if' at line {}): declare and destroy "
-                               "streams and events, and order host threads, outside of blocks",
+                               "streams and events, set the device, capture, and order host threads outside of "
+                               "blocks",
                                kw.text, b.if_line));
   }
   /// Notes that the current branch makes buffer `name` (before buffers_ is updated).
@@ -916,6 +1120,9 @@ class Parser {
   }
   std::map<std::string, BufferInfo, std::less<>> buffers_;
   std::map<std::string, DeviceNumber> thread_device_;  // R13: each thread's current device (`device N`)
+  std::map<std::string, OpenCapture> captures_;        // R14: each thread's open capture
+  std::map<std::string, std::string> capturing_;       // R14: stream -> the thread whose capture holds it
+  std::map<std::string, GraphInfo> graphs_;            // R14: each graph, from its `capture end`
   std::map<std::string, DeviceNumber> stream_device_;  // R13: each stream's device, by the name use_name returns
   std::optional<int> first_run_line_;                  // the first statement that is not a declaration
   std::map<std::string, int, std::less<>> spawned_;    // thread -> the line of its `spawn`
@@ -1041,6 +1248,12 @@ Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const Trac
   std::map<int, const std::string*> text;  // line -> statement text
   for (const auto& st : trace.statements) text[source(st).line] = &source(st).text;
   for (const auto& [op, line] : backend.op_origins()) exec.set_origin(op, OpOrigin{line, *text.at(line)});
+  // R14b: a graph's op is its captured statement, run by a launch: say which.
+  for (const auto& [op, launch] : backend.op_launches())
+    exec.set_origin(op, OpOrigin{backend.op_origin(op).value_or(0),
+                                 fmt::format("{}; run by line {}: {}", *text.at(backend.op_origin(op).value_or(0)),
+                                             launch, *text.at(launch)),
+                                 launch});
   std::vector<ChoicePoint> choices;
   const auto& starts = backend.line_starts();
   std::size_t next_start = 0;

@@ -88,6 +88,14 @@ inline constexpr char kIncarnationMark = '\'';
 /// `per_thread@T:D`; the trace writes `legacy` / `per_thread` on lines that
 /// run with D current.
 inline constexpr char kDeviceMark = ':';
+/// A graph's forked branch as reports call it (R14b): `G/S`, the work G
+/// captured from stream S, run on a stream of its own at each launch.
+/// Names cannot hold the mark, and no statement can name such a stream.
+inline constexpr char kGraphMark = '/';
+inline std::string graph_branch_name(std::string_view graph, std::string_view stream) {
+  return fmt::format("{}{}{}", graph, kGraphMark, stream);
+}
+inline bool is_graph_branch(std::string_view reported) { return reported.find(kGraphMark) != std::string_view::npos; }
 /// The most devices a trace may use: ordinals 0 .. kMaxDevices - 1.
 inline constexpr DeviceNumber kMaxDevices = 64;
 /// How reports call default stream `name` of `device` (R13).
@@ -125,6 +133,10 @@ struct Source {
   int line = 0;
   std::string text;             // the source line, trimmed, without its comment
   std::string thread = "main";  // the "@name" prefix, or "main"
+  /// R14a: set (the line of its `capture begin`) when the statement is
+  /// captured into a graph instead of run: a launch, copy, callback,
+  /// record or wait on a stream of an open capture.
+  int captured_by = 0;
 };
 
 /// `stream NAME [nonblocking]`: cudaStreamCreate (a blocking stream, R8)
@@ -139,6 +151,28 @@ struct StreamDecl : Source {
 struct EventDecl : Source {
   std::string name;
   DeviceNumber device = 0;
+};
+/// `capture begin STREAM` (cudaStreamBeginCapture, global mode, R14a):
+/// from here the work of STREAM, and of every stream that waits on an event
+/// recorded in the capture, is captured into a graph, not run.
+struct CaptureBegin : Source {
+  std::string stream;
+};
+/// `capture end STREAM graph G` (cudaStreamEndCapture and
+/// cudaGraphInstantiate, R14a): the captured work is graph G.
+struct CaptureEnd : Source {
+  std::string stream;
+  std::string graph;
+  int begin_line = 0;
+  /// The streams the capture took work from: STREAM first, then each
+  /// stream that joined it (through a wait on a captured event), in order.
+  std::vector<std::string> branches;
+};
+/// `launch graph G on STREAM` (cudaGraphLaunch, R14b): G's captured work
+/// runs as one unit in STREAM's order, its branches as they were captured.
+struct GraphLaunch : Source {
+  std::string graph;
+  std::string stream;
 };
 /// `device N` (cudaSetDevice, R13): the running thread's current device
 /// from here on. The parser applies it (the device of what the thread
@@ -356,7 +390,7 @@ using Statement =
                  ast::Run, ast::MutexDecl, ast::ChannelDecl, ast::Spawn, ast::Join, ast::Lock, ast::Unlock, ast::Send,
                  ast::Receive, ast::DestroyStream, ast::DestroyEvent, ast::SubAlloc, ast::SubFree, ast::RecordStream,
                  ast::IfDone, ast::Else, ast::End, ast::HostBuffer, ast::HostFree, ast::HostAccess, ast::Callback,
-                 ast::SetDevice>;
+                 ast::SetDevice, ast::CaptureBegin, ast::CaptureEnd, ast::GraphLaunch>;
 
 /// The line, text and host thread of any statement.
 inline const ast::Source& source(const Statement& st) {
@@ -436,6 +470,9 @@ Trace load_trace(const std::string& path);
 struct OpOrigin {
   int line = 0;
   std::string text;
+  /// R14b: for an op of a graph, the line of the `launch graph` that ran
+  /// it (`line` is its captured statement); 0 for any other op.
+  int graph_launch = 0;
   friend bool operator==(const OpOrigin&, const OpOrigin&) = default;
 };
 

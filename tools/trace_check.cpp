@@ -100,6 +100,7 @@ void host_fix(ReportFinding& out) {
   // A per-thread default stream is written `per_thread` on its own thread's
   // lines only: another thread cannot name it.
   const std::string stream = trace_name_of(out.first.stream);
+  if (is_graph_branch(stream)) return;  // R14b: no statement can name it
   if (stream == kPerThreadStream && out.first.stream != fmt::format("{}{}{}", kPerThreadStream, kThreadMark, thread))
     return;
   const std::string prefix = thread == kMainThread ? "" : fmt::format("{}{} ", kThreadMark, thread);

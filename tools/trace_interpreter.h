@@ -201,6 +201,8 @@ class TraceInterpreter {
       note(src, NoteKind::UseAfterDestroy, *why);  // R9b: the call is not made
     else if (auto why = wrong_device(st))
       note(src, NoteKind::WrongDevice, *why);  // R13d: the call fails, nothing is recorded
+    else if (src.captured_by)
+      capture_node(st);  // R14a: into the graph, not run
     else if (auto why = missing(st))
       note(src, NoteKind::Skipped, *why);
     else {
@@ -259,6 +261,8 @@ class TraceInterpreter {
             accesses(s.accesses);
           if constexpr (requires { s.buffer; } && !std::is_same_v<S, ast::Allocate>) buffer(s.buffer);
           if constexpr (std::is_same_v<S, ast::SubAlloc>) buffer(s.block.buffer);
+          if constexpr (std::is_same_v<S, ast::GraphLaunch>)
+            if (!out && !graphs_.contains(s.graph) && !missing_.contains(s.graph)) out = s.graph;
         },
         st);
     return out;
@@ -499,6 +503,123 @@ class TraceInterpreter {
   }
   template <class P, class R>
   void step(const ast::SetDevice&, R*) {}  // applied by the parser (each statement's device, R13)
+
+  // --- graphs (R14)
+
+  /// One node of a captured graph: an op (a kernel, a copy or a host
+  /// function, its accesses resolved when it was captured, as CUDA bakes a
+  /// kernel's arguments into the graph), or a record or wait of an event
+  /// recorded in the capture (the graph's internal edges).
+  struct GraphNode {
+    enum class Kind : std::uint8_t { Op, HostFunction, Record, Wait } kind;
+    std::string branch;  // the captured stream
+    int line = 0;
+    std::vector<KernelAccess> accesses;
+    std::string label;
+    std::string event;
+  };
+  /// A graph: its nodes in capture order, the stream of each forked branch,
+  /// the events standing for its internal edges, and the event after its
+  /// last launch (R14c).
+  struct GraphRun {
+    std::string origin;
+    std::vector<GraphNode> nodes;
+    std::map<std::string, StreamId> branch_streams;
+    std::map<std::string, typename B::Event> events;
+    std::optional<typename B::Event> launched;
+  };
+  /// R14a: a statement on a capturing stream becomes a node of the graph.
+  void capture_node(const Statement& st) {
+    auto& nodes = captured_[source(st).captured_by];
+    std::visit(
+        [&](const auto& s) {
+          using S = std::decay_t<decltype(s)>;
+          using K = typename GraphNode::Kind;
+          if constexpr (std::is_same_v<S, ast::Launch>)
+            nodes.push_back(GraphNode{K::Op, s.stream, s.line, kernel_accesses(s.accesses), s.kernel, {}});
+          else if constexpr (std::is_same_v<S, ast::Copy>)
+            nodes.push_back(GraphNode{K::Op, s.stream, s.line, kernel_accesses(s.accesses()), s.name, {}});
+          else if constexpr (std::is_same_v<S, ast::Callback>)
+            nodes.push_back(GraphNode{K::HostFunction, s.stream, s.line, kernel_accesses(s.accesses), s.name, {}});
+          else if constexpr (std::is_same_v<S, ast::Record>)
+            nodes.push_back(GraphNode{K::Record, s.stream, s.line, {}, {}, s.event});
+          else if constexpr (std::is_same_v<S, ast::Wait>)
+            nodes.push_back(GraphNode{K::Wait, s.stream, s.line, {}, {}, s.event});
+          else
+            throw std::logic_error(fmt::format("line {}: the parser captured a statement a graph cannot hold", s.line));
+        },
+        st);
+  }
+  template <class P, class R>
+  void step(const ast::CaptureBegin& st, R*) {
+    captured_[st.line];  // an empty capture is an empty graph
+  }
+  /// R14a: the capture is graph G. Each forked branch gets a stream of its
+  /// own (G/S) and each captured event one of the graph's, made once here:
+  /// every launch uses them.
+  template <class P, class R>
+  void step(const ast::CaptureEnd& st, R*) {
+    GraphRun g;
+    g.origin = st.stream;
+    g.nodes = std::move(captured_[st.begin_line]);
+    captured_.erase(st.begin_line);
+    for (const std::string& branch : st.branches)
+      if (branch != st.stream)
+        g.branch_streams[branch] = b_.add_stream(graph_branch_name(st.graph, branch), StreamKind::NonBlocking,
+                                                 stream_shapes_.at(branch).device);
+    for (const GraphNode& n : g.nodes) {
+      if (n.kind != GraphNode::Kind::Record || g.events.contains(n.event)) continue;
+      b_.set_event_label(graph_branch_name(st.graph, n.event));
+      auto e = b_.without_faults([&] { return b_.create_event(); });
+      if (!e) {
+        note(st, NoteKind::BackendFailed,
+             fmt::format("creating graph {}'s event {} failed: {}", st.graph, n.event, e.error().to_string()));
+        missing_[st.graph] = fmt::format("graph {} was not made (line {})", st.graph, st.line);
+        return;
+      }
+      g.events.emplace(n.event, std::move(e).value());
+    }
+    graphs_.insert_or_assign(st.graph, std::move(g));
+  }
+  /// R14b: the graph's nodes run in the launch stream's order: the origin's
+  /// on that stream, each forked branch's on its own stream, the internal
+  /// edges through the graph's events. R14c: a graph's launches run one at
+  /// a time (each waits for the one before, wherever it was launched).
+  template <class P, class R>
+  void step(const ast::GraphLaunch& st, R*) {
+    GraphRun& g = graphs_.at(st.graph);
+    const typename B::StreamRef on = stream(st.stream);
+    if (g.launched) host_call(st, "wait", b_.without_faults([&] { return b_.wait_event(on, *g.launched); }));
+    if constexpr (requires { b_.set_graph_launch(st.line); }) b_.set_graph_launch(st.line);
+    for (const GraphNode& n : g.nodes) {
+      b_.set_op_origin(n.line);  // reports name the captured statement
+      const typename B::StreamRef s = n.branch == g.origin ? on : *b_.resolve_stream(g.branch_streams.at(n.branch));
+      switch (n.kind) {
+        case GraphNode::Kind::Op:
+          b_.launch(s, n.accesses, n.label);
+          break;
+        case GraphNode::Kind::HostFunction:
+          b_.host_function(s, n.accesses, n.label);
+          break;
+        case GraphNode::Kind::Record:
+          host_call(st, "record", b_.without_faults([&] { return b_.record_event(g.events.at(n.event), s); }));
+          break;
+        case GraphNode::Kind::Wait:
+          host_call(st, "wait", b_.without_faults([&] { return b_.wait_event(s, g.events.at(n.event)); }));
+          break;
+      }
+    }
+    b_.set_op_origin(st.line);
+    if constexpr (requires { b_.set_graph_launch(0); }) b_.set_graph_launch(0);
+    if (!g.launched) {
+      b_.set_event_label(graph_branch_name(st.graph, "launch"));
+      auto e = b_.without_faults([&] { return b_.create_event(); });
+      if (!e)
+        return note(st, NoteKind::BackendFailed, fmt::format("creating an event failed: {}", e.error().to_string()));
+      g.launched.emplace(std::move(e).value());
+    }
+    host_call(st, "record", b_.without_faults([&] { return b_.record_event(*g.launched, on); }));
+  }
 
   template <class P, class R>
   void step(const ast::ThreadDecl& st, R*) {
@@ -917,6 +1038,8 @@ class TraceInterpreter {
             return check(s.buffer);
           else if constexpr (requires { s.event; })
             return check(s.event);
+          else if constexpr (std::is_same_v<S, ast::GraphLaunch>)
+            return check(s.graph);
           else
             return std::nullopt;
         },
@@ -953,6 +1076,8 @@ class TraceInterpreter {
   std::map<std::string, StreamId> host_streams_;       // host thread -> its host stream (R12)
   std::map<std::string, StreamShape> stream_shapes_;   // R8, R13: for footprints
   std::map<std::string, DeviceNumber> event_devices_;  // R13: each event's device, for `record`
+  std::map<int, std::vector<GraphNode>> captured_;     // R14a: the nodes of each open capture, by its begin line
+  std::map<std::string, GraphRun> graphs_;             // R14: each graph, from its `capture end`
   std::map<std::string, int> destroyed_;               // stream or event -> the line of its `destroy` (R9)
   std::map<std::string, int> incarnations_;            // stream or event -> how many times declared (R9)
   std::map<std::string, typename B::Event> events_;
