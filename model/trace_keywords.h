@@ -122,15 +122,17 @@ inline constexpr std::string_view kPinned = "pinned";
 /// `capture begin S`, `capture end S graph G`, `launch graph G on S` (R14).
 inline constexpr std::string_view kBegin = "begin";
 inline constexpr std::string_view kGraph = "graph";
+/// `stream B handle A`: B got the handle of destroyed stream A (R9c).
+inline constexpr std::string_view kHandle = "handle";
 /// `if done E`: read only right after `if`, so it stays a valid name
 /// (traces name channels `done`).
 inline constexpr std::string_view kDone = "done";
 }  // namespace word
 
-inline constexpr std::array<std::string_view, 17> kInnerWords = {
+inline constexpr std::array<std::string_view, 18> kInnerWords = {
     word::kOn,          word::kFrom,     word::kTo,     word::kReads, word::kWrites, word::kReadWrites,
     word::kDevice,      word::kBudget,   word::kMutant, word::kRead,  word::kWrite,  word::kReadWrite,
-    word::kNonBlocking, word::kPageable, word::kPinned, word::kBegin, word::kGraph};
+    word::kNonBlocking, word::kPageable, word::kPinned, word::kBegin, word::kGraph,  word::kHandle};
 
 /// The word that starts a statement of kind `k`.
 constexpr std::string_view keyword(StatementKeyword k) {

@@ -59,6 +59,7 @@ std::string report_text(const Report& r) {
     if (f.second) fmt::format_to(line, "  second:   {}\n", describe(*f.second));
     fmt::format_to(line, "  bytes:    {}\n", describe(f.bytes));
     fmt::format_to(line, "  order:    {}\n", describe_order(f));
+    if (f.same_handle) fmt::format_to(line, "  handle:   {}\n", *f.same_handle);
     fmt::format_to(line, "  fix:      {}\n", describe_fix(f));
     if (!f.branches.empty()) {
       std::string taken;
@@ -197,6 +198,7 @@ Json finding_json(const ReportFinding& f) {
   if (f.near_miss) o["near_miss"] = near_miss_json(*f.near_miss);
   if (!f.edits.empty()) o["edits"] = edits_json(f.edits);
   if (f.producer) o["producer"] = op_json(*f.producer);
+  if (f.same_handle) o["same_handle"] = *f.same_handle;
   if (!f.branches.empty()) {
     o["branches"] = Json::array();
     for (const BranchTaken& b : f.branches) o["branches"].push_back({{"line", b.line}, {"done", b.done}});

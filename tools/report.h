@@ -138,6 +138,9 @@ struct ReportFinding {
   /// text report then names the file instead of printing a long schedule.
   std::optional<std::string> schedule_file;
   std::uint64_t schedules = 0;  // how many schedules showed it
+  /// R9c: when the two ops' streams shared a handle (`stream B handle A`),
+  /// what that means for code keyed by the handle.
+  std::optional<std::string> same_handle{};
 };
 
 /// Findings with one root cause: the ones one edit set removes (one missing

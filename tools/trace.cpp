@@ -435,6 +435,19 @@ class Parser {
           ++pos_;
           st.kind = StreamKind::NonBlocking;
         }
+        if (peek(trace_language::word::kHandle)) {  // R9c
+          ++pos_;
+          const int col = next_col();
+          const std::string older = use_name(NameKind::Stream, "a destroyed stream");
+          if (older == st.name)
+            fail(col, fmt::format("'stream {}' declared again after its destroy already stands for a stream with "
+                                  "{}'s handle (R9): drop 'handle {}'",
+                                  st.name, older, older));
+          if (!destroyed_.contains(older))
+            fail(col, fmt::format("stream {} is not destroyed: a handle comes back only after 'destroy stream {}'",
+                                  older, older));
+          st.handle_of = older;
+        }
         st.device = current_device();
         stream_device_[st.name] = st.device;
         trace_.streams.push_back(st.name);

@@ -145,6 +145,9 @@ struct StreamDecl : Source {
   std::string name;
   StreamKind kind = StreamKind::Blocking;
   DeviceNumber device = 0;  // the declaring thread's current device (R13)
+  /// `stream NAME handle OLD` (R9c): cudaStreamCreate gave this stream the
+  /// handle of OLD, a stream destroyed before; it orders nothing.
+  std::optional<std::string> handle_of{};
 };
 /// `event NAME`: an event of the declaring thread's current device (R13:
 /// only streams of that device may record it).
@@ -584,6 +587,14 @@ class Execution {
   void took_branch(BranchTaken branch) { branches_.push_back(branch); }
   void set_origin(sim::OpRef op, OpOrigin origin) { origins_[op] = std::move(origin); }
   void set_model(std::unique_ptr<sim::DeviceModel> model) { model_ = std::move(model); }
+  /// R9c: stream `newer` (as reports call it) was created at `line` with
+  /// the handle `older` had.
+  struct HandleReuse {
+    std::string older;
+    int line = 0;
+  };
+  void reused_handle(const std::string& newer, HandleReuse from) { handle_reuses_[newer] = std::move(from); }
+  const std::map<std::string, HandleReuse>& handle_reuses() const { return handle_reuses_; }
   void set_choices(std::vector<ChoicePoint> choices, std::vector<QueryAnswer> queries) {
     choices_ = std::move(choices);
     query_answers_ = std::move(queries);
@@ -609,7 +620,8 @@ class Execution {
   std::vector<QueryAnswer> query_answers_;
   std::vector<BranchTaken> branches_;
   std::optional<sim::StreamIndex> plain_alloc_stream_;
-  std::vector<LogStart> log_starts_;  // ascending first_entry
+  std::vector<LogStart> log_starts_;                  // ascending first_entry
+  std::map<std::string, HandleReuse> handle_reuses_;  // R9c: newer stream -> the one whose handle it got
 };
 
 struct TraceRunOptions {

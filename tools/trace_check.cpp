@@ -107,6 +107,27 @@ void host_fix(ReportFinding& out) {
   out.edits = {TraceEdit::insert_before(out.second->origin->line, prefix + "sync stream " + stream)};
 }
 
+/// R9c: when one stream got the other's handle (directly or through
+/// streams between), what that means; nullopt otherwise.
+std::optional<std::string> shared_handle(const Execution& run, const std::string& a, const std::string& b) {
+  const auto& reuses = run.handle_reuses();
+  for (const auto& [newer, older] : {std::pair{a, b}, std::pair{b, a}}) {
+    std::string at = newer;
+    int line = 0;
+    for (auto it = reuses.find(at); it != reuses.end(); it = reuses.find(at)) {
+      line = line == 0 ? it->second.line : line;
+      at = it->second.older;
+      if (at == older)
+        return fmt::format(
+            "{} was created with the handle {} had (line {}): code keyed by the handle (an allocator's per-stream "
+            "free list, a per-stream event cache) takes the two for one stream, but nothing orders {} after {}'s "
+            "work (R9c)",
+            newer, older, line, newer, older);
+    }
+  }
+  return std::nullopt;
+}
+
 ReportFinding report_finding(const Execution& run, const sim::Finding& f, const std::string& schedule) {
   ReportFinding out{.kind = f.kind,
                     .definite = f.definite,
@@ -125,6 +146,7 @@ ReportFinding report_finding(const Execution& run, const sim::Finding& f, const 
                     .schedules = 1};
   if (!f.second) return out;  // a leak
   out.second = report_op(run, *f.second);
+  out.same_handle = shared_handle(run, out.first.stream, out.second->stream);
   out.order = f.definite ? Ordering::FreedBeforeUse : Ordering::MissingEdge;
   out.fix = f.definite ? Fix::KeepAliveUntilUse : Fix::RecordEventAndWait;
   if (!f.definite) host_fix(out);

@@ -423,6 +423,11 @@ class TraceInterpreter {
 
   template <class P, class R>
   void step(const ast::StreamDecl& st, R*) {
+    // R9c: the handle of a destroyed stream says nothing about order; the
+    // report says which streams shared one.
+    if (st.handle_of)
+      exec_.reused_handle(current_incarnation(st.name, 1),
+                          Execution::HandleReuse{current_incarnation(*st.handle_of, 0), st.line});
     streams_[st.name] = b_.add_stream(incarnation(st.name), st.kind, st.device);
     stream_shapes_[st.name] = StreamShape{st.kind, st.device};
     destroyed_.erase(st.name);
@@ -458,8 +463,15 @@ class TraceInterpreter {
   /// How reports call the newest incarnation of a stream or event: its name,
   /// then NAME'2, NAME'3, ... once it is declared again after a `destroy`.
   std::string incarnation(const std::string& name) {
-    const int k = ++incarnations_[name];
-    return k == 1 ? name : fmt::format("{}{}{}", name, kIncarnationMark, k);
+    ++incarnations_[name];
+    return current_incarnation(name, 0);
+  }
+  /// How reports call incarnation `ahead` after the newest one of `name`
+  /// (0: the newest itself, 1: the one its next declaration makes).
+  std::string current_incarnation(const std::string& name, int ahead) const {
+    auto it = incarnations_.find(name);
+    const int k = (it == incarnations_.end() ? 0 : it->second) + ahead;
+    return k <= 1 ? name : fmt::format("{}{}{}", name, kIncarnationMark, k);
   }
   /// R9b: the stream or event `st` names that was destroyed (and not
   /// declared again), with where; the statement is not run.

@@ -194,6 +194,13 @@ inline const Malformed kMalformed[] = {
     {"DeviceAsAName", "stream device\n", 1, 8, "'device' is a keyword and cannot be used as a name"},
     {"LegacyOfAnotherDeviceDestroyed", "device 1\ndestroy stream legacy\n", 2, 16,
      "the legacy default stream cannot be destroyed"},
+    // R9c: a stream made with a destroyed stream's handle.
+    {"HandleOfALiveStream", "stream a\nstream b handle a\n", 2, 17,
+     "stream a is not destroyed: a handle comes back only after 'destroy stream a'"},
+    {"HandleOfItself", "stream a\ndestroy stream a\nstream a handle a\n", 3, 17,
+     "'stream a' declared again after its destroy already stands for a stream with a's handle"},
+    {"HandleOfAnEvent", "event e\nstream b handle e\n", 2, 17, "'e' is an event, not a stream"},
+    {"HandleWithoutAStream", "stream b handle\n", 1, 16, "expected a destroyed stream at the end of the line"},
     // R14: stream capture and graphs.
     {"CaptureOfTheLegacyStream", "capture begin legacy\n", 1, 15, "the legacy default stream cannot be captured"},
     {"CaptureWithoutBeginOrEnd", "stream s\ncapture s\n", 2, 9, "expected 'begin' or 'end' after 'capture', found 's'"},

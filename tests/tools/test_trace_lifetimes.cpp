@@ -124,5 +124,34 @@ TEST(TraceLifetimes, AnotherThreadsUseAfterTheDestroyIsFoundInTheExecutionThatRu
   EXPECT_EQ(r.notes[0].line, 6);
 }
 
+TEST(TraceLifetimes, AStreamWithADestroyedStreamsHandleIsOrderedAfterNothingOfIt) {
+  // R9c: b got a's handle; that orders nothing (1 execution, a data race
+  // a#0 -> b#0), and the report says the two shared a handle, through a
+  // stream between them too (c got b's).
+  const std::string text =
+      "stream a\nbuffer A 256\nsync device\nlaunch w on a writes A\ndestroy stream a\n"  // 1-5
+      "stream b handle a\n";                                                             // 6
+  const Report r = explore_text(text + "launch r on b reads A\n");
+  EXPECT_EQ(r.coverage.explored, 1u);
+  ASSERT_EQ(errors(r), 1u);
+  const ReportFinding& race = first_of(r, sim::FindingKind::DataRace);
+  ASSERT_TRUE(race.same_handle.has_value());
+  EXPECT_EQ(*race.same_handle,
+            "b was created with the handle a had (line 6): code keyed by the handle (an allocator's per-stream free "
+            "list, a per-stream event cache) takes the two for one stream, but nothing orders b after a's work "
+            "(R9c)");
+  const Report chained = explore_text(text + "destroy stream b\nstream c handle b\nlaunch r on c reads A\n");
+  ASSERT_EQ(errors(chained), 1u);
+  ASSERT_TRUE(first_of(chained, sim::FindingKind::DataRace).same_handle.has_value());
+  EXPECT_NE(first_of(chained, sim::FindingKind::DataRace).same_handle->find("c was created with the handle a had"),
+            std::string::npos);
+  // Without the handle the race is the same, with no word on handles.
+  const Report plain = explore_text(
+      "stream a\nbuffer A 256\nsync device\nlaunch w on a writes A\ndestroy stream a\nstream b\n"
+      "launch r on b reads A\n");
+  ASSERT_EQ(errors(plain), 1u);
+  EXPECT_FALSE(first_of(plain, sim::FindingKind::DataRace).same_handle.has_value());
+}
+
 }  // namespace
 }  // namespace streamcheck::tools
