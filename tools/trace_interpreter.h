@@ -201,10 +201,10 @@ class TraceInterpreter {
       note(src, NoteKind::UseAfterDestroy, *why);  // R9b: the call is not made
     else if (auto why = wrong_device(st))
       note(src, NoteKind::WrongDevice, *why);  // R13d: the call fails, nothing is recorded
-    else if (src.captured_by)
-      capture_node(st);  // R14a: into the graph, not run
     else if (auto why = missing(st))
       note(src, NoteKind::Skipped, *why);
+    else if (src.captured_by)
+      capture_node(st);  // R14a: into the graph, not run
     else {
       std::visit([&](const auto& s) { step<P>(s, resource); }, st);
       ran = true;
@@ -617,7 +617,10 @@ class TraceInterpreter {
           host_call(st, "record", b_.without_faults([&] { return b_.record_event(g.events.at(n.event), s); }));
           break;
         case GraphNode::Kind::Wait:
-          host_call(st, "wait", b_.without_faults([&] { return b_.wait_event(s, g.events.at(n.event)); }));
+          // An event whose captured record was not made (R13d) orders
+          // nothing, as a never-recorded one (R3).
+          if (auto e = g.events.find(n.event); e != g.events.end())
+            host_call(st, "wait", b_.without_faults([&] { return b_.wait_event(s, e->second); }));
           break;
       }
     }

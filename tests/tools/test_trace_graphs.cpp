@@ -148,6 +148,37 @@ TEST(TraceGraphs, AGraphKeepsUsingBytesGivenBackDuringItsCapture) {
   EXPECT_EQ(uaf.second->origin->graph_launch, 10);
 }
 
+TEST(TraceGraphs, ACapturedRecordThatCudaRefusesLeavesItsWaitOrderingNothing) {
+  // R13d inside a capture: e1 is device 1's, so its record on s is refused
+  // (a wrong-device error, nothing captured) and the captured wait on it
+  // orders nothing at each launch (R3); the launch still runs the rest of
+  // the graph: 1 execution, the error and nothing else.
+  const Report r = explore_text(
+      "stream s nonblocking\n"       // 1
+      "stream side nonblocking\n"    // 2
+      "event back\n"                 // 3
+      "device 1\n"                   // 4
+      "event e1\n"                   // 5: device 1's
+      "device 0\n"                   // 6
+      "buffer X 256 on s\n"          // 7
+      "sync stream s\n"              // 8
+      "capture begin s\n"            // 9
+      "record e1 on s\n"             // 10: refused
+      "wait e1 on side\n"            // 11: captured, orders nothing
+      "launch k on side writes X\n"  // 12
+      "record back on side\n"        // 13
+      "wait back on s\n"             // 14
+      "capture end s graph G\n"      // 15
+      "launch graph G on s\n"        // 16
+      "sync stream s\n"              // 17
+      "free X on s\n");              // 18
+  EXPECT_EQ(r.coverage.explored, 1u);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_EQ(r.notes[0].kind, NoteKind::WrongDevice);
+  EXPECT_EQ(r.notes[0].line, 10);
+  EXPECT_EQ(errors(r), 0u);
+}
+
 TEST(TraceGraphs, TheParserMarksCapturedStatementsAndBranches) {
   const Trace t = parse_trace(kForkJoin +
                                   "launch w on side writes X\nrecord back on side\nwait back on s\n"
