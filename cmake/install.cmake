@@ -35,3 +35,12 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/streamcheckConfigVersion.
                                  COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/streamcheckConfig.cmake ${PROJECT_BINARY_DIR}/streamcheckConfigVersion.cmake
         DESTINATION ${STREAMCHECK_INSTALL_CMAKEDIR})
+
+# The capture layer (docs/CAPTURE.md): the library the driver injects sits in
+# lib/, where `streamcheck capture` looks for it (../lib from bin/), and the
+# annotation header in include/streamcheck/.
+if(TARGET streamcheck_capture)
+  install(TARGETS streamcheck_capture LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
+install(FILES ${PROJECT_SOURCE_DIR}/capture/include/streamcheck/annotate.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/streamcheck)

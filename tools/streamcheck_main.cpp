@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "backend_sim/schedule.h"
+#include "tools/capture_run.h"
 #include "tools/explain.h"
 #include "tools/explain_schedule.h"
 #include "tools/explore.h"
@@ -97,6 +98,7 @@ struct Options {
   std::string faults = "off";
   std::string shard;                 // explore --shard I/N
   std::vector<std::string> reports;  // merge REPORT...
+  tools::CaptureOptions capture{.command = {}, .trace_path = "streamcheck-capture.trace", .kernels = {}, .library = {}};
 };
 
 /// `--shard I/N`: digits, a slash, digits; 0 <= I < N <= 100000.
@@ -353,13 +355,7 @@ Outcome explore_builtin(const CLI::App& verb, Options o) {
   return tools::explore(o.builtin, std::cout) == 0 ? Outcome::Clean : Outcome::Findings;
 }
 
-Outcome explore(const CLI::App& verb, const Options& o) {
-  if (o.file.empty()) return explore_builtin(verb, o);
-  for (const char* builtin_only : {"--programs", "--length", "--mutant"})
-    if (verb.count(builtin_only) > 0) throw UsageError(std::string(builtin_only) + " is for explore without FILE");
-  if (verb.count("--depth") > 0 && kStrategies.at(o.strategy) != tools::Strategy::Pct)
-    throw UsageError("--depth is for --strategy pct");
-  if (!o.shard.empty() && o.trace.redundant) throw UsageError("--shard cannot be combined with --redundant");
+Outcome explore_trace_file(const Options& o) {
   const tools::Trace trace = tools::load_trace(o.file);
   const bool tty = isatty(STDERR_FILENO) != 0;
   auto progress = [tty](std::uint64_t n, std::size_t found) {
@@ -368,6 +364,29 @@ Outcome explore(const CLI::App& verb, const Options& o) {
   auto report = tools::explore_trace(trace, with_policy(o), progress);
   if (tty) std::cerr << "\r\033[K" << std::flush;
   return print_report(std::move(report), o);
+}
+
+Outcome explore(const CLI::App& verb, const Options& o) {
+  if (o.file.empty()) return explore_builtin(verb, o);
+  for (const char* builtin_only : {"--programs", "--length", "--mutant"})
+    if (verb.count(builtin_only) > 0) throw UsageError(std::string(builtin_only) + " is for explore without FILE");
+  if (verb.count("--depth") > 0 && kStrategies.at(o.strategy) != tools::Strategy::Pct)
+    throw UsageError("--depth is for --strategy pct");
+  if (!o.shard.empty() && o.trace.redundant) throw UsageError("--shard cannot be combined with --redundant");
+  return explore_trace_file(o);
+}
+
+/// `capture -- PROGRAM ARGS...`: the program's run becomes a trace, explored
+/// as `explore TRACE` would; what the capture did not see is said first.
+Outcome capture(Options o) {
+  const tools::CaptureResult run = tools::run_capture(o.capture);
+  std::cerr << "streamcheck capture: " << o.capture.command.front() << " exited with status " << run.program_status
+            << "; trace: " << run.trace_path << "\n";
+  for (const auto& line : run.not_captured)
+    std::cerr << "  not captured (the verdict does not cover it): " << line << "\n";
+  for (const auto& line : run.assumed) std::cerr << "  assumed: " << line << "\n";
+  o.file = run.trace_path;
+  return explore_trace_file(o);
 }
 
 /// The schedule to replay: --schedule or --schedule-file, with the options
@@ -513,6 +532,9 @@ Outcome outcome_of_failure(const CLI::App& app, bool json, const std::string& fi
     std::cerr << e.what() << "\n";  // FILE:LINE:COL: message
     input = {
         .kind = tools::InputError::Kind::Trace, .file = file, .line = e.line(), .col = e.col(), .message = e.what()};
+  } catch (const tools::CaptureError& e) {
+    std::cerr << "streamcheck capture: " << e.what() << "\n";
+    input.message = e.what();
   } catch (const sim::ScheduleMismatch& e) {
     std::cerr << "streamcheck: " << e.what() << "\n";
     input.kind = tools::InputError::Kind::Schedule;
@@ -671,6 +693,29 @@ int main(int argc, char** argv) {
   add_json(*merge_verb, o);
   add_save_schedules(*merge_verb, o);
 
+  auto* capture_verb = app.add_subcommand(
+      "capture",
+      "Runs PROGRAM ARGS... on the GPU with the capture library injected by the driver (CUDA_INJECTION64_PATH), "
+      "writes the trace of what it did with streams, events, memory, kernels and graphs (--trace), then explores it "
+      "as `explore TRACE` does: does the program have ordering bugs in any schedule? Write the program after `--`. "
+      "docs/CAPTURE.md.");
+  capture_verb->add_option("PROGRAM", o.capture.command, "the program and its arguments")->required();
+  capture_verb->add_option("--trace", o.capture.trace_path,
+                           "where to write the trace (default streamcheck-capture.trace)");
+  capture_verb->add_option("--kernels", o.capture.kernels,
+                           "a file of kernel accesses, one line each: `NAME | reads writes - ...` (docs/CAPTURE.md)");
+  capture_verb->add_option("--library", o.capture.library,
+                           "the capture library (default: libstreamcheck_capture.so next to streamcheck or in ../lib)");
+  capture_verb->add_option("--strategy", o.strategy, kStrategyHelp)->check(CLI::IsMember(kStrategies));
+  add_seed(*capture_verb, o, "seed of the exploration");
+  capture_verb->add_option("--schedules", o.trace.max_schedules, "schedules to run (random), or the bound (dfs)")
+      ->check(kDecimal)
+      ->check(kPositive);
+  add_policy(*capture_verb, o);
+  add_redundant(*capture_verb, o);
+  add_json(*capture_verb, o);
+  add_save_schedules(*capture_verb, o);
+
   auto* counterexamples_verb = app.add_subcommand(
       "counterexamples",
       "Writes DIR/Mk.md and DIR/Mk.svg for every mutant (M1..M18) and DIR/README.md; docs/counterexamples is "
@@ -691,6 +736,7 @@ int main(int argc, char** argv) {
     if (fix_verb->parsed()) outcome = fix(o);
     if (counterexamples_verb->parsed()) outcome = counterexamples(o);
     if (merge_verb->parsed()) outcome = merge(o);
+    if (capture_verb->parsed()) outcome = capture(o);
   } catch (...) {
     outcome = outcome_of_failure(app, wants_json(argc, argv), o.file);
   }

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -74,6 +75,31 @@ std::vector<std::string> trace_verbs(const std::string& file) {
 // S2 and S7: a directory, an empty or comment-only file and /dev/null were
 // "verdict: clean", exit 0; a missing file was `FILE:0:0: cannot read the
 // file` (or CLI11's "File does not exist") without the OS's reason.
+TEST(Cli, CaptureRefusesWhatItCannotDoWithExit2) {
+  // docs/CAPTURE.md: no program, a malformed --kernels file (read before
+  // anything runs), a --library that is not there, and a program run where it
+  // cannot be captured: without a driver or GPU (the CPU machines) the
+  // command stops before running it; with one, `true` makes no CUDA call and
+  // leaves no trace. Never an empty program explored as clean.
+  const tests::FreshTempDir temp("cli-capture");
+  const std::string kernels = (temp.path() / "kernels.txt").string();
+  { std::ofstream(kernels) << "scale | reads writes -\nbroken line\n"; }
+  const auto none = run_command("capture");
+  EXPECT_EQ(none.exit_code, 2) << none.out;
+  const auto bad_kernels = run_command("capture --kernels " + kernels + " -- true");
+  EXPECT_EQ(bad_kernels.exit_code, 2) << bad_kernels.out;
+  EXPECT_NE(bad_kernels.out.find(kernels + ":2: expected 'KERNEL | ACCESS ...'"), std::string::npos) << bad_kernels.out;
+  const auto no_library = run_command("capture --library /nonexistent/libx.so -- true");
+  EXPECT_EQ(no_library.exit_code, 2) << no_library.out;
+  EXPECT_NE(no_library.out.find("--library /nonexistent/libx.so: no such file"), std::string::npos) << no_library.out;
+  const auto no_cuda = run_command("capture --trace " + (temp.path() / "t.trace").string() + " -- true");
+  EXPECT_EQ(no_cuda.exit_code, 2) << no_cuda.out;
+  const bool refused_here = no_cuda.out.find("streamcheck capture: cannot capture here: ") != std::string::npos;
+  const bool nothing_captured = no_cuda.out.find("no trace was written: it made no CUDA call") != std::string::npos;
+  EXPECT_TRUE(refused_here || nothing_captured) << no_cuda.out;
+  EXPECT_EQ(no_cuda.out.find("verdict"), std::string::npos) << no_cuda.out;
+}
+
 TEST(Cli, ATraceFileWithNothingToCheckIsAnInputErrorWithTheOsReason) {
   const tests::FreshTempDir temp("cli-input");
   const std::string dir = temp.path().string();

@@ -1,0 +1,629 @@
+// libstreamcheck_capture.so: the capture layer for unmodified CUDA programs
+// (SPEC §10, docs/CAPTURE.md). The CUDA driver loads it into the program
+// when CUDA_INJECTION64_PATH names it, and calls InitializeInjection at
+// cuInit. It subscribes to CUPTI's runtime-API callbacks and, at each call's
+// exit, hands what the call did to the TraceWriter; at process exit it writes
+// the trace to $STREAMCHECK_CAPTURE_OUT.
+//
+// Why CUPTI injection and not an LD_PRELOAD interposer: nvcc links the
+// runtime statically by default, so there is no libcudart.so symbol to
+// interpose, while the driver loads an injection library into every CUDA
+// program; CUPTI hands us typed parameter structs and the kernel's symbol.
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cupti.h>
+#include <dlfcn.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+
+#include "capture/kernel_access.h"
+#include "capture/trace_writer.h"
+
+namespace {
+
+using namespace streamcheck::capture;
+
+// __cudaLaunchKernel (CUDA 13's <<<>>> launch path) has no parameter struct
+// in the generated headers; its parameters are cudaLaunchKernel's with a
+// cudaKernel_t first (crt/device_functions.h).
+struct KernelHandleLaunchParams {
+  cudaKernel_t kernel;
+  dim3 gridDim;
+  dim3 blockDim;
+  void** args;
+  size_t sharedMem;
+  cudaStream_t stream;
+};
+
+/// How one parameter is read out of a launch's `args`.
+struct ParamSlot {
+  std::size_t size = 0;
+  ParamKind kind = ParamKind::Other;
+  Access access = Access::ReadWrites;
+};
+
+struct KernelInfo {
+  std::string signature;   // demangled, or the symbol as it is
+  std::string trace_name;  // kernel_trace_name(signature)
+  std::vector<ParamSlot> params;
+};
+
+using ParamInfoFn = CUresult (*)(void*, size_t, size_t*, size_t*);
+// cudaGetFuncBySymbol, when the program's runtime exports it (a shared
+// libcudart, as PyTorch's); a static runtime (nvcc's default) does not, and
+// the library must not need it to load.
+using FuncBySymbolFn = cudaError_t (*)(cudaFunction_t*, const void*);
+
+/// Everything the callbacks share; made at injection, never destroyed (the
+/// runtime may still call after exit handlers ran).
+struct Capture {
+  std::mutex mutex;
+  TraceWriter writer{static_cast<ThreadId>(getpid())};
+  KernelTable table;
+  std::unordered_map<const void*, KernelInfo> kernels;
+  ParamInfoFn func_param_info = nullptr;    // cuFuncGetParamInfo
+  ParamInfoFn kernel_param_info = nullptr;  // cuKernelGetParamInfo
+  FuncBySymbolFn func_by_symbol = nullptr;  // cudaGetFuncBySymbol
+  bool verbose = false;                     // STREAMCHECK_CAPTURE_VERBOSE
+  std::string out_path;
+  bool written = false;
+  /// Every runtime call the program made, by callback id: the trace's
+  /// footer lists them, so what was seen and what became statements can be
+  /// compared.
+  std::vector<std::uint64_t> calls = std::vector<std::uint64_t>(CUPTI_RUNTIME_TRACE_CBID_SIZE, 0);
+};
+
+Capture* g_capture = nullptr;
+// STREAMCHECK_CAPTURE_CALLBACKS_ONLY=1: the callbacks return at once, so a
+// run measures what CUPTI's callbacks cost apart from the trace writer
+// (docs/PERFORMANCE.md); the trace then has no statements.
+bool g_callbacks_only = false;
+
+std::mutex& annotations_mutex() {
+  static std::mutex m;
+  return m;
+}
+KernelTable& annotations() {
+  static auto* table = new KernelTable;  // never destroyed: annotations may outlive exit handlers
+  return *table;
+}
+thread_local int t_runtime_depth = 0;  // inside a runtime call (its driver calls are its own)
+thread_local bool t_inside_capture = false;
+
+ThreadId this_thread() {
+  thread_local const auto id = static_cast<ThreadId>(syscall(SYS_gettid));
+  return id;
+}
+
+StreamArg stream_arg(cudaStream_t s, bool per_thread) { return StreamArg{reinterpret_cast<Handle>(s), per_thread}; }
+Handle handle(const void* p) { return reinterpret_cast<Handle>(p); }
+
+bool ends_with(const char* s, const char* suffix) {
+  const std::size_t n = std::strlen(s), m = std::strlen(suffix);
+  return n >= m && std::strcmp(s + n - m, suffix) == 0;
+}
+
+/// The parameters of a kernel, from the sidecar table or annotations, its
+/// signature, and the driver's parameter sizes.
+KernelInfo describe_kernel(Capture& c, const char* symbol, const void* function, bool is_kernel_handle) {
+  KernelInfo info;
+  const auto demangled = demangle(symbol);
+  info.signature = demangled ? *demangled : (symbol != nullptr ? symbol : "kernel");
+  info.trace_name = kernel_trace_name(info.signature);
+  // Parameter sizes from the driver (CUDA 12.4+), when it has them.
+  std::vector<std::size_t> sizes;
+  ParamInfoFn param_info = is_kernel_handle ? c.kernel_param_info : c.func_param_info;
+  void* driver_function = const_cast<void*>(function);
+  if (!is_kernel_handle && param_info != nullptr) {
+    cudaFunction_t f = nullptr;
+    if (c.func_by_symbol != nullptr && c.func_by_symbol(&f, function) == cudaSuccess)
+      driver_function = f;
+    else
+      param_info = nullptr;
+  }
+  for (std::size_t i = 0; param_info != nullptr && i < 4096; ++i) {
+    std::size_t offset = 0, size = 0;
+    if (param_info(driver_function, i, &offset, &size) != CUDA_SUCCESS) break;
+    sizes.push_back(size);
+  }
+  const auto kinds = demangled ? parameter_kinds(*demangled) : std::nullopt;
+  const std::size_t count = kinds ? kinds->size() : sizes.size();
+  const std::string key = kernel_key(info.signature);
+  const std::vector<Access>* listed = c.table.find(key);
+  if (listed == nullptr && symbol != nullptr) listed = c.table.find(symbol);
+  std::vector<Access> annotated;
+  if (listed == nullptr) {
+    std::lock_guard lock(annotations_mutex());
+    if (const auto* a = annotations().find(key)) annotated = *a;
+    if (!annotated.empty()) listed = &annotated;
+  }
+  if (listed != nullptr && listed->size() != count) {
+    c.writer.note("a kernel listed with a number of accesses other than its parameters': its listing is not used");
+    listed = nullptr;
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    ParamSlot slot;
+    slot.kind = kinds ? (*kinds)[i] : ParamKind::Other;
+    slot.size = i < sizes.size() ? sizes[i] : (slot.kind == ParamKind::Other ? 0 : sizeof(void*));
+    if (listed != nullptr) {
+      slot.access = (*listed)[i];
+    } else if (slot.kind == ParamKind::ConstPointer) {
+      slot.access = Access::Reads;
+    } else if (slot.kind == ParamKind::Scalar) {
+      slot.access = Access::None;
+    } else {
+      slot.access = Access::ReadWrites;
+      c.writer.note(slot.kind == ParamKind::Pointer
+                        ? "a non-const pointer parameter taken as read-write (list the kernel in --kernels to say "
+                          "it only writes)"
+                        : "a parameter the signature does not type as a pointer, searched for addresses and taken "
+                          "as read-write");
+    }
+    info.params.push_back(slot);
+  }
+  if (!kinds && sizes.empty()) c.writer.note("a kernel whose parameters could not be read: its accesses are unknown");
+  return info;
+}
+
+void launch(Capture& c, const CUpti_CallbackData* cb, const void* function, bool is_kernel_handle, void** args,
+            StreamArg stream) {
+  auto it = c.kernels.find(function);
+  if (it == c.kernels.end())
+    it = c.kernels.emplace(function, describe_kernel(c, cb->symbolName, function, is_kernel_handle)).first;
+  const KernelInfo& info = it->second;
+  thread_local std::vector<KernelArg> found;  // reused: one allocation per thread, not per launch
+  found.clear();
+  for (std::size_t i = 0; i < info.params.size() && args != nullptr; ++i) {
+    const ParamSlot& p = info.params[i];
+    if (p.access == Access::None || args[i] == nullptr) continue;
+    if (p.kind == ParamKind::Pointer || p.kind == ParamKind::ConstPointer) {
+      Handle value = 0;
+      std::memcpy(&value, args[i], sizeof value);
+      found.push_back(KernelArg{value, p.access});
+    } else {
+      // A struct passed by value: every aligned word may be an address.
+      for (std::size_t off = 0; off + sizeof(Handle) <= p.size; off += sizeof(Handle)) {
+        Handle value = 0;
+        std::memcpy(&value, static_cast<const char*>(args[i]) + off, sizeof value);
+        found.push_back(KernelArg{value, p.access});
+      }
+    }
+  }
+  c.writer.launch(this_thread(), stream, info.trace_name, info.signature, found, CallSite{cb->functionName, {}});
+}
+
+/// Runtime calls the trace language cannot say, counted so the verdict can
+/// name what it did not see.
+bool unmodelled_runtime_call(const char* name) {
+  static constexpr const char* kPrefixes[] = {"cudaMemcpy",
+                                              "cudaMemset",
+                                              "cudaMalloc",
+                                              "cudaGraphAdd",
+                                              "cudaGraphExec",
+                                              "cudaMemPool",
+                                              "cudaIpc",
+                                              "cudaLaunchCooperative",
+                                              "cudaSignalExternal",
+                                              "cudaWaitExternal",
+                                              "cudaMemPrefetch",
+                                              "cudaStreamAttachMemAsync",
+                                              "cudaStreamBeginCaptureToGraph",
+                                              "cudaGraphInstantiate",
+                                              "cudaStreamCopyAttributes",
+                                              "cudaUserObject",
+                                              "cudaGraphUpload"};
+  if (std::strstr(name, "Destroy") != nullptr || std::strstr(name, "Get") != nullptr) return false;
+  for (const char* prefix : kPrefixes)
+    if (std::strncmp(name, prefix, std::strlen(prefix)) == 0) return true;
+  return false;
+}
+
+void on_runtime_exit(Capture& c, CUpti_CallbackId id, const CUpti_CallbackData* cb) {
+  const void* params = cb->functionParams;
+  const ThreadId me = this_thread();
+  const CallSite site{cb->functionName, {}};
+  const bool pt = ends_with(cb->functionName, "_ptsz") || ends_with(cb->functionName, "_ptds");
+  std::lock_guard lock(c.mutex);
+  if (id < c.calls.size()) ++c.calls[id];
+  if (params == nullptr || cb->functionReturnValue == nullptr) {
+    if (!unmodelled_runtime_call(cb->functionName) && std::strncmp(cb->functionName, "__cudaLaunch", 12) != 0) return;
+    c.writer.not_modelled(cb->functionName, "CUPTI gave no parameters");
+    return;
+  }
+  const cudaError_t result = *static_cast<const cudaError_t*>(cb->functionReturnValue);
+  if (result != cudaSuccess) {
+    // A failed call did nothing (cudaEventQuery/cudaStreamQuery answering
+    // "not ready" included: the program's path for that answer is its own).
+    return;
+  }
+#define SC_PARAMS(type) const auto* p = static_cast<const type*>(params)
+  switch (id) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaSetDevice_v3020: {
+      SC_PARAMS(cudaSetDevice_v3020_params);
+      c.writer.set_device(me, p->device, site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreate_v3020: {
+      SC_PARAMS(cudaStreamCreate_v3020_params);
+      c.writer.stream_created(me, handle(*p->pStream), false, site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreateWithFlags_v5000: {
+      SC_PARAMS(cudaStreamCreateWithFlags_v5000_params);
+      c.writer.stream_created(me, handle(*p->pStream), (p->flags & cudaStreamNonBlocking) != 0, site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreateWithPriority_v5050: {
+      SC_PARAMS(cudaStreamCreateWithPriority_v5050_params);
+      c.writer.stream_created(me, handle(*p->pStream), (p->flags & cudaStreamNonBlocking) != 0, site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamDestroy_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamDestroy_v5050: {
+      SC_PARAMS(cudaStreamDestroy_v5050_params);
+      c.writer.stream_destroyed(me, handle(p->stream), site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventCreate_v3020: {
+      SC_PARAMS(cudaEventCreate_v3020_params);
+      c.writer.event_created(me, handle(*p->event), site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventCreateWithFlags_v3020: {
+      SC_PARAMS(cudaEventCreateWithFlags_v3020_params);
+      c.writer.event_created(me, handle(*p->event), site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventDestroy_v3020: {
+      SC_PARAMS(cudaEventDestroy_v3020_params);
+      c.writer.event_destroyed(me, handle(p->event), site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_ptsz_v7000: {
+      SC_PARAMS(cudaEventRecord_v3020_params);
+      c.writer.record(me, handle(p->event), stream_arg(p->stream, pt), site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_v11010:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_ptsz_v11010: {
+      SC_PARAMS(cudaEventRecordWithFlags_v11010_params);
+      c.writer.record(me, handle(p->event), stream_arg(p->stream, pt), site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000: {
+      SC_PARAMS(cudaStreamWaitEvent_v3020_params);
+      c.writer.wait(me, stream_arg(p->stream, pt), handle(p->event), site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000: {
+      SC_PARAMS(cudaStreamSynchronize_v3020_params);
+      c.writer.sync_stream(me, stream_arg(p->stream, pt), site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020: {
+      SC_PARAMS(cudaEventSynchronize_v3020_params);
+      c.writer.sync_event(me, handle(p->event), site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020:
+      c.writer.sync_device(me, site);
+      return;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_ptsz_v7000: {
+      SC_PARAMS(cudaStreamQuery_v3020_params);
+      c.writer.query_done(me, stream_arg(p->stream, pt), std::nullopt, site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020: {
+      SC_PARAMS(cudaEventQuery_v3020_params);
+      c.writer.query_done(me, std::nullopt, handle(p->event), site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020: {
+      SC_PARAMS(cudaMalloc_v3020_params);
+      c.writer.device_alloc(me, handle(*p->devPtr), p->size, std::nullopt, site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000: {
+      SC_PARAMS(cudaMallocManaged_v6000_params);
+      c.writer.note("managed memory taken as device memory (the host's own accesses to it are not captured)");
+      c.writer.device_alloc(me, handle(*p->devPtr), p->size, std::nullopt, site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020: {
+      SC_PARAMS(cudaMallocAsync_v11020_params);
+      c.writer.device_alloc(me, handle(*p->devPtr), p->size, stream_arg(p->hStream, pt), site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_v11020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_ptsz_v11020: {
+      SC_PARAMS(cudaMallocFromPoolAsync_v11020_params);
+      c.writer.note("cudaMallocFromPoolAsync taken as cudaMallocAsync (one pool per device in the model)");
+      c.writer.device_alloc(me, handle(*p->ptr), p->size, stream_arg(p->stream, pt), site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020: {
+      SC_PARAMS(cudaMallocHost_v3020_params);
+      c.writer.host_alloc(me, handle(*p->ptr), p->size, site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020: {
+      SC_PARAMS(cudaHostAlloc_v3020_params);
+      c.writer.host_alloc(me, handle(*p->pHost), p->size, site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020: {
+      SC_PARAMS(cudaFree_v3020_params);
+      c.writer.free(me, handle(p->devPtr), std::nullopt, site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020: {
+      SC_PARAMS(cudaFreeHost_v3020_params);
+      c.writer.free(me, handle(p->ptr), std::nullopt, site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020: {
+      SC_PARAMS(cudaFreeAsync_v11020_params);
+      c.writer.free(me, handle(p->devPtr), stream_arg(p->hStream, pt), site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000: {
+      SC_PARAMS(cudaLaunchKernel_v7000_params);
+      launch(c, cb, p->func, false, p->args, stream_arg(p->stream, pt));
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000:
+    case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000: {
+      SC_PARAMS(KernelHandleLaunchParams);
+      launch(c, cb, p->kernel, true, p->args, stream_arg(p->stream, pt));
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060: {
+      SC_PARAMS(cudaLaunchKernelExC_v11060_params);
+      launch(c, cb, p->func, false, p->args, stream_arg(p->config->stream, pt));
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000: {
+      SC_PARAMS(cudaMemcpyAsync_v3020_params);
+      c.writer.copy(me, stream_arg(p->stream, pt), handle(p->dst), handle(p->src), p->count, false, site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000: {
+      SC_PARAMS(cudaMemcpy_v3020_params);
+      c.writer.copy(me, stream_arg(nullptr, pt), handle(p->dst), handle(p->src), p->count, true, site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000: {
+      SC_PARAMS(cudaMemsetAsync_v3020_params);
+      c.writer.memset(me, stream_arg(p->stream, pt), handle(p->devPtr), p->count, site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_ptds_v7000: {
+      SC_PARAMS(cudaMemset_v3020_params);
+      c.writer.memset(me, stream_arg(nullptr, pt), handle(p->devPtr), p->count, site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchHostFunc_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchHostFunc_ptsz_v10000: {
+      SC_PARAMS(cudaLaunchHostFunc_v10000_params);
+      c.writer.host_function(me, stream_arg(p->stream, pt), site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamAddCallback_v5000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamAddCallback_ptsz_v7000: {
+      SC_PARAMS(cudaStreamAddCallback_v5000_params);
+      c.writer.host_function(me, stream_arg(p->stream, pt), site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000: {
+      SC_PARAMS(cudaStreamBeginCapture_v10000_params);
+      if (p->mode != cudaStreamCaptureModeGlobal)
+        c.writer.note("a stream capture in a mode other than global, taken as global");
+      c.writer.capture_begin(me, stream_arg(p->stream, pt), site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000: {
+      SC_PARAMS(cudaStreamEndCapture_v10000_params);
+      c.writer.capture_end(me, stream_arg(p->stream, pt), handle(*p->pGraph), site);
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithFlags_v11040: {
+      SC_PARAMS(cudaGraphInstantiate_v12000_params);
+      c.writer.graph_instantiated(handle(*p->pGraphExec), handle(p->graph));
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_v12000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_ptsz_v12000: {
+      SC_PARAMS(cudaGraphInstantiateWithParams_v12000_params);
+      c.writer.graph_instantiated(handle(*p->pGraphExec), handle(p->graph));
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000: {
+      SC_PARAMS(cudaGraphLaunch_v10000_params);
+      c.writer.graph_launch(me, handle(p->graphExec), stream_arg(p->stream, pt), site);
+      return;
+    }
+    default:
+      if (unmodelled_runtime_call(cb->functionName)) c.writer.not_modelled(cb->functionName, "not modelled");
+      return;
+  }
+#undef SC_PARAMS
+}
+
+void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
+  Capture* c = g_capture;
+  if (c == nullptr || t_inside_capture) return;
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    if (cb->callbackSite == CUPTI_API_ENTER) {
+      ++t_runtime_depth;
+      return;
+    }
+    --t_runtime_depth;
+    if (t_runtime_depth > 0 || g_callbacks_only) return;  // a runtime call made by another runtime call
+    t_inside_capture = true;
+    on_runtime_exit(*c, id, cb);
+    t_inside_capture = false;
+    return;
+  }
+  // Driver calls the program made itself (not inside a runtime call) are
+  // not followed: counted, so the verdict names them.
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cb->callbackSite == CUPTI_API_EXIT && t_runtime_depth == 0 &&
+      !g_callbacks_only) {
+    std::lock_guard lock(c->mutex);
+    c->writer.not_modelled(cb->functionName, "driver API: not followed");
+  }
+}
+
+std::string program_name() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (char& ch : text)
+    if (ch == '\0') ch = ' ';
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  for (char& ch : text)
+    if (ch == '\n') ch = ' ';
+  return text;
+}
+
+void write_trace() {
+  Capture* c = g_capture;
+  if (c == nullptr) return;
+  std::lock_guard lock(c->mutex);
+  if (c->written) return;
+  c->written = true;
+  std::string text = c->writer.text(program_name());
+  for (CUpti_CallbackId id = 0; id < c->calls.size(); ++id) {
+    const char* name = nullptr;
+    if (c->calls[id] == 0 || cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, id, &name) != CUPTI_SUCCESS) continue;
+    text +=
+        "# runtime calls: " + std::string(name != nullptr ? name : "?") + " x" + std::to_string(c->calls[id]) + "\n";
+  }
+  text += "# end of capture\n";
+  std::FILE* f = std::fopen(c->out_path.c_str(), "w");
+  if (f == nullptr || std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fclose(f) != 0) {
+    std::fprintf(stderr, "streamcheck capture: cannot write the trace to %s: %s\n", c->out_path.c_str(),
+                 std::strerror(errno));
+    return;
+  }
+  if (c->verbose)
+    std::fprintf(stderr, "streamcheck capture: wrote %llu statements to %s\n",
+                 static_cast<unsigned long long>(c->writer.statements()), c->out_path.c_str());
+}
+
+void enable_driver_callbacks(CUpti_SubscriberHandle subscriber) {
+  // Only the driver calls that order work or touch memory: a program's own
+  // driver-API use of them is what the verdict must say it did not see.
+  static constexpr const char* kOrdering[] = {"cuLaunch",          "cuMemAlloc",           "cuMemFree",
+                                              "cuStreamWaitEvent", "cuEventRecord",        "cuMemcpy",
+                                              "cuMemset",          "cuStreamCreate",       "cuEventCreate",
+                                              "cuGraphLaunch",     "cuStreamBeginCapture", "cuStreamSynchronize",
+                                              "cuCtxSynchronize",  "cuEventSynchronize"};
+  for (CUpti_CallbackId id = 0; id < CUPTI_DRIVER_TRACE_CBID_SIZE; ++id) {
+    const char* name = nullptr;
+    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) != CUPTI_SUCCESS || name == nullptr) continue;
+    for (const char* prefix : kOrdering)
+      if (std::strncmp(name, prefix, std::strlen(prefix)) == 0) {
+        cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+        break;
+      }
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+/// Called by annotations compiled into the program (streamcheck/annotate.h),
+/// possibly before the driver loads the capture: kept apart from the sidecar
+/// table, which wins.
+__attribute__((visibility("default"))) int streamcheck_capture_annotate(const char* kernel, const char* accesses) {
+  try {
+    auto list = KernelTable::parse_accesses(accesses);
+    std::lock_guard lock(annotations_mutex());
+    if (annotations().find(kernel) == nullptr) annotations().add(kernel, std::move(list));
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "streamcheck annotate: kernel %s: %s\n", kernel, e.what());
+    return 1;
+  }
+}
+
+/// The driver calls this at cuInit when CUDA_INJECTION64_PATH names us.
+__attribute__((visibility("default"))) int InitializeInjection(void) {
+  if (g_capture != nullptr) return 1;
+  auto* c = new Capture;
+  const char* out = std::getenv("STREAMCHECK_CAPTURE_OUT");
+  c->out_path = out != nullptr && *out != '\0' ? out : "streamcheck-capture-" + std::to_string(getpid()) + ".trace";
+  if (const char* kernels = std::getenv("STREAMCHECK_KERNELS"); kernels != nullptr && *kernels != '\0') {
+    std::ifstream in(kernels);
+    std::stringstream text;
+    text << in.rdbuf();
+    try {
+      c->table = KernelTable::parse(text.str());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "streamcheck capture: %s:%s\n", kernels, e.what());
+      return 0;
+    }
+  }
+  // The driver is loaded (it is loading us): find what it has by name, so
+  // that an older driver without them still captures.
+  c->verbose = std::getenv("STREAMCHECK_CAPTURE_VERBOSE") != nullptr;
+  c->func_by_symbol = reinterpret_cast<FuncBySymbolFn>(dlsym(RTLD_DEFAULT, "cudaGetFuncBySymbol"));
+  if (void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD)) {
+    c->func_param_info = reinterpret_cast<ParamInfoFn>(dlsym(cuda, "cuFuncGetParamInfo"));
+    c->kernel_param_info = reinterpret_cast<ParamInfoFn>(dlsym(cuda, "cuKernelGetParamInfo"));
+  }
+  CUpti_SubscriberHandle subscriber = nullptr;
+  if (cuptiSubscribe(&subscriber, reinterpret_cast<CUpti_CallbackFunc>(on_callback), nullptr) != CUPTI_SUCCESS) {
+    std::fprintf(stderr,
+                 "streamcheck capture: cuptiSubscribe failed (another CUPTI client such as a profiler or "
+                 "compute-sanitizer may hold it): nothing is captured\n");
+    return 0;
+  }
+  cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+  // Watching the driver API costs two more callbacks a call (the runtime's
+  // own driver calls fire them too); STREAMCHECK_CAPTURE_DRIVER=0 trades that
+  // watch for speed, and the trace says so.
+  const char* driver = std::getenv("STREAMCHECK_CAPTURE_DRIVER");
+  if (driver != nullptr && std::strcmp(driver, "0") == 0)
+    c->writer.not_modelled("driver API calls the program makes itself", "not watched: STREAMCHECK_CAPTURE_DRIVER=0");
+  else
+    enable_driver_callbacks(subscriber);
+  const char* only = std::getenv("STREAMCHECK_CAPTURE_CALLBACKS_ONLY");
+  g_callbacks_only = only != nullptr && std::strcmp(only, "1") == 0;
+  if (g_callbacks_only) c->writer.not_modelled("every call", "STREAMCHECK_CAPTURE_CALLBACKS_ONLY=1 (a measurement)");
+  g_capture = c;
+  std::atexit(write_trace);
+  if (c->verbose)
+    std::fprintf(stderr, "streamcheck capture: injected into process %d, writing %s at exit\n",
+                 static_cast<int>(getpid()), c->out_path.c_str());
+  return 1;
+}
+
+}  // extern "C"

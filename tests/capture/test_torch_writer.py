@@ -1,0 +1,113 @@
+"""The PyTorch recorder's writer, without torch (docs/CAPTURE.md): recorded
+actions as the recorder appends them for three small programs, turned into
+traces that `streamcheck explore --strategy dfs` must judge as the programs
+deserve.  Usage: test_torch_writer.py STREAMCHECK PYTHON_DIR"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+STREAMCHECK = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+del sys.argv[1:3]
+
+from streamcheck_torch import writer as w  # noqa: E402
+
+SEG, X, Y, Z = 0x7F0000000000, 0x7F0000000000, 0x7F0000001000, 0x7F0000002000
+SIDE, EV = 0x55AA00, 0x66BB00
+N = 4096
+
+
+def side_stream_program(record_stream, wait_stream):
+    """x made on the default stream, read on a side stream, freed, and its
+    bytes handed out again on the default stream."""
+    tw = w.TraceWriter()
+    a = tw.actions
+    a.append((w.ALLOC, X, 0))
+    a.append((w.OP, "aten.fill_.Scalar", 0, [(X, N, X, N, w.READ | w.WRITE, True)], ("/home/u/prog.py", 3)))
+    a.append((w.STREAM, SIDE))
+    a.append((w.STREAM, SIDE + 1))  # the rest of PyTorch's stream pool: never used, never declared
+    if wait_stream:
+        a.append((w.EVENT, EV))
+        a.append((w.RECORD, EV, 0))
+        a.append((w.WAIT, EV, SIDE))
+    a.append((w.ALLOC, Y, SIDE))
+    a.append((w.SEGMENT, SEG, 2 << 20))  # listed again when the recording ends
+    a.append((w.OP, "aten.mul.Tensor", SIDE, [(X, N, X, N, w.READ, True), (Y, N, Y, N, w.WRITE, True)], "prog.py:7"))
+    if record_stream:
+        a.append((w.RECORD_STREAM, X, SIDE, "prog.py:8"))
+    a.append((w.FREE, X))
+    a.append((w.ALLOC, X, 0))
+    a.append((w.OP, "aten.fill_.Scalar", 0, [(X, N, X, N, w.READ | w.WRITE, True)], "prog.py:10"))
+    a.append((w.SYNC_DEVICE,))
+    a.append((w.SEGMENT, SEG, 2 << 20))  # the recorder lists the segments when the recording ends
+    return tw
+
+
+def explore(text):
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "run.trace")
+        with open(path, "w") as f:
+            f.write(text)
+        r = subprocess.run([STREAMCHECK, "explore", path, "--strategy", "dfs", "--schedules", "10000"],
+                           capture_output=True, text=True)
+        return r.returncode, r.stdout + r.stderr
+
+
+class TorchWriter(unittest.TestCase):
+    def test_a_side_stream_with_its_wait_and_record_stream_is_clean(self):
+        text = side_stream_program(record_stream=True, wait_stream=True).text("prog.py")
+        self.assertIn("buffer seg1 2097152", text)
+        body = [line for line in text.splitlines() if not line.startswith("#")]
+        self.assertTrue(body[0].startswith("buffer seg1 2097152"), text)  # segments come first
+        self.assertEqual(text.count("stream s"), 1, text)  # only the stream used is declared
+        self.assertIn("launch aten.fill_.Scalar on legacy readwrites b1  # prog.py:3", text)
+        self.assertIn("suballoc b1 4096 from seg1[0:4096] on legacy", text)
+        self.assertIn("stream s1 nonblocking", text)
+        self.assertIn("launch aten.mul.Tensor on s1 reads b1 writes b2  # prog.py:7", text)
+        self.assertIn("record_stream b1 on s1  # prog.py:8", text)
+        self.assertIn("subfree b1 on legacy", text)
+        self.assertIn("suballoc b3 4096 from seg1[0:4096] on legacy", text)
+        self.assertIn("sync device  # the recording ends", text)
+        self.assertIn("free seg1", text)
+        rc, out = explore(text)
+        self.assertEqual(rc, 0, text + out)
+        self.assertIn("coverage: exhaustive", out)
+        self.assertNotIn("leak", out)  # what the allocator still holds at the end is let go
+
+    def test_a_missing_record_stream_is_a_reuse_race(self):
+        text = side_stream_program(record_stream=False, wait_stream=True).text("prog.py")
+        rc, out = explore(text)
+        self.assertEqual(rc, 1, text + out)
+        self.assertIn("reuse race", out)
+
+    def test_a_missing_wait_stream_is_a_data_race(self):
+        text = side_stream_program(record_stream=True, wait_stream=False).text("prog.py")
+        rc, out = explore(text)
+        self.assertEqual(rc, 1, text + out)
+        self.assertIn("data race", out)
+
+    def test_views_name_their_bytes_and_unknown_memory_is_noted(self):
+        tw = w.TraceWriter()
+        tw.actions += [(w.ALLOC, X, 0),
+                       (w.OP, "aten.zero_.default", 0, [(X, N, X + 1024, 1024, w.READ | w.WRITE, True)], None),
+                       (w.OP, "aten.t_.default", 0, [(X, N, X + 1024, 1024, w.READ | w.WRITE, False)], None),
+                       (w.OP, "aten.add_.Tensor", 0, [(0x1234, 64, 0x1234, 64, w.WRITE, True)], None),
+                       (w.SEGMENT, SEG, 1 << 20)]
+        text = tw.text()
+        self.assertIn("launch aten.zero_.default on legacy readwrites b1[1024:2048]", text)
+        self.assertIn("launch aten.t_.default on legacy readwrites b1\n", text)  # not contiguous: all of it
+        self.assertIn("launch aten.add_.Tensor on legacy\n", text)
+        self.assertIn("# assumed: a tensor in memory of no recorded segment: left out x1", text)
+        self.assertTrue(text.endswith("# end of capture\n"))
+
+    def test_trace_names(self):
+        self.assertEqual(w.trace_name("aten.add.Tensor"), "aten.add.Tensor")
+        self.assertEqual(w.trace_name("aten::foo<bar>"), "aten__foo_bar_")
+        self.assertEqual(w.trace_name("1x"), "op_1x")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,44 @@
+// `streamcheck capture -- PROGRAM ARGS...` (SPEC §10, docs/CAPTURE.md): runs
+// an unmodified CUDA program with the capture library injected by the driver
+// (CUDA_INJECTION64_PATH) and hands back the trace it wrote, for `explore`.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace streamcheck::tools {
+
+/// What makes a capture impossible: no driver or GPU, no capture library,
+/// a program that does not start or writes no trace. An input error (exit 2)
+/// whose message says what to do.
+class CaptureError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct CaptureOptions {
+  std::vector<std::string> command;  // PROGRAM ARGS...
+  std::string trace_path;            // where the trace is written
+  std::string kernels;               // a sidecar file of kernel accesses ("" for none)
+  std::string library;               // libstreamcheck_capture.so ("" : next to this executable)
+};
+
+struct CaptureResult {
+  int program_status = 0;  // the program's exit status
+  std::string trace_path;
+  std::vector<std::string> not_captured;  // the trace header's "# not captured:" lines
+  std::vector<std::string> assumed;       // its "# assumed:" lines
+};
+
+/// Why this machine cannot capture (no CUDA driver, no GPU, a build without
+/// CUDA), or std::nullopt when it can.
+std::optional<std::string> capture_unavailable();
+
+/// Validates the options (the sidecar file is parsed first), runs the program
+/// under the capture and reads the header of the trace it wrote. Throws
+/// CaptureError.
+CaptureResult run_capture(const CaptureOptions& options);
+
+}  // namespace streamcheck::tools
