@@ -154,10 +154,9 @@ const std::string& TraceWriter::stream_name(ThreadId thread, StreamArg stream) {
   return streams_[stream.handle] = std::move(name);
 }
 
-std::optional<std::string> TraceWriter::event_name(Handle event) {
+const std::string* TraceWriter::event_name(Handle event) const {
   auto it = events_.find(event);
-  if (it == events_.end()) return std::nullopt;
-  return it->second;
+  return it == events_.end() ? nullptr : &it->second;
 }
 
 int TraceWriter::device_of(ThreadId thread, const std::string& stream) {
@@ -231,8 +230,8 @@ void TraceWriter::event_destroyed(ThreadId thread, Handle event, const CallSite&
 }
 
 void TraceWriter::record(ThreadId thread, Handle event, StreamArg stream, const CallSite& site) {
-  auto e = event_name(event);
-  if (!e) {
+  const std::string* e = event_name(event);
+  if (e == nullptr) {
     // An event made outside the capture: declared where first recorded.
     note("an event made outside the capture, declared where first recorded");
     event_created(thread, event, CallSite{"(event first seen here)", {}});
@@ -241,19 +240,21 @@ void TraceWriter::record(ThreadId thread, Handle event, StreamArg stream, const 
   const std::string& s = stream_name(thread, stream);
   hand_off(thread, *e);
   hand_off(thread, s);
-  emit(thread, "record " + *e + " on " + s, site);
+  line_.assign("record ").append(*e).append(" on ").append(s);
+  emit(thread, line_, site);
 }
 
 void TraceWriter::wait(ThreadId thread, StreamArg stream, Handle event, const CallSite& site) {
-  auto e = event_name(event);
-  if (!e) {
+  const std::string* e = event_name(event);
+  if (e == nullptr) {
     note("cudaStreamWaitEvent on an event never made or recorded in the capture: orders nothing, left out");
     return;
   }
   const std::string& s = stream_name(thread, stream);
   hand_off(thread, *e);
   hand_off(thread, s);
-  emit(thread, "wait " + *e + " on " + s, site);
+  line_.assign("wait ").append(*e).append(" on ").append(s);
+  emit(thread, line_, site);
 }
 
 void TraceWriter::sync_stream(ThreadId thread, StreamArg stream, const CallSite& site) {
@@ -263,8 +264,8 @@ void TraceWriter::sync_stream(ThreadId thread, StreamArg stream, const CallSite&
 }
 
 void TraceWriter::sync_event(ThreadId thread, Handle event, const CallSite& site) {
-  auto e = event_name(event);
-  if (!e) {
+  const std::string* e = event_name(event);
+  if (e == nullptr) {
     note("cudaEventSynchronize of an event the capture did not see made: left out");
     return;
   }
@@ -360,16 +361,17 @@ void TraceWriter::launch(ThreadId thread, StreamArg stream, std::string_view tra
       same->access = merged(same->access, arg.access);
     }
   }
-  std::string statement = "launch ";
-  statement += trace_name;
-  statement += " on ";
-  statement += s;
+  std::string& statement = line_;
+  statement.assign("launch ").append(trace_name).append(" on ").append(s);
   for (Access kind : {Access::Reads, Access::Writes, Access::ReadWrites}) {
     bool first = true;
     for (const Touch& t : touches) {
       if (t.access != kind) continue;
       hand_off(thread, t.place.allocation->name);
-      statement += first ? " " + std::string(access_word(kind)) + " " : ", ";
+      if (first)
+        statement.append(" ").append(access_word(kind)).append(" ");
+      else
+        statement.append(", ");
       statement += ref(t.place, t.place.allocation->bytes - t.place.offset);
       first = false;
     }

@@ -128,7 +128,7 @@ class TraceWriter {
   /// The trace name of a stream argument; a handle the capture never saw
   /// made is declared where first used (and noted).
   const std::string& stream_name(ThreadId thread, StreamArg stream);
-  std::optional<std::string> event_name(Handle event);
+  const std::string* event_name(Handle event) const;
   /// The device a stream's work runs on (a default stream: the thread's).
   int device_of(ThreadId thread, const std::string& stream);
   std::optional<Place> place_of(Handle address) const;
@@ -160,6 +160,7 @@ class TraceWriter {
   std::map<std::string, std::uint64_t, std::less<>> notes_;
   std::vector<std::string> channels_;
   std::string body_;
+  std::string line_;  // the statement being written (kept: no allocation per call)
   std::uint64_t statement_count_ = 0;
   std::uint64_t streams_made_ = 0, events_made_ = 0, buffers_made_ = 0, graphs_made_ = 0, copies_ = 0;
 };

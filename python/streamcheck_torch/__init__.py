@@ -43,7 +43,6 @@ class Recording:
         self.path = path
         self.writer = _w.TraceWriter()
         self.actions = self.writer.actions
-        self.active = False
         self.thread = threading.get_ident()
         self.skip_dirs = (_HERE,)
         self.library_code = {}  # code object -> inside torch or this module
@@ -74,52 +73,17 @@ class Recording:
         for seg in torch.cuda.memory._snapshot()["segments"]:
             self.actions.append((_w.SEGMENT, seg["address"], seg["total_size"]))
 
-    # -- callbacks (torch.cuda._gpu_trace) -------------------------------------
-
-    def on_stream(self, stream):
-        if self.active:
-            self.actions.append((_w.STREAM, stream))
-
-    def on_event(self, event):
-        if self.active:
-            self.actions.append((_w.EVENT, event))
-
-    def on_event_gone(self, event):
-        if self.active:
-            self.actions.append((_w.EVENT_GONE, event))
-
-    def on_record(self, event, stream):
-        if self.active:
-            self.actions.append((_w.RECORD, event, stream))
-
-    def on_wait(self, event, stream):
-        if self.active:
-            self.actions.append((_w.WAIT, event, stream))
+    # -- callbacks (torch.cuda._gpu_trace) that need more than their arguments
 
     def on_sync_stream(self, stream):
-        if self.active:
-            self.actions.append((_w.SYNC_STREAM, stream, self.site()))
-
-    def on_sync_event(self, event):
-        if self.active:
-            self.actions.append((_w.SYNC_EVENT, event))
-
-    def on_sync_device(self):
-        if self.active:
-            self.actions.append((_w.SYNC_DEVICE,))
+        self.actions.append((_w.SYNC_STREAM, stream, self.site()))
 
     def on_alloc(self, address):
-        if self.active:
-            self.actions.append((_w.ALLOC, address, _current_stream_handle()))
-
-    def on_free(self, address):
-        if self.active:
-            self.actions.append((_w.FREE, address))
+        self.actions.append((_w.ALLOC, address, _current_stream_handle()))
 
     # -- the end --------------------------------------------------------------
 
     def finish(self):
-        self.active = False
         self.segments()
         program = " ".join(sys.argv) if sys.argv and sys.argv[0] else "python"
         text = self.writer.text(program)
@@ -148,6 +112,16 @@ def _install_callbacks():
     import torch
     import torch.cuda._gpu_trace as trace
 
+    # Each callback is one list append: they run on every event record and
+    # wait of the program.
+    def appender(kind):
+        def callback(*args):
+            rec = _current[0]
+            if rec is not None:
+                rec.actions.append((kind,) + args)
+
+        return callback
+
     def forward(method):
         def callback(*args):
             rec = _current[0]
@@ -156,16 +130,16 @@ def _install_callbacks():
 
         return callback
 
-    trace.register_callback_for_stream_creation(forward("on_stream"))
-    trace.register_callback_for_event_creation(forward("on_event"))
-    trace.register_callback_for_event_deletion(forward("on_event_gone"))
-    trace.register_callback_for_event_record(forward("on_record"))
-    trace.register_callback_for_event_wait(forward("on_wait"))
+    trace.register_callback_for_stream_creation(appender(_w.STREAM))
+    trace.register_callback_for_event_creation(appender(_w.EVENT))
+    trace.register_callback_for_event_deletion(appender(_w.EVENT_GONE))
+    trace.register_callback_for_event_record(appender(_w.RECORD))
+    trace.register_callback_for_event_wait(appender(_w.WAIT))
     trace.register_callback_for_stream_synchronization(forward("on_sync_stream"))
-    trace.register_callback_for_event_synchronization(forward("on_sync_event"))
-    trace.register_callback_for_device_synchronization(forward("on_sync_device"))
+    trace.register_callback_for_event_synchronization(appender(_w.SYNC_EVENT))
+    trace.register_callback_for_device_synchronization(appender(_w.SYNC_DEVICE))
     trace.register_callback_for_memory_allocation(forward("on_alloc"))
-    trace.register_callback_for_memory_deallocation(forward("on_free"))
+    trace.register_callback_for_memory_deallocation(appender(_w.FREE))
     torch._C._activate_gpu_trace()
     _callbacks_installed = True
 
@@ -224,8 +198,6 @@ def _dispatch_mode(rec):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             result = func(*args, **kwargs)
-            if not rec.active:
-                return result
             if func is record_stream_op:
                 t, stream = args[0], args[1]
                 handle = getattr(stream, "cuda_stream", None)
@@ -284,7 +256,6 @@ class record:
         self.recording = rec
         self.mode = _dispatch_mode(rec)
         _current[0] = rec
-        rec.active = True
         self.mode.__enter__()
         return rec
 
@@ -293,5 +264,7 @@ class record:
             self.mode.__exit__(*exc)
         finally:
             _current[0] = None
+            if exc and exc[0] is not None:
+                self.recording.writer.note("the recorded block raised %s: the trace stops where it did" % exc[0].__name__)
             self.recording.finish()
         return False
