@@ -3,10 +3,12 @@ ITERATIONS rounds of wait + kernel + record on a side stream, run bare, under
 streamcheck_torch.record, or under PyTorch's CUDA sanitizer (CSAN).
 One mode per process (CSAN cannot be turned off once on):
 
-    python3 bench/torch_overhead.py bare|dispatch|streamcheck|csan ITERATIONS [TRACE]
+    python3 bench/torch_overhead.py bare|dispatch|callbacks|floor|streamcheck|csan ITERATIONS [TRACE]
 
-`dispatch` runs under an empty TorchDispatchMode (it only calls the op): the
-floor any dispatch-mode recorder pays, CSAN and streamcheck_torch alike.
+`dispatch` runs under an empty TorchDispatchMode (it only calls the op);
+`callbacks` with PyTorch's CUDA trace callbacks on, each an empty function;
+`floor` with both: what any recorder built on these hooks pays before doing
+anything, CSAN and streamcheck_torch alike.
 
 Prints one line: mode, iterations, microseconds per iteration."""
 
@@ -46,7 +48,19 @@ def run(n):
 # Warm-up, out of the timing: kernels loaded, the allocator primed, and what
 # a mode imports on its first op (a dispatch mode pulls in torch._dynamo: 3 s
 # on the GPU machine) already imported.
-if mode == "dispatch":
+if mode in ("callbacks", "floor"):
+    import torch.cuda._gpu_trace as gpu_trace
+
+    def nothing(*args):
+        pass
+
+    for register in (gpu_trace.register_callback_for_event_creation, gpu_trace.register_callback_for_event_record,
+                     gpu_trace.register_callback_for_event_wait, gpu_trace.register_callback_for_memory_allocation,
+                     gpu_trace.register_callback_for_memory_deallocation):
+        register(nothing)
+    torch._C._activate_gpu_trace()
+
+if mode in ("dispatch", "floor"):
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Empty(TorchDispatchMode):
@@ -58,7 +72,7 @@ if mode == "streamcheck":
 
     with streamcheck_torch.record(trace):
         run(100)
-elif mode == "dispatch":
+elif mode in ("dispatch", "floor"):
     with Empty():
         run(100)
 else:
@@ -67,7 +81,7 @@ start = time.perf_counter()
 if mode == "streamcheck":
     with streamcheck_torch.record(trace):
         run(iterations)
-elif mode == "dispatch":
+elif mode in ("dispatch", "floor"):
     with Empty():
         run(iterations)
 else:

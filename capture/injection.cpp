@@ -13,9 +13,11 @@
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -234,15 +236,22 @@ void on_runtime_exit(Capture& c, CUpti_CallbackId id, const CUpti_CallbackData* 
   const bool pt = ends_with(cb->functionName, "_ptsz") || ends_with(cb->functionName, "_ptds");
   std::lock_guard lock(c.mutex);
   if (id < c.calls.size()) ++c.calls[id];
-  if (params == nullptr || cb->functionReturnValue == nullptr) {
-    if (!unmodelled_runtime_call(cb->functionName) && std::strncmp(cb->functionName, "__cudaLaunch", 12) != 0) return;
-    c.writer.not_modelled(cb->functionName, "CUPTI gave no parameters");
-    return;
-  }
+  if (cb->functionReturnValue == nullptr) return;
   const cudaError_t result = *static_cast<const cudaError_t*>(cb->functionReturnValue);
   if (result != cudaSuccess) {
     // A failed call did nothing (cudaEventQuery/cudaStreamQuery answering
     // "not ready" included: the program's path for that answer is its own).
+    return;
+  }
+  // Calls without parameters: CUPTI hands no parameter struct for them.
+  if (id == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020 ||
+      id == CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020) {
+    c.writer.sync_device(me, site);
+    return;
+  }
+  if (params == nullptr) {
+    if (!unmodelled_runtime_call(cb->functionName) && std::strncmp(cb->functionName, "__cudaLaunch", 12) != 0) return;
+    c.writer.not_modelled(cb->functionName, "CUPTI gave no parameters");
     return;
   }
 #define SC_PARAMS(type) const auto* p = static_cast<const type*>(params)
@@ -317,10 +326,6 @@ void on_runtime_exit(Capture& c, CUpti_CallbackId id, const CUpti_CallbackData* 
       c.writer.sync_event(me, handle(p->event), site);
       return;
     }
-    case CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020:
-      c.writer.sync_device(me, site);
-      return;
     case CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_ptsz_v7000: {
       SC_PARAMS(cudaStreamQuery_v3020_params);
@@ -525,7 +530,14 @@ void write_trace() {
         "# runtime calls: " + std::string(name != nullptr ? name : "?") + " x" + std::to_string(c->calls[id]) + "\n";
   }
   text += "# end of capture\n";
-  std::FILE* f = std::fopen(c->out_path.c_str(), "w");
+  // Never over another process's trace: when TRACE is there already (a
+  // program run before this one by the same shell wrote it), this one is
+  // TRACE.PID.
+  std::FILE* f = std::fopen(c->out_path.c_str(), "wx");
+  if (f == nullptr && errno == EEXIST) {
+    c->out_path += "." + std::to_string(getpid());
+    f = std::fopen(c->out_path.c_str(), "w");
+  }
   if (f == nullptr || std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fclose(f) != 0) {
     std::fprintf(stderr, "streamcheck capture: cannot write the trace to %s: %s\n", c->out_path.c_str(),
                  std::strerror(errno));
@@ -535,6 +547,11 @@ void write_trace() {
     std::fprintf(stderr, "streamcheck capture: wrote %llu statements to %s\n",
                  static_cast<unsigned long long>(c->writer.statements()), c->out_path.c_str());
 }
+
+/// A forked child shares the parent's capture in memory but not its run
+/// (CUDA does not work across fork): it writes nothing, so the parent's trace
+/// is the parent's alone.
+void forget_capture_in_child() { g_capture = nullptr; }
 
 void enable_driver_callbacks(CUpti_SubscriberHandle subscriber) {
   // Only the driver calls that order work or touch memory: a program's own
@@ -580,6 +597,13 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
   auto* c = new Capture;
   const char* out = std::getenv("STREAMCHECK_CAPTURE_OUT");
   c->out_path = out != nullptr && *out != '\0' ? out : "streamcheck-capture-" + std::to_string(getpid()) + ".trace";
+  // The first process captured names itself; a process it starts (which
+  // inherits the environment) writes TRACE.PID instead of overwriting TRACE.
+  const std::string pid = std::to_string(getpid());
+  if (const char* root = std::getenv("STREAMCHECK_CAPTURE_ROOT_PID"); root == nullptr)
+    setenv("STREAMCHECK_CAPTURE_ROOT_PID", pid.c_str(), 1);
+  else if (pid != root)
+    c->out_path += "." + pid;
   if (const char* kernels = std::getenv("STREAMCHECK_KERNELS"); kernels != nullptr && *kernels != '\0') {
     std::ifstream in(kernels);
     std::stringstream text;
@@ -620,6 +644,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
   if (g_callbacks_only) c->writer.not_modelled("every call", "STREAMCHECK_CAPTURE_CALLBACKS_ONLY=1 (a measurement)");
   g_capture = c;
   std::atexit(write_trace);
+  pthread_atfork(nullptr, nullptr, forget_capture_in_child);
   if (c->verbose)
     std::fprintf(stderr, "streamcheck capture: injected into process %d, writing %s at exit\n",
                  static_cast<int>(getpid()), c->out_path.c_str());

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -50,6 +51,22 @@ std::string read_all(const fs::path& path) {
   return text.str();
 }
 
+/// TRACE.PID files: the traces of programs the captured program started
+/// (capture/injection.cpp names them so).
+std::vector<std::string> other_process_traces(const fs::path& trace) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  const std::string prefix = trace.filename().string() + ".";
+  for (const auto& entry : fs::directory_iterator(trace.parent_path(), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with(prefix) && name.size() > prefix.size() &&
+        name.find_first_not_of("0123456789", prefix.size()) == std::string::npos)
+      out.push_back(entry.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace
 
 std::optional<std::string> capture_unavailable() {
@@ -83,7 +100,9 @@ CaptureResult run_capture(const CaptureOptions& options) {
   const fs::path library = capture_library(options.library);
   const fs::path trace = fs::absolute(options.trace_path);
   std::error_code ec;
-  fs::remove(trace, ec);  // a trace left from an earlier run must not pass for this one's
+  // Traces left from an earlier run must not pass for this one's.
+  fs::remove(trace, ec);
+  for (const auto& path : other_process_traces(trace)) fs::remove(path, ec);
 
   // The program's environment: ours, with the capture's variables set.
   std::vector<std::string> env_text;
@@ -97,6 +116,9 @@ CaptureResult run_capture(const CaptureOptions& options) {
   env_text.push_back("CUDA_INJECTION64_PATH=" + library.string());
   env_text.push_back("STREAMCHECK_CAPTURE_OUT=" + trace.string());
   if (!kernels.empty()) env_text.push_back("STREAMCHECK_KERNELS=" + kernels);
+  env_text.erase(std::remove_if(env_text.begin(), env_text.end(),
+                                [](const std::string& e) { return e.starts_with("STREAMCHECK_CAPTURE_ROOT_PID="); }),
+                 env_text.end());
   std::vector<char*> envp;
   for (auto& e : env_text) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -126,6 +148,7 @@ CaptureResult run_capture(const CaptureOptions& options) {
   if (text.find(kEndMarker) == std::string::npos)
     throw CaptureError(trace.string() + " is incomplete (no '" + std::string(kEndMarker) +
                        "' line): the program did not end through exit()");
+  result.other_processes = other_process_traces(trace);
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
     if (!line.starts_with("#")) break;  // the header ends at the first statement

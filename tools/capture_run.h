@@ -28,8 +28,9 @@ struct CaptureOptions {
 struct CaptureResult {
   int program_status = 0;  // the program's exit status
   std::string trace_path;
-  std::vector<std::string> not_captured;  // the trace header's "# not captured:" lines
-  std::vector<std::string> assumed;       // its "# assumed:" lines
+  std::vector<std::string> not_captured;     // the trace header's "# not captured:" lines
+  std::vector<std::string> assumed;          // its "# assumed:" lines
+  std::vector<std::string> other_processes;  // TRACE.PID of programs it started that used CUDA
 };
 
 /// Why this machine cannot capture (no CUDA driver, no GPU, a build without

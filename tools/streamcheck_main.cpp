@@ -385,6 +385,8 @@ Outcome capture(Options o) {
   for (const auto& line : run.not_captured)
     std::cerr << "  not captured (the verdict does not cover it): " << line << "\n";
   for (const auto& line : run.assumed) std::cerr << "  assumed: " << line << "\n";
+  for (const auto& path : run.other_processes)
+    std::cerr << "  another process it started used CUDA; its trace (not explored here): " << path << "\n";
   o.file = run.trace_path;
   return explore_trace_file(o);
 }

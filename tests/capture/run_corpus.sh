@@ -19,11 +19,26 @@ while read -r name verdict; do
     exit 77
   fi
   got="rc=$rc"
+  # Every call the capture follows became a statement: the trace's footer
+  # counts the runtime calls the program made, its comments name the call of
+  # each statement (a dropped call once went unnoticed: a parameterless one).
+  dropped=""
+  while read -r api count; do
+    case "$api" in
+      cudaStreamCreate*|cudaStreamDestroy|cudaEventCreate*|cudaEventDestroy|cudaEventRecord*|cudaStreamWaitEvent*|\
+      cudaStreamSynchronize*|cudaEventSynchronize|cudaDeviceSynchronize|cudaMalloc*|cudaFree*|cudaLaunchKernel*|\
+      cudaMemcpy*|cudaMemset*|cudaStreamBeginCapture*|cudaStreamEndCapture*|cudaGraphLaunch*)
+        made=$(grep -cE "  # $api(:| at |\$)" "$out/$name.trace")
+        (( made >= count )) || dropped+=" $api($made of $count)" ;;
+    esac
+  done < <(sed -nE 's/^# runtime calls: (.*)_v[0-9]+ x([0-9]+)$/\1 \2/p' "$out/$name.trace" 2>/dev/null)
+  [[ -n "$dropped" ]] && got+=" dropped:$dropped"
   if [[ "$verdict" == clean ]]; then
     ok=$([[ $rc == 0 ]] && echo yes || echo no)
   else
     ok=$([[ $rc == 1 ]] && grep -q "^$verdict" "$out/$name.report" && echo yes || echo no)
   fi
+  [[ -n "$dropped" ]] && ok=no
   printf '%-20s expected %-16s %s %s\n' "$name" "$verdict" "$got" "$([[ $ok == yes ]] && echo PASS || echo FAIL)"
   if [[ $ok != yes ]]; then
     failed=1
