@@ -96,10 +96,7 @@ std::optional<std::vector<ParamKind>> parameter_kinds(std::string_view signature
   return kinds;
 }
 
-std::string kernel_key(std::string_view signature) {
-  const std::size_t open = parameter_list_start(signature);
-  return std::string(trimmed(open == std::string_view::npos ? signature : signature.substr(0, open)));
-}
+std::string kernel_key(std::string_view signature) { return std::string(trimmed(kernel_name_of(signature))); }
 
 std::vector<Access> KernelTable::parse_accesses(std::string_view words) {
   std::vector<Access> accesses;

@@ -34,7 +34,8 @@ std::optional<std::string> demangle(const char* symbol);
 std::optional<std::vector<ParamKind>> parameter_kinds(std::string_view signature);
 
 /// The kernel's name as a sidecar file and annotations name it: the
-/// demangled signature without its parameter list (`ns::scale<float>`).
+/// demangled signature without its parameter list and, for a function
+/// template, without its return type (`ns::scale<float>`).
 std::string kernel_key(std::string_view signature);
 
 /// Per-parameter accesses by kernel name, from a sidecar file or annotations.

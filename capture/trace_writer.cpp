@@ -48,8 +48,9 @@ std::size_t parameter_list_start(std::string_view signature) {
   return std::string_view::npos;
 }
 
-std::string kernel_trace_name(std::string_view signature) {
+std::string_view kernel_name_of(std::string_view signature) {
   std::string_view head = signature.substr(0, std::min(parameter_list_start(signature), signature.size()));
+  while (!head.empty() && head.back() == ' ') head.remove_suffix(1);
   // A function template's demangled name starts with its return type: keep
   // what follows the last space outside brackets.
   int depth = 0;
@@ -59,7 +60,11 @@ std::string kernel_trace_name(std::string_view signature) {
     if (head[i] == '>' || head[i] == ')') --depth;
     if (head[i] == ' ' && depth == 0) start = i + 1;
   }
-  head = head.substr(start);
+  return head.substr(start);
+}
+
+std::string kernel_trace_name(std::string_view signature) {
+  const std::string_view head = kernel_name_of(signature);
   std::string name;
   for (std::size_t i = 0; i < head.size() && name.size() < kMaxKernelName; ++i) {
     const char c = head[i];

@@ -169,6 +169,11 @@ class TraceWriter {
 /// parenthesized group), or npos.
 std::size_t parameter_list_start(std::string_view signature);
 
+/// A kernel's name as C++ spells it, from its demangled signature: without
+/// the parameter list and without a function template's return type
+/// (`void ns::fill<float>(float*, int)` -> `ns::fill<float>`).
+std::string_view kernel_name_of(std::string_view signature);
+
 /// The trace-language name of a kernel: its demangled name without
 /// parameters, namespaces kept with '.', other characters '_' (at most 64).
 std::string kernel_trace_name(std::string_view signature);

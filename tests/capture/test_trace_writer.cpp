@@ -195,7 +195,8 @@ TEST(KernelAccess, TheSignatureSaysWhichPointersOnlyRead) {
   EXPECT_FALSE(parameter_kinds("extern_c_kernel"));
   EXPECT_EQ(demangle("_Z7consumePKfPfi").value_or(""), "consume(float const*, float*, int)");
   EXPECT_FALSE(demangle("extern_c_kernel"));
-  EXPECT_EQ(kernel_key("void ns::scale<float>(float*, int)"), "void ns::scale<float>");
+  EXPECT_EQ(kernel_key("void ns::scale<float>(float*, int)"), "ns::scale<float>");  // as C++ spells it
+  EXPECT_EQ(kernel_key("void ns::pair_sum<std::pair<int, int> >(int*)"), "ns::pair_sum<std::pair<int, int> >");
   EXPECT_EQ(kernel_key("scale(float*, float*, int)"), "scale");
 }
 

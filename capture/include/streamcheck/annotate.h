@@ -6,7 +6,8 @@
 //
 // One word per parameter: reads, writes, readwrites, or - (not memory). The
 // name is the kernel's as C++ spells it without parameters (`ns::scale` or
-// `scale<float>` for an instance of a template). Without the capture the
+// `scale<float>` for an instance of a template; one whose arguments hold a
+// comma cannot be a macro argument: list it in the --kernels file instead). Without the capture the
 // annotation costs one getenv at start-up and does nothing; under it, it
 // tells the capture library what the kernel's signature cannot (a pointer
 // that is only written, a struct that carries pointers). A listing in the
