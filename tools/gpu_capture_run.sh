@@ -45,12 +45,11 @@ echo "streamcheck check (taskset -c 0): rc=$rc in $(calc "$e - $s") s" | tee -a 
 tail -3 "$out/many1m.report" | tee -a "$out/scale.txt"
 rm -f "$out/many1m.trace" "$out/many100k.trace"
 
-echo "== PyTorch recorder vs CSAN, wait + kernel + record per iteration" | tee "$out/torch_bench.txt"
+echo "== PyTorch recorder vs CSAN, wait + kernel + record per iteration, one process each run" | tee "$out/torch_bench.txt"
 for k in 1 2 3; do
-  for m in bare dispatch streamcheck csan; do
-    python3 bench/torch_overhead.py $m 5000 "$out/torch_bench.trace" 2>&1 | tail -1 | tee -a "$out/torch_bench.txt"
-  done
+  python3 bench/torch_overhead.py 5000 5 "$out/torch_bench.trace" 2>&1 | tail -8 | tee -a "$out/torch_bench.txt"
 done
+python3 bench/torch_breakdown.py 3000 5 2>&1 | head -16 | tee -a "$out/torch_bench.txt"
 s=$EPOCHREALTIME; taskset -c 0 "$sc" check "$out/torch_bench.trace" >"$out/torch_bench.report" 2>&1; rc=$?; e=$EPOCHREALTIME
 echo "streamcheck check of the 5000-iteration trace (taskset -c 0): rc=$rc in $(calc "$e - $s") s, $(grep -c . "$out/torch_bench.trace") lines" | tee -a "$out/torch_bench.txt"
 rm -f "$out/torch_bench.trace"

@@ -45,23 +45,13 @@ class Recording:
         self.actions = self.writer.actions
         self.thread = threading.get_ident()
         self.skip_dirs = (_HERE,)
-        self.library_code = {}  # code object -> inside torch or this module
+        self.library_files = {}  # file name -> inside torch or this module
 
     # -- call sites -----------------------------------------------------------
 
     def site(self):
         """(file, line) of the program's own frame that led here."""
-        frame = sys._getframe(2)
-        library = self.library_code
-        while frame is not None:
-            code = frame.f_code
-            inside = library.get(code)
-            if inside is None:
-                inside = library[code] = code.co_filename.startswith(self.skip_dirs)
-            if not inside:
-                return (code.co_filename, frame.f_lineno)
-            frame = frame.f_back
-        return None
+        return _program_site(sys._getframe(2), self.library_files, self.skip_dirs)
 
     # -- segments -------------------------------------------------------------
 
@@ -71,15 +61,15 @@ class Recording:
         import torch
 
         for seg in torch.cuda.memory._snapshot()["segments"]:
-            self.actions.append((_w.SEGMENT, seg["address"], seg["total_size"]))
+            self.actions += (_w.SEGMENT, seg["address"], seg["total_size"])
 
     # -- callbacks (torch.cuda._gpu_trace) that need more than their arguments
 
     def on_sync_stream(self, stream):
-        self.actions.append((_w.SYNC_STREAM, stream, self.site()))
+        self.actions += (_w.SYNC_STREAM, stream) + (self.site() or (None, 0))
 
     def on_alloc(self, address):
-        self.actions.append((_w.ALLOC, address, _current_stream_handle()))
+        self.actions += (_w.ALLOC, address, _current_stream_handle())
 
     # -- the end --------------------------------------------------------------
 
@@ -89,6 +79,22 @@ class Recording:
         text = self.writer.text(program)
         with open(self.path, "w", encoding="utf-8") as f:
             f.write(text)
+
+
+def _program_site(frame, library, skip_dirs):
+    """(file, line) of the first frame from `frame` outwards that is the
+    program's own, not torch's or this module's; `library` remembers the
+    answer for each file (by name: a str keeps its hash, a code object
+    computes it anew each time)."""
+    while frame is not None:
+        file = frame.f_code.co_filename
+        inside = library.get(file)
+        if inside is None:
+            inside = library[file] = file.startswith(skip_dirs)
+        if not inside:
+            return (file, frame.f_lineno)
+        frame = frame.f_back
+    return None
 
 
 def _current_stream_handle():
@@ -112,13 +118,13 @@ def _install_callbacks():
     import torch
     import torch.cuda._gpu_trace as trace
 
-    # Each callback is one list append: they run on every event record and
+    # Each callback is one list extend: they run on every event record and
     # wait of the program.
     def appender(kind):
         def callback(*args):
             rec = _current[0]
             if rec is not None:
-                rec.actions.append((kind,) + args)
+                rec.actions += (kind,) + args
 
         return callback
 
@@ -144,90 +150,136 @@ def _install_callbacks():
     _callbacks_installed = True
 
 
-def _dispatch_mode(rec):
+def _tensor_argument(type_):
+    """How a schema argument of this type holds tensors: None (it holds
+    none), "one" (Tensor, Tensor?) or "many" (Tensor[], Tensor?[])."""
+    text = str(type_)
+    if "Tensor" not in text:
+        return None
+    return "many" if ("[]" in text or text.startswith("List")) else "one"
+
+
+def _dispatch_mode(rec, sites):
+    """The TorchDispatchMode that records each op. It runs on every aten op
+    of the program, so it is written for speed (docs/PERFORMANCE.md,
+    "Capture"): each op's schema is read once into a plan, the work per op
+    is plain loops appending numbers and strings to the recording's one flat
+    list (no object per op for the garbage collector to visit), and nothing
+    here keeps a tensor alive (the caching allocator must free and reuse blocks
+    as it would without the recorder)."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
     record_stream_op = torch.ops.aten.record_stream.default
     raw_stream = torch._C._cuda_getCurrentRawStream
     get_device = torch._C._cuda_getDevice
-    actions = rec.actions
+    get_frame = sys._getframe
     Tensor = torch.Tensor
+    actions = rec.actions
+    extend = actions.extend
+    library = rec.library_files
+    skip_dirs = rec.skip_dirs
+    OP, SYNC_STREAM, RECORD_STREAM, READ, WRITE = _w.OP, _w.SYNC_STREAM, _w.RECORD_STREAM, _w.READ, _w.WRITE
+    ACCESS_FIELDS = _w.ACCESS_FIELDS
+    OP_FIELDS = 1 + _w.OP_HEADER_FIELDS
 
-    def access(value, mode, out):
-        """Appends what the op does to `value` (a tensor, or a list of them);
-        False when a tensor is in host memory. Kept to attribute reads: the
-        segment of each block is looked up once, when the recording ends."""
-        if isinstance(value, Tensor):
-            if not value.is_cuda:
-                return False
-            storage = value.untyped_storage()
-            out.append((storage.data_ptr(), storage.nbytes(), value.data_ptr(), value.nbytes, mode,
-                        value.is_contiguous()))
-            return True
-        on_device = True
-        if isinstance(value, (list, tuple)):
-            for v in value:
-                if isinstance(v, Tensor):
-                    on_device &= access(v, mode, out)
-        return on_device
-
-    plans = {}  # func -> (name, argument plan, return plan), worked out once per op
+    plans = {}  # func -> (name, tensor arguments, returns written, host copy), worked out once per op
 
     def plan_of(func):
+        if func is record_stream_op:
+            plans[func] = None
+            return None
         schema = func._schema
-        arguments = []
+        arguments = []  # (index, name, mode, many)
         for i, arg in enumerate(schema.arguments):
+            holds = _tensor_argument(arg.type)
+            if holds is None:
+                continue
             alias = arg.alias_info
             if alias is not None and alias.is_write:
-                mode = _w.WRITE if arg.name == "out" else _w.READ | _w.WRITE
+                mode = WRITE if arg.name == "out" else READ | WRITE
             elif alias is not None:
                 continue  # a view of its input: no kernel touches it
             else:
-                mode = _w.READ
-            arguments.append((i, arg.name, mode))
+                mode = READ
+            arguments.append((i, arg.name, mode, holds == "many"))
         name = str(func)
-        returns = []
-        if not name.startswith(_NO_KERNEL_PREFIXES):
+        returns = ()
+        if name.startswith(_NO_KERNEL_PREFIXES):
+            arguments = []  # no kernel reads its arguments either
+        else:
             # A return with alias_info is a view, or the written input again.
-            returns = [r.alias_info is None for r in schema.returns]
-        plans[func] = (name, arguments, returns, name.startswith(_HOST_COPY_PREFIXES))
+            returns = tuple(r.alias_info is None and _tensor_argument(r.type) is not None for r in schema.returns)
+            if not any(returns):
+                returns = ()
+        plans[func] = (name, tuple(arguments), returns,
+                       name.startswith(_HOST_COPY_PREFIXES) and not name.startswith("aten._local_scalar_dense"),
+                       name.startswith("aten._local_scalar_dense"))
         return plans[func]
+
+    def site():
+        """(file, line) of the program's own frame that led here: frame 2 is
+        the caller of __torch_dispatch__."""
+        return _program_site(get_frame(2), library, skip_dirs)
+
+    def record_stream(args):
+        t, stream = args[0], args[1]
+        handle = getattr(stream, "cuda_stream", None)
+        if handle is None:  # a torch.Stream: its CUDA stream by id
+            handle = torch.cuda.Stream(stream_id=stream.stream_id, device_index=stream.device_index,
+                                       device_type=stream.device_type).cuda_stream
+        extend((RECORD_STREAM, t.untyped_storage().data_ptr(), handle) + ((sites and site()) or (None, 0)))
 
     class Mode(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            result = func(*args, **kwargs)
-            if func is record_stream_op:
-                t, stream = args[0], args[1]
-                handle = getattr(stream, "cuda_stream", None)
-                if handle is None:  # a torch.Stream: its CUDA stream by id
-                    handle = torch.cuda.Stream(stream_id=stream.stream_id, device_index=stream.device_index,
-                                               device_type=stream.device_type).cuda_stream
-                actions.append((_w.RECORD_STREAM, t.untyped_storage().data_ptr(), handle, rec.site()))
+            result = func(*args, **kwargs) if kwargs else func(*args)
+            plan = plans.get(func, False)
+            if plan is False:
+                plan = plan_of(func)
+            if plan is None:
+                record_stream(args)
                 return result
-            plan = plans.get(func) or plan_of(func)
-            accesses = []
-            cpu = False
+            if not plan[1] and not plan[2]:
+                return result  # a view, or an op that runs no kernel
+            # The op's header, then its accesses (writer.py: OP), straight
+            # onto the flat list: the stream, site and count are filled in
+            # once known, and the header taken back if no CUDA tensor is touched.
+            base = len(actions)
+            extend((OP, plan[0], 0, None, 0, 0))
+            on_host = False
             n = len(args)
-            for i, arg_name, mode in plan[1]:
-                value = args[i] if i < n else kwargs.get(arg_name)
-                if value is not None:
-                    cpu |= not access(value, mode, accesses)
+            for i, arg_name, mode, many in plan[1]:
+                value = args[i] if i < n else (kwargs.get(arg_name) if kwargs else None)
+                if value is None:
+                    continue
+                for t in value if many else (value,):
+                    if not isinstance(t, Tensor):
+                        continue  # None, or a Python number in a Tensor argument
+                    if t.is_cuda:
+                        storage = t.untyped_storage()
+                        extend((storage.data_ptr(), storage.nbytes(), t.data_ptr(), t.nbytes, mode, t.is_contiguous()))
+                    else:
+                        on_host = True
             if plan[2]:
-                for written, value in zip(plan[2], result if isinstance(result, tuple) else (result,)):
-                    if written:
-                        cpu |= not access(value, _w.WRITE, accesses)
-            if not accesses:
+                for written, t in zip(plan[2], result if isinstance(result, (tuple, list)) else (result,)):
+                    if written and isinstance(t, Tensor):
+                        if t.is_cuda:
+                            storage = t.untyped_storage()
+                            extend((storage.data_ptr(), storage.nbytes(), t.data_ptr(), t.nbytes, WRITE,
+                                    t.is_contiguous()))
+                        else:
+                            on_host = True
+            count = (len(actions) - base - OP_FIELDS) // ACCESS_FIELDS
+            if not count:
+                del actions[base:]
                 return result
             stream = raw_stream(get_device())
-            actions.append((_w.OP, plan[0], stream, accesses, rec.site()))
-            if plan[3] and (cpu or plan[0].startswith("aten._local_scalar_dense")) and not kwargs.get(
-                "non_blocking", False
-            ):
+            where = (sites and site()) or (None, 0)
+            actions[base + 2:base + OP_FIELDS] = (stream, where[0], where[1], count)
+            if ((plan[3] and on_host) or plan[4]) and not (kwargs and kwargs.get("non_blocking", False)):
                 # A copy to or from host memory (.cpu(), .item(), .to("cuda")):
                 # it returns once the copy is done.
-                actions.append((_w.SYNC_STREAM, stream, rec.site()))
+                extend((SYNC_STREAM, stream) + where)
             return result
 
     return Mode()
@@ -235,10 +287,14 @@ def _dispatch_mode(rec):
 
 class record:
     """``with streamcheck_torch.record("run.trace"):`` writes the trace of
-    the block's CUDA work when the block ends (also when it raises)."""
+    the block's CUDA work when the block ends (also when it raises).
+    ``sites=False`` leaves out each op's call site (the program's file:line):
+    a walk up the Python frames per op, about a fifth of the recorder's cost
+    (docs/PERFORMANCE.md, "Capture")."""
 
-    def __init__(self, path="streamcheck-torch.trace"):
+    def __init__(self, path="streamcheck-torch.trace", sites=True):
         self.path = path
+        self.sites = sites
         self.recording = None
         self.mode = None
 
@@ -254,7 +310,7 @@ class record:
         rec.skip_dirs = (_HERE, _torch_dir())
         _install_callbacks()
         self.recording = rec
-        self.mode = _dispatch_mode(rec)
+        self.mode = _dispatch_mode(rec, self.sites)
         _current[0] = rec
         self.mode.__enter__()
         return rec

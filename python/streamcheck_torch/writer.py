@@ -1,7 +1,7 @@
 """The trace writer of the PyTorch recorder (docs/CAPTURE.md), standard library only.
 
 The recorder (``streamcheck_torch.record``) appends what the program did, as
-plain tuples, while it runs; ``TraceWriter.text`` turns them into a
+numbers and strings on one flat list, while it runs; ``TraceWriter.text`` turns them into a
 trace-language program (docs/TRACES.md) once the recording ends. Keeping the
 run-time part to list appends is what makes the recorder cheap per op.
 
@@ -15,21 +15,71 @@ Caching-allocator memory is written as the allocator has it: each segment
 import bisect
 import os
 
-# Kinds of recorded actions (the first item of each tuple).
-STREAM = "stream"          # (STREAM, handle): declared where first used, not here
-EVENT = "event"            # (EVENT, handle)
-EVENT_GONE = "event_gone"  # (EVENT_GONE, handle)
-RECORD = "record"          # (RECORD, event, stream)
-WAIT = "wait"              # (WAIT, event, stream)
-SYNC_STREAM = "sync_stream"  # (SYNC_STREAM, stream, site); a site: (file, line), a string, or None
-SYNC_EVENT = "sync_event"  # (SYNC_EVENT, event)
-SYNC_DEVICE = "sync_device"  # (SYNC_DEVICE,)
-SEGMENT = "segment"        # (SEGMENT, address, size): declared at the start, wherever it is listed
-ALLOC = "alloc"            # (ALLOC, address, stream)
-FREE = "free"              # (FREE, address)
-RECORD_STREAM = "record_stream"  # (RECORD_STREAM, storage address, stream, site)
-OP = "op"                  # (OP, name, stream, accesses, site)
-# an access: (storage address, storage size, data address, bytes, mode, contiguous)
+# The recorded actions: one flat list of numbers and strings, each action
+# its kind and then its fields, so that recording makes no object that
+# outlives the call (a tuple an action made Python's garbage collector run
+# over the whole torch heap again and again: docs/PERFORMANCE.md, "Capture").
+# A site (where in the program) is two fields, file and line (None, 0: none).
+STREAM = "stream"          # STREAM, handle: declared where first used, not here
+EVENT = "event"            # EVENT, handle
+EVENT_GONE = "event_gone"  # EVENT_GONE, handle
+RECORD = "record"          # RECORD, event, stream
+WAIT = "wait"              # WAIT, event, stream
+SYNC_STREAM = "sync_stream"  # SYNC_STREAM, stream, site
+SYNC_EVENT = "sync_event"  # SYNC_EVENT, event
+SYNC_DEVICE = "sync_device"  # SYNC_DEVICE
+SEGMENT = "segment"        # SEGMENT, address, size: declared at the start, wherever it is listed
+ALLOC = "alloc"            # ALLOC, address, stream
+FREE = "free"              # FREE, address
+RECORD_STREAM = "record_stream"  # RECORD_STREAM, storage address, stream, site
+OP = "op"                  # OP, name, stream, site, count, then count accesses of
+ACCESS_FIELDS = 6          # storage address, storage size, data address, bytes, mode, contiguous
+
+# Fields after the kind, for all kinds but OP.
+_FIELDS = {STREAM: 1, EVENT: 1, EVENT_GONE: 1, RECORD: 2, WAIT: 2, SYNC_STREAM: 3, SYNC_EVENT: 1,
+           SYNC_DEVICE: 0, SEGMENT: 2, ALLOC: 2, FREE: 1, RECORD_STREAM: 4}
+OP_HEADER_FIELDS = 5  # name, stream, file, line, count
+
+
+def encode(action):
+    """The flat form of one action given as a tuple - (OP, name, stream,
+    [flat accesses], site), (SYNC_STREAM, stream, site), ... with a site a
+    (file, line) pair or None - for code that is not on the recorder's
+    fast path, and for tests."""
+    kind = action[0]
+    if kind == OP:
+        _, name, stream, accesses, site = action
+        file, line = site or (None, 0)
+        return [OP, name, stream, file, line, len(accesses) // ACCESS_FIELDS] + list(accesses)
+    if kind in (SYNC_STREAM, RECORD_STREAM):
+        return list(action[:-1]) + list(action[-1] or (None, 0))
+    if len(action) != 1 + _FIELDS[kind]:
+        raise ValueError("a %s action has %d fields, not %d" % (kind, _FIELDS[kind], len(action) - 1))
+    return list(action)
+
+
+def decode(actions):
+    """The actions of a flat list, one tuple each, sites as (file, line)
+    pairs or None."""
+    i, n = 0, len(actions)
+    while i < n:
+        kind = actions[i]
+        if kind == OP:
+            name, stream, file, line, count = actions[i + 1:i + 1 + OP_HEADER_FIELDS]
+            end = i + 1 + OP_HEADER_FIELDS + count * ACCESS_FIELDS
+            yield (OP, name, stream, actions[i + 1 + OP_HEADER_FIELDS:end], (file, line) if file else None)
+            i = end
+            continue
+        fields = _FIELDS.get(kind)
+        if fields is None:
+            raise ValueError("unknown recorded action %r at %d" % (kind, i))
+        action = tuple(actions[i:i + 1 + fields])
+        if kind in (SYNC_STREAM, RECORD_STREAM):
+            file, line = action[-2:]
+            action = action[:-2] + ((file, line) if file else None,)
+        yield action
+        i += 1 + fields
+
 
 # An access's mode: a bit set of these.
 READ = 1
@@ -53,8 +103,12 @@ class TraceWriter:
     per recording, fed in the order the actions happened."""
 
     def __init__(self):
-        self.actions = []
+        self.actions = []  # flat (see encode)
         self.notes = {}
+
+    def add(self, action):
+        """Appends one action given as a tuple (see encode)."""
+        self.actions += encode(action)
 
     def note(self, what):
         self.notes[what] = self.notes.get(what, 0) + 1
@@ -67,7 +121,6 @@ class TraceWriter:
         events = {}         # handle -> name
         segments = []       # sorted [(address, end, name)]
         blocks = {}         # storage address -> (name, size, stream name)
-        pending = {}        # storage address -> stream handle (allocated, size not yet seen)
         counters = {"s": 0, "e": 0, "seg": 0, "b": 0}
 
         def stream_name(handle):
@@ -94,8 +147,9 @@ class TraceWriter:
             return None
 
         def block_of(storage, size, stream_handle):
-            """The live block at `storage`, made now if it was just allocated
-            (or predates the recording)."""
+            """The live block at `storage`, made now (R10a: on the stream it
+            was allocated for) if the allocator hands it out here, or if it
+            predates the recording (then on the stream that first uses it)."""
             block = blocks.get(storage)
             if block is not None:
                 return block
@@ -103,7 +157,7 @@ class TraceWriter:
             if segment is None or storage + size > segment[1]:
                 self.note("a tensor in memory of no recorded segment: left out")
                 return None
-            stream = stream_name(pending.pop(storage, stream_handle))
+            stream = stream_name(stream_handle)
             counters["b"] += 1
             name = "b%d" % counters["b"]
             lo = storage - segment[0]
@@ -114,22 +168,39 @@ class TraceWriter:
         def site_comment(site):
             if not site:
                 return ""
-            if isinstance(site, tuple):
-                return "  # %s:%d" % (os.path.basename(site[0]), site[1])
-            return "  # " + site
+            return "  # %s:%d" % (os.path.basename(site[0]), site[1])
 
         # The segments first, whenever the recording learnt of them: a run
         # that found the allocator without a free segment called cudaMalloc
         # (which synchronizes the device) in the middle of its work; a warm
         # run does not, and a program must not rely on that sync.
-        for action in self.actions:
+        actions = list(decode(self.actions))
+        for action in actions:
             if action[0] == SEGMENT and segment_of(action[1]) is None:
                 counters["seg"] += 1
                 name = "seg%d" % counters["seg"]
                 bisect.insort(segments, (action[1], action[1] + action[2], name))
                 out.append("buffer %s %d  # a caching-allocator segment (cudaMalloc)" % (name, action[2]))
 
-        for action in self.actions:
+        # A block is declared where the allocator handed it out, as big as
+        # its storage (which the first op that touches it tells): declared
+        # there and not at that first use, since the program may order the
+        # allocation before a record that another stream's use waits for.
+        sizes = {}  # index of an ALLOC -> the storage size its first use shows
+        allocated = {}  # address -> index of its ALLOC, until first used or freed
+        for index, action in enumerate(actions):
+            if action[0] == ALLOC:
+                allocated[action[1]] = index
+            elif action[0] == FREE:
+                allocated.pop(action[1], None)
+            elif action[0] == OP and allocated:
+                accesses = action[3]
+                for i in range(0, len(accesses), ACCESS_FIELDS):
+                    alloc = allocated.pop(accesses[i], None)
+                    if alloc is not None:
+                        sizes[alloc] = accesses[i + 1]
+
+        for index, action in enumerate(actions):
             kind = action[0]
             if kind in (STREAM, SEGMENT):
                 continue  # a stream is declared where first used; segments came first
@@ -156,9 +227,9 @@ class TraceWriter:
             elif kind == SYNC_DEVICE:
                 out.append("sync device")
             elif kind == ALLOC:
-                pending[action[1]] = action[2]
+                if index in sizes:  # a block no op touches is left out
+                    block_of(action[1], sizes[index], action[2])
             elif kind == FREE:
-                pending.pop(action[1], None)
                 block = blocks.pop(action[1], None)
                 if block is not None:
                     out.append("subfree %s on %s" % (block[0], block[2]))
@@ -172,7 +243,8 @@ class TraceWriter:
             elif kind == OP:
                 _, op, stream, accesses, site = action
                 touched = {}  # block name -> [lo, hi, mode, block size]
-                for storage, size, data, nbytes, mode, contiguous in accesses:
+                for i in range(0, len(accesses), ACCESS_FIELDS):
+                    storage, size, data, nbytes, mode, contiguous = accesses[i:i + ACCESS_FIELDS]
                     if contiguous:
                         lo = data - storage
                         hi = min(size, lo + nbytes)

@@ -24,25 +24,25 @@ def side_stream_program(record_stream, wait_stream):
     """x made on the default stream, read on a side stream, freed, and its
     bytes handed out again on the default stream."""
     tw = w.TraceWriter()
-    a = tw.actions
-    a.append((w.ALLOC, X, 0))
-    a.append((w.OP, "aten.fill_.Scalar", 0, [(X, N, X, N, w.READ | w.WRITE, True)], ("/home/u/prog.py", 3)))
-    a.append((w.STREAM, SIDE))
-    a.append((w.STREAM, SIDE + 1))  # the rest of PyTorch's stream pool: never used, never declared
+    a = tw
+    a.add((w.ALLOC, X, 0))
+    a.add((w.OP, "aten.fill_.Scalar", 0, [X, N, X, N, w.READ | w.WRITE, True], ("/home/u/prog.py", 3)))
+    a.add((w.STREAM, SIDE))
+    a.add((w.STREAM, SIDE + 1))  # the rest of PyTorch's stream pool: never used, never declared
     if wait_stream:
-        a.append((w.EVENT, EV))
-        a.append((w.RECORD, EV, 0))
-        a.append((w.WAIT, EV, SIDE))
-    a.append((w.ALLOC, Y, SIDE))
-    a.append((w.SEGMENT, SEG, 2 << 20))  # listed again when the recording ends
-    a.append((w.OP, "aten.mul.Tensor", SIDE, [(X, N, X, N, w.READ, True), (Y, N, Y, N, w.WRITE, True)], "prog.py:7"))
+        a.add((w.EVENT, EV))
+        a.add((w.RECORD, EV, 0))
+        a.add((w.WAIT, EV, SIDE))
+    a.add((w.ALLOC, Y, SIDE))
+    a.add((w.SEGMENT, SEG, 2 << 20))  # listed again when the recording ends
+    a.add((w.OP, "aten.mul.Tensor", SIDE, [X, N, X, N, w.READ, True, Y, N, Y, N, w.WRITE, True], ("prog.py", 7)))
     if record_stream:
-        a.append((w.RECORD_STREAM, X, SIDE, "prog.py:8"))
-    a.append((w.FREE, X))
-    a.append((w.ALLOC, X, 0))
-    a.append((w.OP, "aten.fill_.Scalar", 0, [(X, N, X, N, w.READ | w.WRITE, True)], "prog.py:10"))
-    a.append((w.SYNC_DEVICE,))
-    a.append((w.SEGMENT, SEG, 2 << 20))  # the recorder lists the segments when the recording ends
+        a.add((w.RECORD_STREAM, X, SIDE, ("prog.py", 8)))
+    a.add((w.FREE, X))
+    a.add((w.ALLOC, X, 0))
+    a.add((w.OP, "aten.fill_.Scalar", 0, [X, N, X, N, w.READ | w.WRITE, True], ("prog.py", 10)))
+    a.add((w.SYNC_DEVICE,))
+    a.add((w.SEGMENT, SEG, 2 << 20))  # the recorder lists the segments when the recording ends
     return tw
 
 
@@ -89,19 +89,51 @@ class TorchWriter(unittest.TestCase):
         self.assertEqual(rc, 1, text + out)
         self.assertIn("data race", out)
 
+    def test_a_block_is_allocated_where_the_allocator_handed_it_out(self):
+        # y = torch.empty_like(x) on the default stream, then an event
+        # recorded there, which the side stream waits for before writing y:
+        # clean, though y is first used after the record.
+        tw = w.TraceWriter()
+        for action in [(w.SEGMENT, SEG, 1 << 20), (w.ALLOC, X, 0),
+                       (w.OP, "aten.fill_.Scalar", 0, [X, N, X, N, w.READ | w.WRITE, True], None),
+                       (w.ALLOC, Y, 0), (w.ALLOC, Z, 0),  # Z: never used, left out
+                       (w.EVENT, EV), (w.RECORD, EV, 0), (w.WAIT, EV, SIDE),
+                       (w.OP, "aten.mul.out", SIDE, [X, N, X, N, w.READ, True, Y, N, Y, N, w.WRITE, True], None),
+                       (w.EVENT, EV + 1), (w.RECORD, EV + 1, SIDE), (w.WAIT, EV + 1, 0),
+                       (w.FREE, Z), (w.FREE, Y), (w.FREE, X)]:
+            tw.add(action)
+        text = tw.text()
+        self.assertLess(text.index("suballoc b2 4096 from seg1[4096:8192] on legacy"), text.index("record e1 on legacy"))
+        self.assertEqual(text.count("suballoc"), 2, text)
+        rc, out = explore(text)
+        self.assertEqual(rc, 0, text + out)
+
     def test_views_name_their_bytes_and_unknown_memory_is_noted(self):
         tw = w.TraceWriter()
-        tw.actions += [(w.ALLOC, X, 0),
-                       (w.OP, "aten.zero_.default", 0, [(X, N, X + 1024, 1024, w.READ | w.WRITE, True)], None),
-                       (w.OP, "aten.t_.default", 0, [(X, N, X + 1024, 1024, w.READ | w.WRITE, False)], None),
-                       (w.OP, "aten.add_.Tensor", 0, [(0x1234, 64, 0x1234, 64, w.WRITE, True)], None),
-                       (w.SEGMENT, SEG, 1 << 20)]
+        for action in [(w.ALLOC, X, 0),
+                       (w.OP, "aten.zero_.default", 0, [X, N, X + 1024, 1024, w.READ | w.WRITE, True], None),
+                       (w.OP, "aten.t_.default", 0, [X, N, X + 1024, 1024, w.READ | w.WRITE, False], None),
+                       (w.OP, "aten.add_.Tensor", 0, [0x1234, 64, 0x1234, 64, w.WRITE, True], None),
+                       (w.SEGMENT, SEG, 1 << 20)]:
+            tw.add(action)
         text = tw.text()
         self.assertIn("launch aten.zero_.default on legacy readwrites b1[1024:2048]", text)
         self.assertIn("launch aten.t_.default on legacy readwrites b1\n", text)  # not contiguous: all of it
         self.assertIn("launch aten.add_.Tensor on legacy\n", text)
         self.assertIn("# assumed: a tensor in memory of no recorded segment: left out x1", text)
         self.assertTrue(text.endswith("# end of capture\n"))
+
+    def test_the_flat_form_round_trips_and_refuses_what_it_does_not_know(self):
+        actions = [(w.OP, "aten.mul.Tensor", SIDE, [X, N, X, N, w.READ, True, Y, N, Y, N, w.WRITE, True], ("p.py", 7)),
+                   (w.SYNC_STREAM, SIDE, None), (w.RECORD_STREAM, X, SIDE, ("p.py", 8)), (w.SYNC_DEVICE,),
+                   (w.OP, "aten.zero_.default", 0, [], None), (w.WAIT, EV, SIDE)]
+        flat = [atom for action in actions for atom in w.encode(action)]
+        self.assertTrue(all(not isinstance(atom, (tuple, list)) for atom in flat))  # nothing for the GC
+        self.assertEqual(list(w.decode(flat)), actions)
+        with self.assertRaises(ValueError):
+            w.encode((w.WAIT, EV))
+        with self.assertRaises(ValueError):
+            list(w.decode(["no such kind", 1]))
 
     def test_trace_names(self):
         self.assertEqual(w.trace_name("aten.add.Tensor"), "aten.add.Tensor")
