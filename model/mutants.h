@@ -103,6 +103,63 @@ inline std::optional<MutantId> parse_mutant(std::string_view name) {
   return std::nullopt;
 }
 
+/// Mutants of PoolResource's pool (model/pool_backend.h), a protocol of their
+/// own: a PooledBackend is built with a PoolMutantSet, the Resource over it
+/// with a MutantSet, so each suite names the layer it breaks.
+enum class PoolMutantId : std::uint8_t { PM1 = 1, PM2, PM3, PM4, PM5 };
+
+template <PoolMutantId... Ids>
+struct PoolMutantSet {
+  static constexpr bool has(PoolMutantId m) { return ((m == Ids) || ...); }
+  static constexpr bool is_correct = sizeof...(Ids) == 0;
+};
+
+using CorrectPool = PoolMutantSet<>;
+
+struct PoolMutantInfo {
+  PoolMutantId id;
+  std::string_view name;
+  std::string_view description;
+};
+
+inline constexpr std::array<PoolMutantInfo, 5> kPoolMutants{{
+    {PoolMutantId::PM1, "PM1",
+     "a merge of another stream's free list relabels its blocks as the receiver's, dropping their free events"},
+    {PoolMutantId::PM2, "PM2", "a block freed on another stream is handed out without a wait on its free event"},
+    {PoolMutantId::PM3, "PM3",
+     "free lists keyed by a stream handle the backend reuses after the stream is destroyed, not by its identity"},
+    {PoolMutantId::PM4, "PM4", "bucket rounding wraps for requests near the size limit instead of refusing them"},
+    {PoolMutantId::PM5, "PM5",
+     "free puts the block on its list before recording the free event, and leaves it there when the record fails"},
+}};
+
+inline std::optional<PoolMutantId> parse_pool_mutant(std::string_view name) {
+  for (const auto& m : kPoolMutants)
+    if (m.name == name) return m.id;
+  return std::nullopt;
+}
+
+/// Calls `fn.template operator()<PoolProtocol>()` with the pool protocol
+/// that matches `mutant` (nullopt = the correct pool).
+template <class Fn>
+decltype(auto) with_pool_protocol(std::optional<PoolMutantId> mutant, Fn&& fn) {
+  if (!mutant) return fn.template operator()<CorrectPool>();
+  switch (*mutant) {
+    case PoolMutantId::PM1:
+      return fn.template operator()<PoolMutantSet<PoolMutantId::PM1>>();
+    case PoolMutantId::PM2:
+      return fn.template operator()<PoolMutantSet<PoolMutantId::PM2>>();
+    case PoolMutantId::PM3:
+      return fn.template operator()<PoolMutantSet<PoolMutantId::PM3>>();
+    case PoolMutantId::PM4:
+      return fn.template operator()<PoolMutantSet<PoolMutantId::PM4>>();
+    case PoolMutantId::PM5:
+      return fn.template operator()<PoolMutantSet<PoolMutantId::PM5>>();
+  }
+  throw std::invalid_argument("with_pool_protocol: unknown pool mutant id " +
+                              std::to_string(static_cast<int>(*mutant)));
+}
+
 /// The protocol a resource (or a decorator) was built with: its `Protocol`
 /// member type where it has one, else the correct protocol. Decorators read
 /// it so that one MutantSet selects the variant of every layer (M14).

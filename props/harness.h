@@ -250,6 +250,9 @@ class Harness {
                                                   res_.pending_per_stream_total()));
     if (res_.bytes_outstanding() != live + pending)
       problem(Property::P3Accounting, "bytes_outstanding != live + pending");
+    // A pool under the resource (model/pool_backend.h) keeps its own books.
+    if constexpr (requires { b_.pool_accounting_error(); })
+      if (auto wrong = b_.pool_accounting_error()) problem(Property::P3Accounting, "pool: " + *wrong);
     if (pending > (std::size_t{1} << 48) || live > (std::size_t{1} << 48))
       problem(Property::P3Accounting, fmt::format("a counter wrapped (live {}, pending {})", live, pending));
     if (const auto limit = front_.limit(); limit && res_.bytes_outstanding() > *limit)

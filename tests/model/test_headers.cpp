@@ -18,6 +18,7 @@ const char* header_logging_resource();
 const char* header_memory_resource();
 const char* header_mutants();
 const char* header_non_tracking_resource();
+const char* header_pool_backend();
 const char* header_pool_policy();
 const char* header_resource();
 const char* header_trace_keywords();
@@ -28,13 +29,21 @@ namespace {
 
 std::set<std::string> checked_headers() {
   using namespace streamcheck::header_check;
-  return {header_backend(),          header_budget_resource(),
-          header_fault_injecting(),  header_guarded(),
-          header_kernel_access(),    header_launch_recorder(),
-          header_logging_resource(), header_memory_resource(),
-          header_mutants(),          header_non_tracking_resource(),
-          header_pool_policy(),      header_resource(),
-          header_trace_keywords(),   header_types()};
+  return {header_backend(),
+          header_budget_resource(),
+          header_fault_injecting(),
+          header_guarded(),
+          header_kernel_access(),
+          header_launch_recorder(),
+          header_logging_resource(),
+          header_memory_resource(),
+          header_mutants(),
+          header_non_tracking_resource(),
+          header_pool_backend(),
+          header_pool_policy(),
+          header_resource(),
+          header_trace_keywords(),
+          header_types()};
 }
 
 TEST(ModelHeaders, EveryHeaderHasAStandaloneTranslationUnit) {
