@@ -97,6 +97,15 @@ class CudaBackend {
   /// Creates the backend on `options.device_ordinal`: context, pool, kernels.
   /// Fails with Driver(...) when there is no usable GPU.
   static Result<std::unique_ptr<CudaBackend>> create(CudaBackendOptions options = {});
+  /// The same for a backend derived from this one (an adapter such as
+  /// PooledBackend<CudaBackend>, model/pool_backend.h), built from `args`,
+  /// which end with the CudaBackendOptions.
+  template <class Derived, class... Args>
+  static Result<std::unique_ptr<Derived>> create_as(Args&&... args) {
+    std::unique_ptr<Derived> b(new Derived(std::forward<Args>(args)...));
+    if (auto st = static_cast<CudaBackend&>(*b).init(); !st) return st.error();
+    return b;
+  }
   ~CudaBackend();
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
@@ -226,8 +235,10 @@ class CudaBackend {
   /// "NVIDIA H100 80GB HBM3, driver 13000".
   std::string device_description() const;
 
- private:
+ protected:
   explicit CudaBackend(CudaBackendOptions options) : options_(options) {}
+
+ private:
   Status init();
   std::uint32_t stream_index(StreamRef s) const;
   /// Numbers the next op on `s`; returns the spin its first kernel gets.

@@ -3,6 +3,9 @@
 //   allocate+deallocate                      vs  cuMemAllocFromPoolAsync + cuMemFreeAsync
 //                                                (the same pool) and cuMemAllocAsync +
 //                                                cuMemFreeAsync (the device's default pool)
+//   PoolResource allocate+deallocate         vs  the same (model/pool_backend.h: warm buckets,
+//                                                one stream), with the pool alone and a
+//                                                cross-stream reuse (a steal) beside it
 //
 // A harness of its own rather than Google Benchmark: the GPU machine has no
 // Google Benchmark, and Debian ships it only as a shared library built
@@ -32,6 +35,7 @@
 
 #include "backend_cuda/cuda_backend.h"
 #include "model/launch_recorder.h"
+#include "model/pool_backend.h"
 #include "model/resource.h"
 
 namespace streamcheck::cuda {
@@ -91,6 +95,14 @@ int run(const Options& o) {
   auto block = resource.allocate(o.bytes, s0);  // allocated on s0: a read on s1 waits (P-read)
   if (!block) throw std::runtime_error("Resource::allocate: " + block.error().to_string());
   const BlockId id = BlockId::of(block.value());
+  // PoolResource: the core over a pool over a backend of its own.
+  using PooledCuda = PooledBackend<CudaBackend>;
+  auto pooled_created = CudaBackend::create_as<PooledCuda>(PoolOptions{}, backend_options);
+  if (!pooled_created) throw std::runtime_error("pooled backend: " + pooled_created.error().to_string());
+  PooledCuda& pooled = *pooled_created.value();
+  const StreamId p0 = pooled.add_stream("p0"), p1 = pooled.add_stream("p1");
+  PoolResource<CudaBackend> pool(pooled);
+
   const auto sync = [&](CUstream s) { ok(api.stream_synchronize(s), "cuStreamSynchronize"); };
   const auto every = [&](int i, auto&& f) {
     if ((i + 1) % o.sync_every == 0) f();
@@ -178,6 +190,36 @@ int run(const Options& o) {
                [&] { ok(resource.reap_pending(), "reap_pending"); },
                {}});
 
+  const std::size_t first_pool_variant = v.size();
+  v.push_back({"pool resource allocate+deallocate",
+               [&](int i) {
+                 auto b = pool.allocate(o.bytes, p0);
+                 if (!b) throw std::runtime_error("PoolResource::allocate: " + b.error().to_string());
+                 ok(pool.deallocate(b.value()), "deallocate");
+                 every(i, [&] { ok(pool.reap_pending(), "reap_pending"); });
+               },
+               [&] { ok(pool.reap_pending(), "reap_pending"); },
+               {}});
+  v.push_back({"pool alone alloc_async+free_async",
+               [&](int i) {
+                 auto s = *pooled.resolve_stream(p0);
+                 auto p = pooled.alloc_async(o.bytes, s);
+                 if (!p) throw std::runtime_error("alloc_async: " + p.error().to_string());
+                 ok(pooled.free_async(p.value(), s), "free_async");
+                 every(i, [&] { ok(pooled.synchronize_stream(s), "synchronize_stream"); });
+               },
+               [&] { ok(pooled.synchronize_stream(*pooled.resolve_stream(p0)), "synchronize_stream"); },
+               {}});
+  v.push_back({"pool resource, streams alternate (steal)",
+               [&](int i) {
+                 auto b = pool.allocate(o.bytes, i % 2 ? p1 : p0);
+                 if (!b) throw std::runtime_error("PoolResource::allocate: " + b.error().to_string());
+                 ok(pool.deallocate(b.value()), "deallocate");
+                 every(i, [&] { ok(pool.reap_pending(), "reap_pending"); });
+               },
+               [&] { ok(pool.reap_pending(), "reap_pending"); },
+               {}});
+
   // Warm-up round (pools, caches, lazy driver state), not recorded.
   for (auto& var : v) {
     for (int i = 0; i < o.iterations; ++i) var.step(i);
@@ -215,12 +257,17 @@ int run(const Options& o) {
   ratio(4, 0);
   ratio(7, 5);
   ratio(7, 6);
+  for (std::size_t k = first_pool_variant; k < v.size(); ++k) ratio(k, 5);
+  std::cout << "pool steals: " << pooled.steals() << " (the alternating variant takes one whenever the last block "
+            << "was freed on the other stream and no reap made it idle)\n";
 
   last_read.reset();
   ok(resource.deallocate(block.value()), "deallocate");
   ok(resource.reap_pending(), "reap_pending");
   ok(api.event_destroy(written), "cuEventDestroy");
   ok(api.event_destroy(read), "cuEventDestroy");
+  ok(pool.reap_pending(), "reap_pending");
+  ok(pooled.trim(*pooled.resolve_stream(p0)), "trim");
   return 0;
 }
 
