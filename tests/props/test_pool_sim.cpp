@@ -7,12 +7,14 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <iostream>
 #include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "backend_sim/explorer.h"
 #include "backend_sim/sim_backend.h"
 #include "model/pool_backend.h"
 #include "props/protocol_property.h"
@@ -263,6 +265,78 @@ void handed_out_blocks_hold_the_request() {
 }
 
 RC_GTEST_PROP(PoolSim, AHandedOutBlockHoldsTheRequest, ()) { handed_out_blocks_hold_the_request<CorrectPool>(); }
+
+/// Small multi-stream programs through the pool, each explored exhaustively:
+/// every device schedule (DFS) under every upstream pool policy.
+std::vector<ClientProgram> small_programs() {
+  const UseSpec write_newest{0, Access::Write};
+  return {
+      // A block freed on s0 and handed out on s1 (Q-steal).
+      {AllocateOp{513, 0}, BeginLaunchOp{0, {write_newest}, true}, CommitOp{0}, DeallocateOp{0}, AllocateOp{600, 1},
+       BeginLaunchOp{1, {write_newest}, true}, CommitOp{0}, DeallocateOp{0}, ReapOp{}},
+      // The same, with the steal's wait failing first (P4), then again.
+      {AllocateOp{513, 0}, BeginLaunchOp{0, {write_newest}, true}, CommitOp{0}, DeallocateOp{0},
+       InjectFaultOp{0, FaultCall::WaitEvent}, AllocateOp{600, 1}, AllocateOp{600, 1},
+       BeginLaunchOp{1, {write_newest}, true}, CommitOp{0}, ReapOp{}},
+      // Reused on s0 at once (Q-same), then reaped and reused on s1 (Q-idle).
+      {AllocateOp{300, 0}, BeginLaunchOp{0, {write_newest}, true}, CommitOp{0}, DeallocateOp{0}, AllocateOp{256, 0},
+       BeginLaunchOp{0, {write_newest}, true}, CommitOp{0}, DeallocateOp{0}, ReapOp{}, AllocateOp{256, 1},
+       BeginLaunchOp{1, {write_newest}, true}, CommitOp{0}},
+  };
+}
+
+/// What the first schedule that breaks a property says, or why the
+/// exploration was not exhaustive; nullopt when every schedule is clean.
+template <class Q>
+std::optional<std::string> explore_exhaustively(const ClientProgram& program, std::uint64_t* schedules = nullptr) {
+  for (std::uint32_t policy = 0; policy < 16; ++policy) {
+    std::optional<std::string> found;
+    const sim::ExploreResult explored = sim::explore(sim::Dfs{}, sim::Bounds{50'000}, [&](sim::Chooser& chooser) {
+      sim::DeviceModel model(chooser, sim::PoolPolicy::from_bits(policy));
+      Pooled<Q> backend(PoolOptions{}, model);
+      Harness<Pooled<Q>> harness(backend);
+      for (const auto& op : program)
+        if (auto v = harness.apply(op)) found = to_string(*v);
+      if (!found)
+        if (auto v = harness.finish()) found = to_string(*v);
+      if (found) *found += " (pool policy " + std::to_string(policy) + ", schedule " + chooser.schedule() + ")";
+      return found.has_value();
+    });
+    if (schedules) *schedules += explored.explored;
+    if (found) return found;
+    if (!explored.exhaustive)
+      return "not exhaustive within 50000 schedules (pool policy " + std::to_string(policy) + ")";
+  }
+  return std::nullopt;
+}
+
+TEST(PoolExhaustive, SmallMultiStreamProgramsAreCleanInEverySchedule) {
+  for (const auto& program : small_programs()) {
+    std::uint64_t schedules = 0;
+    EXPECT_EQ(explore_exhaustively<CorrectPool>(program, &schedules), std::nullopt) << show(program);
+    // Device completion orders really were explored (not one run a policy).
+    EXPECT_GT(schedules, 16u * 10u) << show(program);
+    std::cout << "  " << schedules << " schedules, every one clean\n";
+  }
+}
+
+template <class Q>
+bool some_small_program_breaks() {
+  for (const auto& program : small_programs())
+    if (auto found = explore_exhaustively<Q>(program)) {
+      std::cout << "  " << *found << "\n" << show(program);
+      return true;
+    }
+  return false;
+}
+
+// The mutants a client of the resource can meet (PM3 needs a stream
+// destroyed, PM4 a request near the size limit: the properties below).
+TEST(PoolExhaustive, TheMutantsOfClientProgramsAreFoundInSmallProgramsToo) {
+  EXPECT_TRUE(some_small_program_breaks<PoolMutantSet<PoolMutantId::PM1>>());
+  EXPECT_TRUE(some_small_program_breaks<PoolMutantSet<PoolMutantId::PM2>>());
+  EXPECT_TRUE(some_small_program_breaks<PoolMutantSet<PoolMutantId::PM5>>());
+}
 
 // The pool mutants (model/mutants.h): some property of this file must fail
 // against each. A test passes only when RapidCheck finds (and prints) a
