@@ -77,13 +77,20 @@ struct PoolOptions {
   std::size_t max_cached_bytes = std::size_t{1} << 30;
 };
 
+/// The pool over an upstream backend it does not own: itself a Backend
+/// (resolve, events, waits and device go to the upstream; alloc_async,
+/// free_async and synchronize_stream are the pool's), so the core's
+/// Resource runs over it. The trace interpreter puts one over its backend
+/// for `resource pool`; PooledBackend is a backend with one inside.
 template <Backend B, class Q = CorrectPool>
-class PooledBackend : public B {
+class StreamOrderedPool {
  public:
   using Upstream = B;
   using PoolProtocol = Q;
   using Event = typename B::Event;
   using Mutex = typename B::Mutex;
+  template <class T>
+  using Atomic = typename B::template Atomic<T>;
 
   /// A resolved stream with its identity: the pool keys its lists by the
   /// identity, and the reference converts to the upstream's for every call
@@ -100,31 +107,41 @@ class PooledBackend : public B {
     StreamId id_;
   };
 
-  template <class... Args>
-  explicit PooledBackend(PoolOptions options, Args&&... upstream_args)
-      : B(std::forward<Args>(upstream_args)...), options_(checked(options)) {}
-  PooledBackend(const PooledBackend&) = delete;
-  PooledBackend& operator=(const PooledBackend&) = delete;
+  explicit StreamOrderedPool(B& upstream, PoolOptions options = {}) : upstream_(upstream), options_(checked(options)) {}
+  StreamOrderedPool(const StreamOrderedPool&) = delete;
+  StreamOrderedPool& operator=(const StreamOrderedPool&) = delete;
 
+  // --- the Backend concept: the upstream's, but for the three calls below
   std::optional<StreamRef> resolve_stream(StreamId id) const {
-    auto ref = B::resolve_stream(id);
+    auto ref = upstream_.resolve_stream(id);
     if (!ref) return std::nullopt;
     return StreamRef(*ref, id);
   }
-
+  Result<Event> create_event() { return upstream_.create_event(); }
+  Status record_event(Event& e, StreamRef s) { return upstream_.record_event(e, s.upstream()); }
+  Status wait_event(StreamRef s, const Event& e) { return upstream_.wait_event(s.upstream(), e); }
+  std::uint32_t device_ordinal() const { return upstream_.device_ordinal(); }
   /// Q-bucket, Q-same, Q-idle, Q-steal, Q-dead, Q-grow; the large path.
   Result<std::uint64_t> alloc_async(std::size_t bytes, StreamRef s);
   /// Q-free, Q-release; the large path.
   Status free_async(std::uint64_t ptr, StreamRef s);
   /// Q-idle.
   Status synchronize_stream(StreamRef s);
-  /// Q-dead.
-  void remove_stream(StreamId id) requires requires(B& b) { b.remove_stream(id); }
-  { remove_stream_of_pool(id); }
+
+  /// Q-dead: stream `id` is about to be removed from the upstream (call it
+  /// while the stream still resolves).
+  void stream_removed(StreamId id);
   /// Q-release: gives every idle block back to the upstream, stream-ordered
   /// on `s` (idle blocks are ordered before the host, so any stream will
   /// do). On a failure the blocks not yet given back stay idle.
   Status trim(StreamRef s);
+  /// Gives every cached block back to the upstream, each on the stream it
+  /// was freed on, ignoring failures: for the end of a run, when the
+  /// upstream is about to finish all work (its leak check then sees only
+  /// what the client holds).
+  void give_back_all() {
+    for (const auto& block : take_all_cached()) (void)upstream_.free_async(block.ptr, block.freed_on.upstream());
+  }
 
   /// What is off in the pool's accounting, if anything (P3 for the pool).
   std::optional<std::string> pool_accounting_error() const;
@@ -143,28 +160,12 @@ class PooledBackend : public B {
     return std::nullopt;
   }
   const PoolOptions& options() const { return options_; }
-
-  // Test corners the property harness drives, where the upstream has them.
-  /// The next allocation grows from the upstream, which returns `live_ptr`
-  /// (a driver bug): the pool must refuse it and change nothing.
-  void arm_collision(std::uint64_t live_ptr) requires requires(B& b) { b.arm_collision(live_ptr); }
-  {
-    B::arm_collision(live_ptr);
-    state_.lock()->grow_next = true;
-  }
+  /// The next allocation grows from the upstream (a test corner: the
+  /// upstream then returns what it was armed with).
+  void grow_next() { state_.lock()->grow_next = true; }
   /// The next allocation takes the cached block at `ptr` when its bucket
   /// fits (address reuse on demand), by the same rules as any other.
   void prefer_address(std::uint64_t ptr) { state_.lock()->preferred = ptr; }
-  /// The upstream's last free is not the pool's: reap ordering is the
-  /// pool's own rule (Q-idle), checked by its tests.
-  void last_free() const = delete;
-  /// Lets the device finish; first gives every cached block back to the
-  /// upstream, so that its leak check sees only what the client holds.
-  void drain() requires requires(B& b) { b.drain(); }
-  {
-    for (const auto& block : take_all_cached()) (void)B::free_async(block.ptr, block.freed_on.upstream());
-    B::drain();
-  }
 
  private:
   struct CachedBlock {
@@ -283,18 +284,18 @@ class PooledBackend : public B {
   /// an orphan is taken, both handed out by complete() after their calls.
   std::optional<Choice> choose(State& state, std::uint64_t key, std::size_t bucket);
   Status complete(Choice& choice, StreamRef s, std::uint64_t key, std::size_t bucket);
-  void remove_stream_of_pool(StreamId id);
   std::vector<CachedBlock> take_all_cached();
   static void count(const Buckets& buckets, std::size_t& bytes, std::set<std::uint64_t>& seen,
                     std::optional<std::string>& twice);
 
+  B& upstream_;
   const PoolOptions options_;
   Guarded<State, Mutex> state_;
 };
 
 template <Backend B, class Q>
-std::optional<typename PooledBackend<B, Q>::Choice> PooledBackend<B, Q>::choose(State& state, std::uint64_t key,
-                                                                                std::size_t bucket) {
+std::optional<typename StreamOrderedPool<B, Q>::Choice> StreamOrderedPool<B, Q>::choose(State& state, std::uint64_t key,
+                                                                                        std::size_t bucket) {
   for (int pass = 0; pass < 2; ++pass) {
     if (pass == 1) {
       if (!state.preferred) break;
@@ -342,10 +343,10 @@ std::optional<typename PooledBackend<B, Q>::Choice> PooledBackend<B, Q>::choose(
 }
 
 template <Backend B, class Q>
-Status PooledBackend<B, Q>::complete(Choice& choice, StreamRef s, std::uint64_t key, std::size_t bucket) {
+Status StreamOrderedPool<B, Q>::complete(Choice& choice, StreamRef s, std::uint64_t key, std::size_t bucket) {
   Status ordered;
   if (choice.kind == Choice::Kind::Orphan) {
-    ordered = B::wait_event(s.upstream(), *choice.removed);
+    ordered = upstream_.wait_event(s.upstream(), *choice.removed);
     if (!ordered) {
       // Back where it was (the orphans it came from may have emptied).
       auto state = state_.lock();
@@ -362,13 +363,13 @@ Status PooledBackend<B, Q>::complete(Choice& choice, StreamRef s, std::uint64_t 
     // Q-steal: an event on the donor now covers every free it enqueued;
     // PM1 records it on the stream that takes the blocks instead.
     const StreamRef on = Q::has(PoolMutantId::PM1) ? s : *choice.donor;
-    auto event = B::create_event();
+    auto event = upstream_.create_event();
     if (!event) {
       ordered = event.error();
-    } else if (auto recorded = B::record_event(event.value(), on.upstream()); !recorded) {
+    } else if (auto recorded = upstream_.record_event(event.value(), on.upstream()); !recorded) {
       ordered = recorded;
     } else {
-      ordered = B::wait_event(s.upstream(), event.value());
+      ordered = upstream_.wait_event(s.upstream(), event.value());
     }
   }
   auto state = state_.lock();
@@ -398,11 +399,11 @@ Status PooledBackend<B, Q>::complete(Choice& choice, StreamRef s, std::uint64_t 
 }
 
 template <Backend B, class Q>
-Result<std::uint64_t> PooledBackend<B, Q>::alloc_async(std::size_t bytes, StreamRef s) {
+Result<std::uint64_t> StreamOrderedPool<B, Q>::alloc_async(std::size_t bytes, StreamRef s) {
   const auto bucket = bucket_of(bytes);
   if (!bucket) {
     // The large path: the upstream's own allocation, as it is.
-    auto ptr = B::alloc_async(bytes, s.upstream());
+    auto ptr = upstream_.alloc_async(bytes, s.upstream());
     if (!ptr) return ptr;
     auto state = state_.lock();
     if (state->in_use.contains(ptr.value()) || state->large.contains(ptr.value())) return live_address(ptr.value());
@@ -426,7 +427,7 @@ Result<std::uint64_t> PooledBackend<B, Q>::alloc_async(std::size_t bytes, Stream
     return choice->ptr;
   }
   // Q-grow.
-  auto ptr = B::alloc_async(*bucket, s.upstream());
+  auto ptr = upstream_.alloc_async(*bucket, s.upstream());
   if (!ptr) return ptr;
   auto state = state_.lock();
   if (state->in_use.contains(ptr.value()) || state->large.contains(ptr.value())) return live_address(ptr.value());
@@ -437,7 +438,7 @@ Result<std::uint64_t> PooledBackend<B, Q>::alloc_async(std::size_t bytes, Stream
 }
 
 template <Backend B, class Q>
-Status PooledBackend<B, Q>::free_async(std::uint64_t ptr, StreamRef s) {
+Status StreamOrderedPool<B, Q>::free_async(std::uint64_t ptr, StreamRef s) {
   std::size_t bytes = 0;
   {
     auto state = state_.lock();
@@ -460,7 +461,7 @@ Status PooledBackend<B, Q>::free_async(std::uint64_t ptr, StreamRef s) {
     }
   }
   // The large path, or Q-release: the upstream frees it, ordered on s.
-  auto freed = B::free_async(ptr, s.upstream());
+  auto freed = upstream_.free_async(ptr, s.upstream());
   if (!freed) return freed;
   auto state = state_.lock();
   if (state->large.erase(ptr)) {
@@ -474,9 +475,9 @@ Status PooledBackend<B, Q>::free_async(std::uint64_t ptr, StreamRef s) {
 }
 
 template <Backend B, class Q>
-Status PooledBackend<B, Q>::synchronize_stream(StreamRef s) {
+Status StreamOrderedPool<B, Q>::synchronize_stream(StreamRef s) {
   const std::uint64_t covered = state_.lock()->free_seq;
-  auto synced = B::synchronize_stream(s.upstream());
+  auto synced = upstream_.synchronize_stream(s.upstream());
   if (!synced) return synced;
   auto state = state_.lock();
   // Q-idle: s's own blocks freed before the call. Blocks a steal merged
@@ -495,20 +496,19 @@ Status PooledBackend<B, Q>::synchronize_stream(StreamRef s) {
 }
 
 template <Backend B, class Q>
-void PooledBackend<B, Q>::remove_stream_of_pool(StreamId id) {
+void StreamOrderedPool<B, Q>::stream_removed(StreamId id) {
   std::optional<StreamRef> dying = resolve_stream(id);
   std::shared_ptr<Event> last;
   bool synced = false;
   if constexpr (!Q::has(PoolMutantId::PM3)) {
     if (dying) {
       // Q-dead: the stream's last event, or (failing that) a host sync.
-      if (auto event = B::create_event(); event && B::record_event(event.value(), dying->upstream()))
+      if (auto event = upstream_.create_event(); event && upstream_.record_event(event.value(), dying->upstream()))
         last = std::make_shared<Event>(std::move(event).value());
       else
-        synced = B::synchronize_stream(dying->upstream()).ok();
+        synced = upstream_.synchronize_stream(dying->upstream()).ok();
     }
   }
-  B::remove_stream(id);
   auto state = state_.lock();
   const std::uint64_t key = key_of(*state, id);
   if constexpr (Q::has(PoolMutantId::PM3)) {
@@ -528,7 +528,7 @@ void PooledBackend<B, Q>::remove_stream_of_pool(StreamId id) {
 }
 
 template <Backend B, class Q>
-Status PooledBackend<B, Q>::trim(StreamRef s) {
+Status StreamOrderedPool<B, Q>::trim(StreamRef s) {
   std::vector<CachedBlock> idle;
   {
     auto state = state_.lock();
@@ -540,7 +540,7 @@ Status PooledBackend<B, Q>::trim(StreamRef s) {
   std::size_t given_back = 0;
   Status status;
   for (; given_back < idle.size(); ++given_back) {
-    status = B::free_async(idle[given_back].ptr, s.upstream());
+    status = upstream_.free_async(idle[given_back].ptr, s.upstream());
     if (!status) break;
   }
   auto state = state_.lock();
@@ -558,7 +558,7 @@ Status PooledBackend<B, Q>::trim(StreamRef s) {
 }
 
 template <Backend B, class Q>
-std::vector<typename PooledBackend<B, Q>::CachedBlock> PooledBackend<B, Q>::take_all_cached() {
+std::vector<typename StreamOrderedPool<B, Q>::CachedBlock> StreamOrderedPool<B, Q>::take_all_cached() {
   std::vector<CachedBlock> all;
   std::vector<std::shared_ptr<Event>> events;  // given back outside the lock
   auto state = state_.lock();
@@ -582,8 +582,8 @@ std::vector<typename PooledBackend<B, Q>::CachedBlock> PooledBackend<B, Q>::take
 }
 
 template <Backend B, class Q>
-void PooledBackend<B, Q>::count(const Buckets& buckets, std::size_t& bytes, std::set<std::uint64_t>& seen,
-                                std::optional<std::string>& twice) {
+void StreamOrderedPool<B, Q>::count(const Buckets& buckets, std::size_t& bytes, std::set<std::uint64_t>& seen,
+                                    std::optional<std::string>& twice) {
   for (const auto& [bucket, list] : buckets)
     for (const auto& block : list) {
       bytes += block.bytes;
@@ -592,7 +592,7 @@ void PooledBackend<B, Q>::count(const Buckets& buckets, std::size_t& bytes, std:
 }
 
 template <Backend B, class Q>
-std::optional<std::string> PooledBackend<B, Q>::pool_accounting_error() const {
+std::optional<std::string> StreamOrderedPool<B, Q>::pool_accounting_error() const {
   auto state = state_.lock();
   std::size_t cached = 0, in_use = 0, large = 0;
   std::set<std::uint64_t> seen;
@@ -620,10 +620,72 @@ std::optional<std::string> PooledBackend<B, Q>::pool_accounting_error() const {
   return std::nullopt;
 }
 
+/// A backend B with a pool inside: B's own calls, but alloc_async,
+/// free_async and synchronize_stream go through the pool, and removing a
+/// stream tells it first (Q-dead). Whatever else B offers (the simulator's
+/// launches and faults, the harness's hooks) passes through, so the
+/// property harness and the GPU tests run over it as over B.
+template <Backend B, class Q = CorrectPool>
+class PooledBackend : public B {
+ public:
+  using Pool = StreamOrderedPool<B, Q>;
+  using StreamRef = typename Pool::StreamRef;
+
+  template <class... Args>
+  explicit PooledBackend(PoolOptions options, Args&&... upstream_args)
+      : B(std::forward<Args>(upstream_args)...), pool_(static_cast<B&>(*this), options) {}
+  PooledBackend(const PooledBackend&) = delete;
+  PooledBackend& operator=(const PooledBackend&) = delete;
+
+  std::optional<StreamRef> resolve_stream(StreamId id) const { return pool_.resolve_stream(id); }
+  Result<std::uint64_t> alloc_async(std::size_t bytes, StreamRef s) { return pool_.alloc_async(bytes, s); }
+  Status free_async(std::uint64_t ptr, StreamRef s) { return pool_.free_async(ptr, s); }
+  Status synchronize_stream(StreamRef s) { return pool_.synchronize_stream(s); }
+  void remove_stream(StreamId id) requires requires(B& b) { b.remove_stream(id); }
+  {
+    pool_.stream_removed(id);
+    B::remove_stream(id);
+  }
+
+  Pool& pool() { return pool_; }
+  const Pool& pool() const { return pool_; }
+  Status trim(StreamRef s) { return pool_.trim(s); }
+  std::optional<std::string> pool_accounting_error() const { return pool_.pool_accounting_error(); }
+  std::size_t cached_bytes() const { return pool_.cached_bytes(); }
+  std::size_t in_use_bytes() const { return pool_.in_use_bytes(); }
+  std::size_t upstream_bytes() const { return pool_.upstream_bytes(); }
+  std::size_t steals() const { return pool_.steals(); }
+  std::optional<std::size_t> block_bytes(std::uint64_t ptr) const { return pool_.block_bytes(ptr); }
+
+  // Test corners the property harness drives, where the upstream has them.
+  /// The next allocation grows from the upstream, which returns `live_ptr`
+  /// (a driver bug): the pool must refuse it and change nothing.
+  void arm_collision(std::uint64_t live_ptr) requires requires(B& b) { b.arm_collision(live_ptr); }
+  {
+    B::arm_collision(live_ptr);
+    pool_.grow_next();
+  }
+  void prefer_address(std::uint64_t ptr) { pool_.prefer_address(ptr); }
+  /// The upstream's last free is not the pool's: reap ordering is the
+  /// pool's own rule (Q-idle), checked by its tests.
+  void last_free() const = delete;
+  /// Lets the device finish, the pool's cached blocks given back first.
+  void drain() requires requires(B& b) { b.drain(); }
+  {
+    pool_.give_back_all();
+    B::drain();
+  }
+
+ private:
+  Pool pool_;
+};
+
 /// The pool with the core's protocol over it: a MemoryResource.
 template <Backend B, class P = CorrectProtocol, class Q = CorrectPool>
 using PoolResource = Resource<PooledBackend<B, Q>, P>;
 
+static_assert(Backend<StreamOrderedPool<BackendArchetype>>,
+              "StreamOrderedPool<B> must satisfy the streamcheck::Backend concept it stands for");
 static_assert(Backend<PooledBackend<BackendArchetype>>,
               "PooledBackend<B> must satisfy the streamcheck::Backend concept it stands for");
 static_assert(MemoryResource<PoolResource<BackendArchetype>>,

@@ -127,6 +127,9 @@ inline constexpr std::string_view kHandle = "handle";
 /// `if done E`: read only right after `if`, so it stays a valid name
 /// (traces name channels `done`).
 inline constexpr std::string_view kDone = "done";
+/// `resource pool`: read only among the resource's options, so it stays a
+/// valid name (traces name streams and buffers `pool`).
+inline constexpr std::string_view kPool = "pool";
 }  // namespace word
 
 inline constexpr std::array<std::string_view, 18> kInnerWords = {

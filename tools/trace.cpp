@@ -1071,16 +1071,20 @@ class Parser {
     if (trace_.uses_resource) fail(kw.col, "'resource' may appear only once");
     trace_.uses_resource = true;
     while (!at_end()) {
-      const Token& opt = next("'budget' or 'mutant'");
-      if (opt.text == trace_language::word::kBudget) {
+      const Token& opt = next("'budget', 'mutant' or 'pool'");
+      if (opt.text == trace_language::word::kPool) {
+        trace_.pool = true;
+      } else if (opt.text == trace_language::word::kBudget) {
         trace_.budget = number(next("a byte budget"));
       } else if (opt.text == trace_language::word::kMutant) {
         const Token& m = next("a mutant id (M1..M18)");
         trace_.mutant = parse_mutant(m.text);
         if (!trace_.mutant) fail(m.col, fmt::format("unknown mutant '{}' (M1..M18)", shown_input(m.text)));
       } else {
-        fail(opt.col, fmt::format("expected 'budget' or 'mutant', found '{}'", shown_input(opt.text)));
+        fail(opt.col, fmt::format("expected 'budget', 'mutant' or 'pool', found '{}'", shown_input(opt.text)));
       }
+      if (trace_.pool && (trace_.budget || trace_.mutant))
+        fail(opt.col, "'resource pool' takes no 'budget' or 'mutant' (the pool runs the correct protocol)");
     }
   }
 

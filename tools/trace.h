@@ -224,8 +224,8 @@ struct Receive : Source {
 };
 /// `policy SWITCH = VALUE`: already applied to Trace::policy by the parser.
 struct PoolSwitch : Source {};
-/// `resource [budget N] [mutant Mk]`: already in Trace::uses_resource,
-/// Trace::budget and Trace::mutant.
+/// `resource [budget N] [mutant Mk] | resource pool`: already in
+/// Trace::uses_resource, Trace::budget, Trace::mutant and Trace::pool.
 struct ResourceDecl : Source {};
 /// `buffer NAME BYTES [on STREAM]`: stream-ordered on STREAM, else a plain
 /// allocation (cudaMalloc: ready for every stream when it returns).
@@ -431,6 +431,9 @@ struct Trace {
   bool uses_resource = false;
   std::optional<MutantId> mutant;
   std::optional<std::uint64_t> budget;
+  /// `resource pool`: the resource is PoolResource (model/pool_backend.h),
+  /// the core over a stream-ordered bucket pool over the backend.
+  bool pool = false;
   std::vector<std::string> streams;  // in declaration order
   /// A default stream the trace uses besides device 0's `legacy`: a
   /// per-thread stream `per_thread@THREAD[:D]` (R8: a blocking stream), or

@@ -31,6 +31,7 @@
 #include "model/budget_resource.h"
 #include "model/launch_recorder.h"
 #include "model/mutants.h"
+#include "model/pool_backend.h"
 #include "model/resource.h"
 #include "tools/trace.h"
 
@@ -64,20 +65,36 @@ class TraceInterpreter {
     // streams for the same reason.
     for (const std::string& thread : trace_.host_threads)
       host_streams_[thread] = b_.add_stream(host_stream_name(thread), StreamKind::NonBlocking, kNoDevice);
-    with_protocol(trace_.mutant, [&]<class P>() {
-      using Core = Resource<B, P>;
-      std::unique_ptr<Core> core;
-      std::unique_ptr<BudgetResource<Core>> budget;
-      if (trace_.uses_resource) {
-        core = std::make_unique<Core>(b_);
-        if (trace_.budget) budget = std::make_unique<BudgetResource<Core>>(*core, *trace_.budget);
-      }
-      if (budget)
-        run_statements<P>(budget.get());
-      else
-        run_statements<P>(core.get());
-    });
+    if (trace_.pool && trace_.uses_resource) {
+      // `resource pool`: the core over a pool over this backend; a stream
+      // the trace destroys is told to the pool first (Q-dead).
+      pool_ = std::make_unique<StreamOrderedPool<B>>(b_);
+      Resource<StreamOrderedPool<B>> core(*pool_);
+      run_statements<CorrectProtocol>(&core);
+    } else {
+      with_protocol(trace_.mutant, [&]<class P>() {
+        using Core = Resource<B, P>;
+        std::unique_ptr<Core> core;
+        std::unique_ptr<BudgetResource<Core>> budget;
+        if (trace_.uses_resource) {
+          core = std::make_unique<Core>(b_);
+          if (trace_.budget) budget = std::make_unique<BudgetResource<Core>>(*core, *trace_.budget);
+        }
+        if (budget)
+          run_statements<P>(budget.get());
+        else
+          run_statements<P>(core.get());
+      });
+    }
     b_.set_host_thread(b_.main_host_thread());
+    // What the pool still caches goes back before the device finishes, so
+    // that a leak is what the program holds, never the pool's cache.
+    if (pool_) {
+      (void)b_.without_faults([&] {  // not a call of the program's: no fault lands here
+        pool_->give_back_all();
+        return Status{};
+      });
+    }
     if (!cut_) b_.drain();  // a cut run is not counted: its device need not finish
     return std::move(exec_);
   }
@@ -449,6 +466,7 @@ class TraceInterpreter {
   /// what was enqueued); later uses of the name are findings (R9b).
   template <class P, class R>
   void step(const ast::DestroyStream& st, R*) {
+    if (pool_) pool_->stream_removed(streams_.at(st.stream));
     b_.remove_stream(streams_.at(st.stream));
     streams_.erase(st.stream);
     destroyed_[st.stream] = st.line;
@@ -935,6 +953,7 @@ class TraceInterpreter {
       b_.set_op_label(fmt::format("allocate {}", st.buffer));
       return resource->allocate(st.bytes, streams_.at(st.stream), AllocTag{});
     });
+    b_.set_op_label({});  // not left for a later op: a pool serving from its cache takes none
     if (!r) {
       refused(st, "allocate", r.error());
       missing_[st.buffer] = fmt::format("{} has no memory (line {}: allocate refused)", st.buffer, st.line);
@@ -955,6 +974,7 @@ class TraceInterpreter {
         });
         !s)
       refused(st, "deallocate", s.error());
+    b_.set_op_label({});
   }
   template <class P, class R, class Use>
   requires std::same_as<Use, ast::Prepare> || std::same_as<Use, ast::Finish>
@@ -1085,6 +1105,8 @@ class TraceInterpreter {
 
   const Trace& trace_;
   B& b_;
+  /// `resource pool`: the pool under the resource, for the run.
+  std::unique_ptr<StreamOrderedPool<B>> pool_;
   Execution exec_;
   StreamId legacy_{};
   std::map<std::string, StreamId> streams_;

@@ -44,6 +44,8 @@ inline const Malformed kMalformed[] = {
     {"AllocateWithoutResource", "stream s1\nallocate X 64 on s1\n", 2, 1,
      "'allocate' needs a 'resource' line before it"},
     {"UnknownMutant", "resource mutant M99\n", 1, 17, "unknown mutant 'M99'"},
+    {"PoolWithABudget", "resource pool budget 64\n", 1, 15, "'resource pool' takes no 'budget' or 'mutant'"},
+    {"PoolWithAMutant", "resource mutant M2 pool\n", 1, 20, "'resource pool' takes no 'budget' or 'mutant'"},
     {"TrailingTokens", "stream s1 s2\n", 1, 11, "unexpected 's2' at the end of the statement"},
     {"KeywordAsName", "stream launch\n", 1, 8, "'launch' is a keyword"},
     {"BadPrepareAccess", "stream s1\nresource\nallocate X 64 on s1\nprepare X on s1 modify\n", 4, 17,
