@@ -62,6 +62,10 @@ Status CudaBackend::init() {
     return st;
   if (auto st = d.check(a.module_get_function(&delay_, module_, "streamcheck_delay"), "cuModuleGetFunction"); !st)
     return st;
+  if (auto st =
+          d.check(a.module_get_function(&guard_count_, module_, "streamcheck_guard_count"), "cuModuleGetFunction");
+      !st)
+    return st;
   if (auto st = d.check(a.mem_alloc(&mismatch_counter_, sizeof(std::uint64_t)), "cuMemAlloc (mismatch counter)"); !st)
     return st;
   if (auto st = d.check(a.memset_d8(mismatch_counter_, 0, sizeof(std::uint64_t)), "cuMemsetD8"); !st) return st;
@@ -276,6 +280,50 @@ std::uint64_t CudaBackend::covered_bytes(std::uint64_t ptr, std::uint64_t bytes)
   if (auto host = host_buffers_.find(ptr); host != host_buffers_.end() && host->second == bytes)
     return (bytes + 7) / 8 * 8;  // R12: host buffers are made whole words long
   return bytes / 8 * 8;
+}
+
+Status CudaBackend::fill_bytes(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint8_t pattern) {
+  if (auto st = driver().check(driver().api().memset_d8_async(ptr, pattern, bytes, s.get()), "cuMemsetD8Async"); !st)
+    return st;
+  // The validator's expectation of those words (a free checks its whole
+  // range, P2): whole words now hold the pattern eight times; a word the
+  // range covers in part holds the pattern in those bytes (little-endian)
+  // and what it held before in the others.
+  const std::uint64_t lo = ptr, hi = ptr + bytes;
+  const auto set_bytes = [&](std::uint64_t word, std::uint64_t from, std::uint64_t to) {
+    last_stamp_.for_range(word, word + 8, 0, [&](std::uint64_t, std::uint64_t, std::uint64_t& v) {
+      for (std::uint64_t b = from; b < to; ++b) {
+        const std::uint64_t shift = (b - word) * 8;
+        v = (v & ~(std::uint64_t{0xFF} << shift)) | (std::uint64_t{pattern} << shift);
+      }
+    });
+  };
+  const std::uint64_t first_whole = (lo + 7) / 8 * 8, end_whole = hi / 8 * 8;
+  if (first_whole >= end_whole) {  // within one or two words, none whole
+    for (std::uint64_t word = lo / 8 * 8; word < hi; word += 8)
+      set_bytes(word, std::max(lo, word), std::min(hi, word + 8));
+    return {};
+  }
+  if (lo < first_whole) set_bytes(first_whole - 8, lo, first_whole);
+  const std::uint64_t word_value = std::uint64_t{pattern} * 0x0101010101010101ULL;
+  last_stamp_.for_range(first_whole, end_whole, 0,
+                        [&](std::uint64_t, std::uint64_t, std::uint64_t& v) { v = word_value; });
+  if (end_whole < hi) set_bytes(end_whole, end_whole, hi);
+  return {};
+}
+
+Status CudaBackend::count_bytes_unlike(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint8_t pattern,
+                                       CUdeviceptr result) {
+  const DriverApi& a = driver().api();
+  if (auto st = driver().check(a.memset_d8_async(result, 0, 8, s.get()), "cuMemsetD8Async (guard count)"); !st)
+    return st;
+  if (auto st = driver().check(a.memset_d8_async(result + 8, 0xFF, 8, s.get()), "cuMemsetD8Async (guard first)"); !st)
+    return st;
+  CUdeviceptr p = ptr;
+  std::uint64_t count = bytes;
+  unsigned int pat = pattern;
+  void* args[] = {&p, &count, &pat, &result};
+  return launch_kernel(guard_count_, (bytes + 7) / 8, s, args);
 }
 
 void CudaBackend::stamp(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint64_t value, std::uint64_t spin) {

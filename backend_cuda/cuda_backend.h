@@ -200,6 +200,13 @@ class CudaBackend {
   /// destroyed streams (their fences), since the other devices' streams
   /// share this GPU.
   Status synchronize_device(DeviceNumber device = 0);
+  /// The debug tier's device work (backend_cuda/guard_memory.h): sets
+  /// `bytes` bytes at `ptr` to `pattern` on s (cuMemsetD8Async), and counts
+  /// on s the bytes there unlike `pattern` into result[0], the first such
+  /// offset into result[1] (~0 when none; `result`: 16 device bytes).
+  Status fill_bytes(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint8_t pattern);
+  Status count_bytes_unlike(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint8_t pattern,
+                            CUdeviceptr result);
   // --- the rest of ReplayBackend: one host thread, no origin tags or labels
   // (reports come from the simulator; ops are numbered as it numbers them).
   HostThread add_host_thread() { return 0; }
@@ -280,6 +287,7 @@ class CudaBackend {
   CUfunction stamp_write_ = nullptr;
   CUfunction stamp_check_ = nullptr;
   CUfunction delay_ = nullptr;
+  CUfunction guard_count_ = nullptr;
   CUdeviceptr mismatch_counter_ = 0;
   std::shared_ptr<EventCache> events_;
   std::shared_ptr<StreamCache> streams_cache_;

@@ -79,6 +79,7 @@ class DriverLoader {
                     resolve(get_proc, lib, "cuMemFree", a.mem_free, why) &&
                     resolve(get_proc, lib, "cuMemcpyDtoH", a.memcpy_dtoh, why) &&
                     resolve(get_proc, lib, "cuMemsetD8", a.memset_d8, why) &&
+                    resolve(get_proc, lib, "cuMemsetD8Async", a.memset_d8_async, why) &&
                     resolve(get_proc, lib, "cuModuleLoadData", a.module_load_data, why) &&
                     resolve(get_proc, lib, "cuModuleUnload", a.module_unload, why) &&
                     resolve(get_proc, lib, "cuModuleGetFunction", a.module_get_function, why) &&

@@ -48,6 +48,7 @@ struct DriverApi {
   decltype(&::cuMemFree) mem_free = nullptr;
   decltype(&::cuMemcpyDtoH) memcpy_dtoh = nullptr;
   decltype(&::cuMemsetD8) memset_d8 = nullptr;
+  decltype(&::cuMemsetD8Async) memset_d8_async = nullptr;
   decltype(&::cuModuleLoadData) module_load_data = nullptr;
   decltype(&::cuModuleUnload) module_unload = nullptr;
   decltype(&::cuModuleGetFunction) module_get_function = nullptr;

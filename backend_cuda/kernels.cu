@@ -41,3 +41,22 @@ extern "C" __global__ void streamcheck_stamp_check(const unsigned long long* wor
 }
 
 extern "C" __global__ void streamcheck_delay(unsigned long long spin_ns) { spin_for(spin_ns); }
+
+// The debug tier (model/debug_guard.h): counts the bytes of [bytes, bytes +
+// count) that differ from `pattern` into result[0] and keeps the smallest
+// such offset in result[1] (which starts at ~0).
+extern "C" __global__ void streamcheck_guard_count(const unsigned char* bytes, unsigned long long count,
+                                                   unsigned int pattern, unsigned long long* result) {
+  unsigned long long changed = 0, first = ~0ull;
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride) {
+    if (reinterpret_cast<const volatile unsigned char*>(bytes)[i] != static_cast<unsigned char>(pattern)) {
+      ++changed;
+      if (i < first) first = i;
+    }
+  }
+  if (changed != 0) {
+    atomicAdd(&result[0], changed);
+    atomicMin(&result[1], first);
+  }
+}

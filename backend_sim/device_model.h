@@ -166,6 +166,9 @@ class DeviceModel {
   const std::vector<ValueMismatch>& value_mismatches() const { return race_.value_mismatches(); }
   /// The bytes op `a` touches, and how (tools/producers.h reads them).
   std::vector<OpAccess> accesses(OpRef a) const { return race_.accesses(a); }
+  std::vector<std::pair<ByteRange, std::optional<OpRef>>> last_writes(ByteRange range) const {
+    return race_.last_writes(range);
+  }
   const std::vector<LogEntry>& log() const { return hb_.log(); }
   std::uint32_t op_count(StreamIndex stream) const { return hb_.op_count(stream); }
   OpKind op_kind(OpRef op) const { return hb_.op(op).kind; }

@@ -149,4 +149,18 @@ void RaceChecker::leaked(const Allocation& a) {
   report(FindingKind::Leak, a.alloc_op, std::nullopt, ByteRange{a.range.lo, a.range.lo + a.bytes}, false);
 }
 
+std::vector<std::pair<ByteRange, std::optional<OpRef>>> RaceChecker::last_writes(ByteRange range) const {
+  std::vector<std::pair<ByteRange, std::optional<OpRef>>> out;
+  std::uint64_t at = range.lo;
+  shadow_.visit(range.lo, range.hi, [&](std::uint64_t lo, std::uint64_t hi, const Shadow& sh) {
+    if (at < lo) out.emplace_back(ByteRange{at, lo}, std::nullopt);
+    std::optional<OpRef> writer;
+    if (sh.last_write) writer = sh.last_write->op;
+    out.emplace_back(ByteRange{lo, hi}, writer);
+    at = hi;
+  });
+  if (at < range.hi) out.emplace_back(ByteRange{at, range.hi}, std::nullopt);
+  return out;
+}
+
 }  // namespace streamcheck::sim

@@ -72,6 +72,11 @@ class RaceChecker {
   const std::vector<ValueMismatch>& value_mismatches() const { return mismatches_; }
   /// The accesses op `r` was enqueued with (none for an op never checked).
   std::vector<OpAccess> accesses(OpRef r) const;
+  /// The last write enqueued to each part of `range`, in address order
+  /// (nullopt where none was): whose value a device check of those bytes
+  /// enqueued now reads, when nothing races with it (the debug tier's
+  /// canary and poison checks, backend_sim/sim_guard_memory.h).
+  std::vector<std::pair<ByteRange, std::optional<OpRef>>> last_writes(ByteRange range) const;
 
  private:
   struct Checked {

@@ -9,7 +9,9 @@
 #include <memory>
 
 #include "backend_cuda/cuda_backend.h"
+#include "backend_cuda/guard_memory.h"
 #include "backend_sim/schedule.h"
+#include "model/debug_guard.h"
 #include "model/pool_backend.h"
 #include "props/client_gen.h"
 #include "props/harness.h"
@@ -193,6 +195,73 @@ TEST_F(Gpu, RandomProgramsKeepEveryPropertyThroughThePoolOnTheGpu) {
     ASSERT_FALSE(v) << *v << "\n" << props::show(program);
   }
   EXPECT_GT(steals, 0u);  // blocks did cross streams
+}
+
+// --- the debug tier (model/debug_guard.h) on real memory: canaries and
+// poison written and checked by kernels, verdicts read from the device.
+
+TEST_F(Gpu, TheDebugTierCatchesAnOverrunAndAUseAfterFreeAtRunTime) {
+  Resource<CudaBackend> resource(*backend);
+  auto memory = CudaGuardMemory::create(*backend);
+  ASSERT_TRUE(memory.ok()) << memory.error();
+  DebugGuardOptions options;
+  options.quarantine_frees = 2;
+  DebugGuardResource<Resource<CudaBackend>, CudaGuardMemory> tier(resource, *memory.value(), options);
+  auto use = [&](const DeviceBlock& b, StreamId s, Access a, std::uint64_t bytes) {
+    ASSERT_TRUE(tier.prepare_block_use(BlockId::of(b), s, a));
+    backend->launch(ref(s), {KernelAccess{b.ptr, bytes, a, {}}}, "use");
+    ASSERT_TRUE(tier.finish_block_use(BlockId::of(b), s, a));
+  };
+  // A correct program: each block written on s0, read on s1 and s2, freed.
+  for (std::uint64_t i = 0; i < 200; ++i) {
+    auto b = tier.allocate(1000 + 8 * i, s0);
+    ASSERT_TRUE(b.ok()) << b.error();
+    use(b.value(), s0, Access::Write, b.value().bytes);
+    use(b.value(), s1, Access::Read, b.value().bytes);
+    use(b.value(), s2, Access::Read, b.value().bytes);
+    ASSERT_TRUE(tier.deallocate(b.value()));
+  }
+  ASSERT_TRUE(tier.release_quarantine());
+  ASSERT_TRUE(tier.findings().empty()) << tier.findings().front().to_string();
+  backend->drain();
+  for (const auto& p : backend->new_problems()) ADD_FAILURE() << "the correct program: " << p.detail;
+
+  // An overrun: a kernel on s1 writes 16 bytes past the end of a block.
+  auto over = tier.allocate(1000, s0).value();
+  use(over, s1, Access::Write, 1016);
+  ASSERT_TRUE(tier.deallocate(over));
+  // A use after free: a block freed on s0 (its poison is down once s0 is
+  // synchronized), then written through a stale pointer by a kernel on s1.
+  auto stale = tier.allocate(4096, s0).value();
+  use(stale, s0, Access::Write, 4096);
+  ASSERT_TRUE(tier.deallocate(stale));
+  ASSERT_TRUE(backend->synchronize_stream(ref(s0)));
+  backend->launch(ref(s1), {KernelAccess{stale.ptr + 512, 1024, Access::Write, {}}}, "stale write");
+  ASSERT_TRUE(backend->synchronize_stream(ref(s1)));
+  EXPECT_EQ(tier.quarantined_blocks(), 2u);  // K = 2: both still held
+  ASSERT_TRUE(tier.release_quarantine());
+
+  const auto findings = tier.findings();
+  ASSERT_EQ(findings.size(), 2u);
+  for (const auto& f : findings) std::cout << "  " << f.to_string() << "\n";
+  // A byte of a kernel's stamp may happen to equal the pattern: the first
+  // changed byte is in the first word written, and most bytes changed.
+  const auto expect = [](const GuardFinding& f, GuardFindingKind kind, const DeviceBlock& block, std::int64_t first,
+                         std::uint64_t written) {
+    EXPECT_EQ(f.kind, kind);
+    EXPECT_EQ(f.generation, block.generation);
+    EXPECT_GE(f.first_changed, first);
+    EXPECT_LT(f.first_changed, first + 8);
+    EXPECT_GE(f.changed_bytes, written / 8);
+    EXPECT_LE(f.changed_bytes, written);
+  };
+  expect(findings[0], GuardFindingKind::CanaryOverwritten, over, 1000, 16);
+  expect(findings[1], GuardFindingKind::WriteAfterFree, stale, 512, 1024);
+  ASSERT_TRUE(resource.reap_pending());
+  EXPECT_EQ(tier.bytes_outstanding(), 0u);
+  EXPECT_EQ(memory.value()->free_slots(), 4096u);  // every verdict read
+  backend->drain();
+  for (const auto& p : backend->new_problems()) ADD_FAILURE() << p.detail;
 }
 
 }  // namespace

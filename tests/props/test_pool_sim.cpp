@@ -19,7 +19,7 @@
 #include "model/pool_backend.h"
 #include "props/protocol_property.h"
 #include "props/sim_protocol_property.h"
-#include "tests/test_scale.h"
+#include "tests/props/every_policy.h"
 
 namespace streamcheck::props {
 namespace {
@@ -290,28 +290,18 @@ std::vector<ClientProgram> small_programs() {
 /// exploration was not exhaustive; nullopt when every schedule is clean.
 template <class Q>
 std::optional<std::string> explore_exhaustively(const ClientProgram& program, std::uint64_t* schedules = nullptr) {
-  // Under the sanitizers (tests/test_scale.h) every third policy: the same
-  // code paths, a fifth of the time.
-  const std::uint32_t step = tests::sanitizer_scale() ? 3 : 1;
-  for (std::uint32_t policy = 0; policy < 16; policy += step) {
-    std::optional<std::string> found;
-    const sim::ExploreResult explored = sim::explore(sim::Dfs{}, sim::Bounds{50'000}, [&](sim::Chooser& chooser) {
-      sim::DeviceModel model(chooser, sim::PoolPolicy::from_bits(policy));
-      Pooled<Q> backend(PoolOptions{}, model);
-      Harness<Pooled<Q>> harness(backend);
-      for (const auto& op : program)
-        if (auto v = harness.apply(op)) found = to_string(*v);
-      if (!found)
-        if (auto v = harness.finish()) found = to_string(*v);
-      if (found) *found += " (pool policy " + std::to_string(policy) + ", schedule " + chooser.schedule() + ")";
-      return found.has_value();
-    });
-    if (schedules) *schedules += explored.explored;
-    if (found) return found;
-    if (!explored.exhaustive)
-      return "not exhaustive within 50000 schedules (pool policy " + std::to_string(policy) + ")";
-  }
-  return std::nullopt;
+  return tests::explore_every_policy(
+      3,
+      [&](sim::Chooser& chooser, std::uint32_t policy) -> std::optional<std::string> {
+        sim::DeviceModel model(chooser, sim::PoolPolicy::from_bits(policy));
+        Pooled<Q> backend(PoolOptions{}, model);
+        Harness<Pooled<Q>> harness(backend);
+        for (const auto& op : program)
+          if (auto v = harness.apply(op)) return to_string(*v);
+        if (auto v = harness.finish()) return to_string(*v);
+        return std::nullopt;
+      },
+      schedules);
 }
 
 TEST(PoolExhaustive, SmallMultiStreamProgramsAreCleanInEverySchedule) {
