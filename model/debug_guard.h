@@ -50,6 +50,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <iostream>
 #include <limits>
 #include <optional>
 #include <string>
@@ -190,7 +191,9 @@ class DebugGuardResource {
     state->quarantined.emplace(held.outer.ptr, held.outer.generation);
     state->quarantine.push_back(Quarantined{held, std::move(checks).value(), state->frees});
     ++state->frees;
-    state->deferred = release_due(*state, false);
+    // The block is freed whatever the release of older ones says: a failure
+    // there is kept (the first one) for the next reap_pending().
+    if (Status released = release_due(*state, false); !released && state->deferred) state->deferred = released;
     return {};
   }
 
@@ -232,10 +235,11 @@ class DebugGuardResource {
     return collect(*state, true);
   }
 
-  /// What the checks that have run found so far (non-blocking).
+  /// Everything the checks that have run found so far (non-blocking).
   std::vector<GuardFinding> findings() {
     auto state = state_.lock();
     (void)collect(*state, false);
+    state->read_findings = state->findings.size();
     return state->findings;
   }
 
@@ -247,9 +251,16 @@ class DebugGuardResource {
   std::uint32_t device_ordinal() const { return inner_.device_ordinal(); }
   const DebugGuardOptions& options() const { return options_; }
 
+  /// Hands every quarantined block back to Inner (nothing is lost), and
+  /// says on stderr what no one will hear otherwise: a release that failed,
+  /// and findings that findings() never returned.
   ~DebugGuardResource() {
-    // Nothing quarantined may be lost: hand every block back to Inner.
-    (void)release_quarantine();
+    if (Status released = release_quarantine(); !released)
+      std::cerr << "streamcheck: DebugGuardResource: giving the quarantine back failed: "
+                << released.error().to_string() << "\n";
+    auto state = state_.lock();
+    for (std::size_t i = state->read_findings; i < state->findings.size(); ++i)
+      std::cerr << "streamcheck: DebugGuardResource: a finding never read: " << state->findings[i].to_string() << "\n";
   }
 
  private:
@@ -278,6 +289,7 @@ class DebugGuardResource {
     std::deque<Quarantined> quarantine;                         // in deallocation order
     std::vector<Check> released_checks;                         // of given-back blocks, not read yet
     std::vector<GuardFinding> findings;
+    std::size_t read_findings = 0;  // how many findings() returned
     std::size_t frees = 0;
     Status deferred;
   };

@@ -252,6 +252,20 @@ TEST(DebugGuardRules, AnOutOfBoundsWriteIsReportedAtTheFreeWithItsBytes) {
   EXPECT_NE(findings[0].to_string().find("canary overwritten: block b"), std::string::npos) << findings[0].to_string();
 }
 
+TEST(DebugGuardRules, AFindingNoOneReadIsToldOnStderrAtTheEnd) {
+  testing::internal::CaptureStderr();
+  {
+    GuardWorld w;
+    const StreamId a = w.stream();
+    auto block = w.tier.allocate(40, a).value();
+    w.write(a, block.ptr - 8, 8);  // 8 bytes before the block
+    ASSERT_TRUE(w.tier.deallocate(block));
+  }  // never asked for its findings
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("a finding never read: canary overwritten"), std::string::npos) << err;
+  EXPECT_NE(err.find("8 byte(s) changed, the first at offset -8"), std::string::npos) << err;
+}
+
 TEST(DebugGuardRules, AWriteToAQuarantinedBlockIsReportedWhenItLeaves) {
   GuardWorld w(1);
   const StreamId a = w.stream();
