@@ -36,6 +36,12 @@
 // restores the poison pattern, and writes after the release (the bytes then
 // belong to someone else: Inner's P-rules order those).
 //
+// Over an Inner that does not track uses (NonTrackingResource) the tier
+// makes no prepare/finish calls into it: that resource's client orders every
+// use after the allocation and before the free on the alloc stream itself,
+// and the tier's fills and checks run on the alloc stream under the same
+// promise.
+//
 // Findings are data (findings()); a call that cannot be done returns an
 // error and changes nothing the caller can observe: a failed allocate gives
 // the inner block back, a failed deallocate leaves the block live (it can be
@@ -176,6 +182,7 @@ class DebugGuardResource {
       return err;
     }
     state->live.emplace(outer.ptr, Held{inner_block, outer});
+    state->live_bytes += bytes;
     return outer;
   }
 
@@ -188,6 +195,7 @@ class DebugGuardResource {
     auto checks = free_time_work(held);
     if (!checks) return checks.error();
     state->live.erase(it);
+    state->live_bytes -= held.outer.bytes;
     state->quarantined.emplace(held.outer.ptr, held.outer.generation);
     state->quarantine.push_back(Quarantined{held, std::move(checks).value(), state->frees});
     ++state->frees;
@@ -246,8 +254,13 @@ class DebugGuardResource {
   std::size_t quarantined_blocks() const { return state_.lock()->quarantine.size(); }
   std::size_t live_block_count() const { return state_.lock()->live.size(); }
   bool supports_block_use_tracking() const { return inner_.supports_block_use_tracking(); }
-  /// Inner's: quarantined blocks are still held there.
-  std::size_t bytes_outstanding() const { return inner_.bytes_outstanding(); }
+  /// The client's view, as every MemoryResource reports it: the bytes of
+  /// the blocks handed out and not deallocated. What the tier holds from
+  /// Inner (canaries and quarantine included) is held_bytes().
+  std::size_t bytes_outstanding() const { return state_.lock()->live_bytes; }
+  /// Inner's bytes_outstanding(): live blocks with their canaries, the
+  /// quarantine, and what Inner has not reaped yet.
+  std::size_t held_bytes() const { return inner_.bytes_outstanding(); }
   std::uint32_t device_ordinal() const { return inner_.device_ordinal(); }
   const DebugGuardOptions& options() const { return options_; }
 
@@ -291,6 +304,7 @@ class DebugGuardResource {
     std::vector<GuardFinding> findings;
     std::size_t read_findings = 0;  // how many findings() returned
     std::size_t frees = 0;
+    std::size_t live_bytes = 0;  // of the blocks in `live`, as handed out
     Status deferred;
   };
 
@@ -300,11 +314,26 @@ class DebugGuardResource {
     return ResourceError::driver_caused_by(where(fn) + ": " + what, cause);
   }
 
+  /// Over an Inner that does not track uses (NonTrackingResource) the tier
+  /// makes no prepare/finish calls: its client orders every use after the
+  /// allocation and before the free on the alloc stream itself (that
+  /// resource's contract), and the tier's fills and checks run on the alloc
+  /// stream, so the same promise orders them.
+  bool inner_tracks() const { return inner_.supports_block_use_tracking(); }
+
   Status fill_canaries(const DeviceBlock& inner_block, const DeviceBlock& outer) {
     const BlockId id = BlockId::of(inner_block);
     const StreamId s = inner_block.alloc_stream;
+    if (!inner_tracks()) return fill_canary_bytes(s, inner_block, outer);
     if (auto p = inner_.prepare_block_use(id, s, Access::Write); !p)
       return caused("allocate", "prepare canaries", p.error());
+    if (Status filled = fill_canary_bytes(s, inner_block, outer); !filled) return filled;
+    if (auto f = inner_.finish_block_use(id, s, Access::Write); !f)
+      return caused("allocate", "finish canaries", f.error());
+    return {};
+  }
+
+  Status fill_canary_bytes(StreamId s, const DeviceBlock& inner_block, const DeviceBlock& outer) {
     const std::uint64_t canary = options_.canary_bytes;
     if (canary > 0) {
       if (auto f = guard_.fill(s, inner_block.ptr, canary, options_.canary); !f)
@@ -312,8 +341,6 @@ class DebugGuardResource {
       if (auto f = guard_.fill(s, outer.ptr + outer.bytes, canary, options_.canary); !f)
         return caused("allocate", "fill back canary", f.error());
     }
-    if (auto f = inner_.finish_block_use(id, s, Access::Write); !f)
-      return caused("allocate", "finish canaries", f.error());
     return {};
   }
 
@@ -323,8 +350,9 @@ class DebugGuardResource {
     const BlockId id = BlockId::of(held.inner);
     const StreamId s = held.inner.alloc_stream;
     if constexpr (M != GuardMutant::GM1) {
-      if (auto p = inner_.prepare_block_use(id, s, Access::Write); !p)
-        return caused("deallocate", "wait for uses", p.error());
+      if (inner_tracks())
+        if (auto p = inner_.prepare_block_use(id, s, Access::Write); !p)
+          return caused("deallocate", "wait for uses", p.error());
     }
     std::vector<Check> checks;
     const std::uint64_t canary = options_.canary_bytes;
@@ -339,8 +367,9 @@ class DebugGuardResource {
     }
     if (auto f = guard_.fill(s, held.outer.ptr, held.outer.bytes, options_.poison); !f)
       return caused("deallocate", "poison", f.error());
-    if (auto f = inner_.finish_block_use(id, s, Access::Write); !f)
-      return caused("deallocate", "finish poison", f.error());
+    if (inner_tracks())
+      if (auto f = inner_.finish_block_use(id, s, Access::Write); !f)
+        return caused("deallocate", "finish poison", f.error());
     return checks;
   }
 

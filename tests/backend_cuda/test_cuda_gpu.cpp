@@ -259,6 +259,7 @@ TEST_F(Gpu, TheDebugTierCatchesAnOverrunAndAUseAfterFreeAtRunTime) {
   expect(findings[1], GuardFindingKind::WriteAfterFree, stale, 512, 1024);
   ASSERT_TRUE(resource.reap_pending());
   EXPECT_EQ(tier.bytes_outstanding(), 0u);
+  EXPECT_EQ(tier.held_bytes(), 0u);
   EXPECT_EQ(memory.value()->free_slots(), 4096u);  // every verdict read
   backend->drain();
   for (const auto& p : backend->new_problems()) ADD_FAILURE() << p.detail;

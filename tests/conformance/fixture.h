@@ -17,6 +17,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -26,10 +27,12 @@
 
 #include "model/backend.h"
 #include "model/budget_resource.h"
+#include "model/debug_guard.h"
 #include "model/kernel_access.h"
 #include "model/logging_resource.h"
 #include "model/memory_resource.h"
 #include "model/non_tracking_resource.h"
+#include "model/pool_backend.h"
 #include "model/resource.h"
 #include "model/types.h"
 
@@ -94,6 +97,31 @@ struct NonTrackingStack : BaseStack<D, NonTrackingResource<typename D::BackendTy
   using BaseStack<D, NonTrackingResource<typename D::BackendType>>::BaseStack;
 };
 
+/// The performance tier: the core Resource over PoolResource's pool
+/// (model/pool_backend.h) over the device's backend, as `resource pool`
+/// builds it; at the end every cached block goes back to the backend.
+template <Device D>
+struct PoolStack {
+  using DeviceType = D;
+  using BackendType = typename D::BackendType;
+  using Pool = StreamOrderedPool<BackendType>;
+  static constexpr bool tracks = true;
+  explicit PoolStack(BackendType& backend) : pool(backend) { resource.emplace(pool); }
+  PoolStack(const PoolStack&) = delete;
+  PoolStack& operator=(const PoolStack&) = delete;
+  ~PoolStack() {
+    resource.reset();
+    pool.give_back_all();
+  }
+  Resource<Pool>& top() { return *resource; }
+  Resource<Pool>& tracked() { return *resource; }
+  /// Before the backend's oracle looks: the pool's cached blocks go back
+  /// (the oracle would call them leaks), each on the stream that freed it.
+  void settle() { pool.give_back_all(); }
+  Pool pool;
+  std::optional<Resource<Pool>> resource;
+};
+
 template <class Lower>
 using TopOf = std::remove_reference_t<decltype(std::declval<Lower&>().top())>;
 
@@ -106,6 +134,8 @@ struct DecoratorStack {
   static constexpr bool tracks = Lower::tracks;
   explicit DecoratorStack(BackendType& backend) : lower(backend) {}
   auto& tracked() requires Lower::tracks { return lower.tracked(); }
+  void settle() requires requires(Lower& l) { l.settle(); }
+  { lower.settle(); }
   Lower lower;
 };
 
@@ -128,6 +158,35 @@ struct LoggingStack : DecoratorStack<Lower> {
   LoggingResource<TopOf<Lower>> logging;
 };
 
+/// The debug tier (model/debug_guard.h) over the stack `Lower`. `Memory`
+/// makes the tier's GuardMemory for the device's backend:
+/// `static std::unique_ptr<Memory::Type> make(BackendType&)`, throwing with
+/// the reason when it cannot. Blocks are offset by the canary, so the tier's
+/// stacks do not expose the Resource underneath: the suites read only the
+/// MemoryResource calls on them.
+template <class Lower, class Memory>
+struct GuardStack {
+  using DeviceType = typename Lower::DeviceType;
+  using BackendType = typename Lower::BackendType;
+  using Tier = DebugGuardResource<TopOf<Lower>, typename Memory::Type>;
+  static constexpr bool tracks = Lower::tracks;
+  explicit GuardStack(BackendType& backend) : lower(backend), memory(Memory::make(backend)) {
+    tier.emplace(lower.top(), *memory);
+  }
+  GuardStack(const GuardStack&) = delete;
+  GuardStack& operator=(const GuardStack&) = delete;
+  Tier& top() { return *tier; }
+  /// The quarantine goes back to the stack below (and so do its caches).
+  void settle() {
+    const Status released = tier->release_quarantine();
+    EXPECT_TRUE(released.ok()) << released.error();
+    if constexpr (requires { lower.settle(); }) lower.settle();
+  }
+  Lower lower;
+  std::unique_ptr<typename Memory::Type> memory;
+  std::optional<Tier> tier;
+};
+
 /// The stacks that track cross-stream uses: seed 000's and 001's cases.
 template <Device D>
 using TrackingStacks =
@@ -138,6 +197,19 @@ template <Device D>
 using AllStacks =
     ::testing::Types<TrackingStack<D>, BudgetStack<TrackingStack<D>>, LoggingStack<TrackingStack<D>>,
                      NonTrackingStack<D>, BudgetStack<NonTrackingStack<D>>, LoggingStack<NonTrackingStack<D>>>;
+
+/// The performance tier, alone and under each decorator (ResourceSuite,
+/// RecorderSuite: the core Resource over the pool is what they read).
+template <Device D>
+using PoolStacks = ::testing::Types<PoolStack<D>, BudgetStack<PoolStack<D>>, LoggingStack<PoolStack<D>>>;
+
+/// The debug tier over the core, over the pool and over NonTrackingResource,
+/// and the decorators over it: what the MemoryResource concept promises.
+template <Device D, class Memory>
+using GuardStacks =
+    ::testing::Types<GuardStack<TrackingStack<D>, Memory>, GuardStack<PoolStack<D>, Memory>,
+                     GuardStack<NonTrackingStack<D>, Memory>, BudgetStack<GuardStack<TrackingStack<D>, Memory>>,
+                     LoggingStack<GuardStack<PoolStack<D>, Memory>>>;
 
 /// The fixture of every suite: opens the device (or skips), registers
 /// streams s0..s2 and builds the stack on it.
@@ -171,6 +243,7 @@ class ConformanceTest : public ::testing::Test {
   /// Lets all queued work run and checks that the backend's oracle (races,
   /// values read out of order) saw nothing: the work was ordered.
   void expect_no_problems_after_drain() {
+    if constexpr (requires(Stack & st) { st.settle(); }) stack->settle();
     backend().drain();
     const auto problems = backend().new_problems();
     EXPECT_TRUE(problems.empty()) << ::testing::PrintToString(problems);

@@ -163,8 +163,9 @@ std::optional<std::string> run_guarded(const std::vector<GuardStep>& steps, sim:
   if (auto r = tier.release_quarantine(); !r) return "release: " + r.error().to_string();
   if (tier.quarantined_blocks() != 0) return "blocks left in quarantine";
   if (auto r = tier.reap_pending(); !r) return "reap: " + r.error().to_string();
-  if (tier.bytes_outstanding() != 0)
-    return std::to_string(tier.bytes_outstanding()) + " bytes outstanding after everything was freed and reaped";
+  if (tier.bytes_outstanding() != 0 || tier.held_bytes() != 0)
+    return std::to_string(tier.bytes_outstanding()) + " bytes outstanding, " + std::to_string(tier.held_bytes()) +
+           " held from the resource below, after everything was freed and reaped";
   std::vector<Expected> found;
   for (const auto& f : tier.findings()) found.push_back(key(f));
   guarded.reset();
@@ -330,7 +331,7 @@ TEST(DebugGuardRules, AFailedCallChangesNothing) {
   GuardWorld w;
   const StreamId a = w.stream(), b = w.stream();
   // allocate: the canaries' finish needs an event; make creating it fail.
-  const std::size_t outstanding = w.tier.bytes_outstanding();
+  const std::size_t outstanding = w.tier.bytes_outstanding(), held = w.tier.held_bytes();
   int refusals = 0;
   for (std::uint32_t nth = 1; nth <= 8; ++nth) {
     w.backend.arm_fault(nth);
@@ -347,6 +348,7 @@ TEST(DebugGuardRules, AFailedCallChangesNothing) {
   ASSERT_TRUE(w.tier.release_quarantine());
   ASSERT_TRUE(w.tier.reap_pending());
   EXPECT_EQ(w.tier.bytes_outstanding(), outstanding);
+  EXPECT_EQ(w.tier.held_bytes(), held);
   // deallocate: a failed free-time wait leaves the block live; a retry frees it.
   auto block = w.tier.allocate(100, a).value();
   ASSERT_TRUE(w.tier.prepare_block_use(BlockId::of(block), b, Access::Read));
@@ -357,10 +359,14 @@ TEST(DebugGuardRules, AFailedCallChangesNothing) {
   ASSERT_FALSE(failed);
   EXPECT_EQ(w.tier.live_block_count(), 1u);
   EXPECT_EQ(w.tier.quarantined_blocks(), 0u);
+  EXPECT_EQ(w.tier.bytes_outstanding(), 100u);
   ASSERT_TRUE(w.tier.deallocate(block));
+  EXPECT_EQ(w.tier.bytes_outstanding(), 0u);
+  EXPECT_GT(w.tier.held_bytes(), 100u);  // the block and its canaries, in quarantine
   ASSERT_TRUE(w.tier.release_quarantine());
   ASSERT_TRUE(w.tier.reap_pending());
   EXPECT_EQ(w.tier.bytes_outstanding(), 0u);
+  EXPECT_EQ(w.tier.held_bytes(), 0u);
   EXPECT_TRUE(w.tier.findings().empty());
 }
 
