@@ -92,9 +92,14 @@ int run(const Options& o) {
   ok(api.event_record(written, raw0), "cuEventRecord");
 
   Resource<CudaBackend> resource(backend);
-  auto block = resource.allocate(o.bytes, s0);  // allocated on s0: a read on s1 waits (P-read)
+  auto block = resource.allocate(o.bytes, s0);  // allocated and written on s0: a read on s1 waits (P-read)
   if (!block) throw std::runtime_error("Resource::allocate: " + block.error().to_string());
   const BlockId id = BlockId::of(block.value());
+  // Written once on s0, as the bare variant's `written` event stands for:
+  // its last_write is then on s0 (before a first write a read on s1 would
+  // wait on an allocation-ready event recorded for that prepare: P-alloc).
+  ok(resource.prepare_block_use(id, s0, Access::Write), "prepare_block_use");
+  ok(resource.finish_block_use(id, s0, Access::Write), "finish_block_use");
   // PoolResource: the core over a pool over a backend of its own.
   using PooledCuda = PooledBackend<CudaBackend>;
   auto pooled_created = CudaBackend::create_as<PooledCuda>(PoolOptions{}, backend_options);

@@ -62,7 +62,7 @@ struct MutantInfo {
 inline constexpr std::array<MutantInfo, 18> kMutants{{
     {MutantId::M1, "M1", "a writing prepare skips the waits on outstanding reads"},
     {MutantId::M2, "M2", "a reading prepare skips the wait on last_write"},
-    {MutantId::M3, "M3", "allocate records no allocation-ready event"},
+    {MutantId::M3, "M3", "no allocation-ready event: a first use on another stream does not wait for the allocation"},
     {MutantId::M4, "M4", "deallocate skips the waits on outstanding reads"},
     {MutantId::M5, "M5", "finish(Read) replaces last_write instead of appending a read"},
     {MutantId::M6, "M6", "the same-stream skip compares the event's stream with the alloc stream, not the use stream"},

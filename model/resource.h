@@ -2,9 +2,14 @@
 // (SPEC §2, seed 000).
 //
 // Memory ordering — the contract this class enforces, in HB terms:
-//   P-alloc  allocate(bytes, s) orders the allocation on s and records an
-//            allocation-ready event there; it becomes the block's last_write,
-//            so a first use on another stream waits for it (R2, R3).
+//   P-alloc  allocate(bytes, s) orders the allocation on s and records no
+//            event. A prepare on another stream while the block has no
+//            last_write records an allocation-ready event on s and waits for
+//            it (R2, R3): same-stream allocate/use/free, the common case,
+//            makes no event at all. Recorded later than the allocation, it
+//            orders more than needed, never less (R1); it belongs to that
+//            call alone (the block's state does not change). If the alloc
+//            stream is gone by then, that prepare is refused (StreamMisuse).
 //   P-read   prepare(id, s, Read) makes s wait on last_write when it was
 //            recorded on another stream.
 //   P-write  prepare(id, s, Write|ReadWrite) also makes s wait on every
@@ -137,31 +142,12 @@ Result<DeviceBlock> Resource<B, P>::allocate(std::size_t bytes, StreamId stream,
     if (live_.lock().contains(ptr.value())) return collision(ptr.value());
   }
 
-  // Undo the allocation on any later failure, so that a failed allocate
-  // changes nothing the caller can observe.
-  auto undo = [&](ResourceError err) -> Result<DeviceBlock> {
-    auto freed = backend_.free_async(ptr.value(), s.value());
-    if (!freed) err.message += " (and releasing the allocation failed: " + freed.error().message + ")";
-    return err;
-  };
-
-  std::optional<StreamEvent> ready;
-  if constexpr (!P::has(MutantId::M3)) {
-    // P-alloc: the allocation-ready event. Without it a first use on another
-    // stream may start before the allocation (and the pool's reuse of the
-    // range) is ordered.
-    auto ev = backend_.create_event();
-    if (!ev)
-      return undo(ResourceError::driver_caused_by(where("allocate") + ": create allocation-ready event", ev.error()));
-    auto rec = backend_.record_event(ev.value(), s.value());
-    if (!rec)
-      return undo(ResourceError::driver_caused_by(where("allocate") + ": record allocation-ready event", rec.error()));
-    ready.emplace(StreamEvent{stream, std::move(ev).value()});
-  }
-
+  // P-alloc: no event yet; prepare_block_use records the allocation-ready
+  // event when the block is first used on another stream. Nothing below can
+  // fail but a collision, which must not free the address (P5).
   auto live = live_.lock();
   const Generation generation = Generation::next();
-  LiveEntry entry{generation, bytes, std::move(ready), {}};
+  LiveEntry entry{generation, bytes, std::nullopt, {}};
   if constexpr (P::has(MutantId::M13)) {
     live.insert_or_assign(ptr.value(), std::move(entry));
   } else if (!live.try_emplace(ptr.value(), std::move(entry)).second) {
@@ -201,12 +187,45 @@ Status Resource<B, P>::prepare_block_use(BlockId id, StreamId use_stream, Access
   auto live = live_.lock();
   auto it = live.find(id.ptr);
   if (it == live.end() || it->second.generation != id.generation) return ResourceError::use_after_free(id.generation);
-  // P-read: every access waits on last_write (M2: a read skips it).
+  const LiveEntry& entry = it->second;
+  // P-alloc: a use on another stream of a block nothing has written yet
+  // waits for an allocation-ready event recorded now on the alloc stream
+  // (M3 records none). The event is this call's alone, given back when it
+  // returns (the wait keeps what it captured): the block's state does not
+  // change, so a failed prepare, or a launch whose later prepare fails,
+  // leaves nothing behind.
+  std::optional<typename B::Event> ready;
+  if constexpr (!P::has(MutantId::M3)) {
+    if (!entry.last_write && use_stream != id.alloc_stream) {
+      auto home = backend_.resolve_stream(id.alloc_stream);
+      if (!home)
+        return ResourceError::stream_misuse(where("prepare_block_use") + ": the block's alloc stream StreamId(" +
+                                            std::to_string(id.alloc_stream.value) +
+                                            ") is gone, so the allocation-ready event this first use on another "
+                                            "stream waits for cannot be recorded (P-alloc)");
+      auto ev = backend_.create_event();
+      if (!ev)
+        return ResourceError::driver_caused_by(where("prepare_block_use") + ": create allocation-ready event",
+                                               ev.error());
+      auto rec = backend_.record_event(ev.value(), *home);
+      if (!rec)
+        return ResourceError::driver_caused_by(where("prepare_block_use") + ": record allocation-ready event",
+                                               rec.error());
+      ready.emplace(std::move(ev).value());
+    }
+  }
+  // P-read: every access waits on last_write, or on the allocation-ready
+  // event before the first write (M2: a read skips it).
   const bool wait_last_write = !(P::has(MutantId::M2) && access == Access::Read);
+  if (ready && wait_last_write && needs_wait(id.alloc_stream, use_stream, id.alloc_stream)) {
+    auto w = backend_.wait_event(s.value(), *ready);
+    if (!w)
+      return ResourceError::driver_caused_by(where("prepare_block_use") + ": wait on allocation-ready event",
+                                             w.error());
+  }
   // P-write: a writing access also waits on every outstanding read (M1 skips).
   const bool wait_reads = writes(access) && !P::has(MutantId::M1);
-  return wait_for_uses("prepare_block_use", it->second, s.value(), use_stream, id.alloc_stream, wait_last_write,
-                       wait_reads);
+  return wait_for_uses("prepare_block_use", entry, s.value(), use_stream, id.alloc_stream, wait_last_write, wait_reads);
 }
 
 template <Backend B, class P>

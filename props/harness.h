@@ -216,18 +216,20 @@ class Harness {
     if (auto wrong = log_reader_.advance(front_.log(), front_.journal())) problem(Property::LogFidelity, *wrong);
   }
 
-  /// Event economy (R1, R2): each live block holds its last write plus one
-  /// use event per stream that read it since, and no wait was queued on an
-  /// event recorded on the waiting stream.
+  /// Event economy (R1, R2): each live block holds its last write (once
+  /// written: P-alloc keeps no allocation-ready event) plus one use event
+  /// per stream that read it since, and no wait was queued on an event
+  /// recorded on the waiting stream.
   void check_economy() {
     for (BlockNumber n : model_.live()) {
       const DeviceBlock& blk = block(n);
       const auto held = res_.pending_use_event_count(blk.ptr);
-      const std::size_t expected = 1 + front_.readers_since_last_write(blk.generation);
+      const std::size_t last_write = front_.has_last_write(blk.generation) ? 1 : 0;
+      const std::size_t expected = last_write + front_.readers_since_last_write(blk.generation);
       if (held && *held != expected)
         problem(Property::EventEconomy,
-                fmt::format("{} holds {} use events; its last write and {} reading streams since need {}", name(n),
-                            *held, expected - 1, expected));
+                fmt::format("{} holds {} use events; {} and {} reading streams since need {}", name(n), *held,
+                            last_write ? "its last write" : "no write yet", expected - last_write, expected));
     }
     if constexpr (requires { b_.self_waits(); }) {
       if (b_.self_waits() != self_waits_seen_)

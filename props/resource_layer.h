@@ -161,6 +161,10 @@ class LayeredResource {
     auto it = readers_.find(g.value);
     return it == readers_.end() ? 0 : it->second.size();
   }
+  /// Whether the block of generation `g` has a last_write event by the
+  /// successful calls made through this layer: a finished write (before
+  /// one it has none: P-alloc records no event that the block keeps).
+  bool has_last_write(Generation g) const { return written_.contains(g.value); }
 
  private:
   static LoggedCall logged(LoggedCall::Kind kind, StreamId stream = {}, Generation generation = {},
@@ -178,10 +182,12 @@ class LayeredResource {
   Status used(Generation g, StreamId stream, Access access, Status status) {
     if (!status.ok()) return status;
     auto& readers = readers_[g.value];
-    if (access == Access::Read)
+    if (access == Access::Read) {
       readers.insert(stream.value);
-    else
+    } else {
       readers.clear();
+      written_.insert(g.value);
+    }
     return status;
   }
 
@@ -219,6 +225,7 @@ class LayeredResource {
   std::optional<LoggingResource<BudgetResource<R>>> logged_budget_;
   std::vector<LoggedCall> journal_;
   std::map<std::uint64_t, std::set<std::uint32_t>> readers_;  // generation -> reading streams
+  std::set<std::uint64_t> written_;                           // generations with a last_write
 };
 
 }  // namespace streamcheck::props

@@ -946,9 +946,9 @@ class TraceInterpreter {
 
   template <class P, class R>
   void step(const ast::Allocate& st, R* resource) {
-    // The resource's pool op and its allocation-ready event, by the block's
-    // name (labelled again for a retry: the failed attempt may have taken it).
-    b_.set_event_label(fmt::format("{} ready", st.buffer));
+    // The resource's pool op, by the block's name (labelled again for a
+    // retry: the failed attempt may have taken it). Its allocation-ready
+    // event is made by the first prepare on another stream (P-alloc).
     auto r = retried([&] {
       b_.set_op_label(fmt::format("allocate {}", st.buffer));
       return resource->allocate(st.bytes, streams_.at(st.stream), AllocTag{});
@@ -984,7 +984,10 @@ class TraceInterpreter {
     if (!block) return;
     const BlockId id = BlockId::of(*block);
     const StreamId s = streams_.at(st.stream);
-    b_.set_event_label(fmt::format("{} used on {}", st.buffer, st.stream));  // finish records it
+    // finish records the use event; a prepare records only the block's
+    // allocation-ready event, at its first use on another stream (P-alloc).
+    b_.set_event_label(prepare ? fmt::format("{} ready", st.buffer)
+                               : fmt::format("{} used on {}", st.buffer, st.stream));
     if (auto done = retried([&] {
           return prepare ? resource->prepare_block_use(id, s, st.access) : resource->finish_block_use(id, s, st.access);
         });
@@ -1003,6 +1006,13 @@ class TraceInterpreter {
         auto it = blocks_.find(r.buffer);
         rec.use(it == blocks_.end() ? nullptr : &it->second, list.access);
       }
+    // The preflight's prepares record only allocation-ready events (P-alloc),
+    // named by the blocks they may serve.
+    std::vector<std::string> named;
+    for (const auto& list : st.accesses)
+      for (const auto& r : list.refs)
+        if (std::find(named.begin(), named.end(), r.buffer) == named.end()) named.push_back(r.buffer);
+    b_.set_event_label(fmt::format("{} ready", fmt::join(named, ",")));
     if (auto s = retried([&] { return rec.preflight(*resource); }); !s) {
       refused(st, "preflight", s.error());
       return;

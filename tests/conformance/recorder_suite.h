@@ -83,8 +83,9 @@ TYPED_TEST_P(RecorderSuite, PreflightThenCommit) {
   EXPECT_TRUE(rec.preflighted());
   ASSERT_TRUE(rec.commit(r).ok());
   EXPECT_TRUE(rec.committed());
-  // The commit appended a read event to the allocation-ready event.
-  EXPECT_EQ(this->use_events(buf), std::optional<std::size_t>(2));
+  // The commit recorded the read; the block keeps no allocation-ready event
+  // (P-alloc: the preflight's was its own).
+  EXPECT_EQ(this->use_events(buf), std::optional<std::size_t>(1));
 }
 
 // The protocol end to end: a write launched on s1 and a read launched on s2,
@@ -123,7 +124,7 @@ TYPED_TEST_P(RecorderSuite, CommitWithoutPreflightRefused) {
   EXPECT_EQ(st.error().kind, ErrorKind::StreamMisuse);
   EXPECT_TRUE(this->contains(st, "without a successful preflight")) << st.error();
   EXPECT_FALSE(rec.committed());
-  EXPECT_EQ(this->use_events(buf), std::optional<std::size_t>(1));
+  EXPECT_EQ(this->use_events(buf), std::optional<std::size_t>(0));  // as allocated: nothing recorded
   ASSERT_TRUE(r.deallocate(buf).ok());
 }
 
@@ -146,7 +147,7 @@ TYPED_TEST_P(RecorderSuite, UseRecordedAfterPreflightFailsCommit) {
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().kind, ErrorKind::StreamMisuse);
   EXPECT_TRUE(this->contains(st, "recorded after preflight")) << st.error();
-  EXPECT_EQ(this->use_events(b), std::optional<std::size_t>(1));
+  EXPECT_EQ(this->use_events(b), std::optional<std::size_t>(0));  // as allocated: nothing recorded
   rec.abandon();
   ASSERT_TRUE(r.deallocate(a).ok());
   ASSERT_TRUE(r.deallocate(b).ok());
@@ -172,9 +173,10 @@ TYPED_TEST_P(RecorderSuite, FreshWriteBeforePreflightAccepted) {
   rec.write(&fresh);
   ASSERT_TRUE(rec.preflight(r).ok());
   ASSERT_TRUE(rec.commit(r).ok());
-  // The write replaced the allocation-ready event; the read was appended.
+  // One event each: the write, and the read (no allocation-ready event is
+  // kept, P-alloc).
   EXPECT_EQ(this->use_events(fresh), std::optional<std::size_t>(1));
-  EXPECT_EQ(this->use_events(a), std::optional<std::size_t>(2));
+  EXPECT_EQ(this->use_events(a), std::optional<std::size_t>(1));
 }
 
 TYPED_TEST_P(RecorderSuite, ReadThenWriteDedupsToOneReadWrite) {
@@ -205,7 +207,7 @@ TYPED_TEST_P(RecorderSuite, RepeatedReadsDedupToOneRead) {
   EXPECT_EQ(uses[0].access, Access::Read);
   ASSERT_TRUE(rec.preflight(r).ok());
   ASSERT_TRUE(rec.commit(r).ok());
-  EXPECT_EQ(this->use_events(buf), std::optional<std::size_t>(2));
+  EXPECT_EQ(this->use_events(buf), std::optional<std::size_t>(1));  // one read event
 }
 
 TYPED_TEST_P(RecorderSuite, DroppedWithoutCommitAfterPreflightIsReported) {

@@ -157,33 +157,37 @@ TEST_F(ErrorPaths, AllocateAllocAsyncFault) {
   EXPECT_EQ(r.live_bytes(), before.live_bytes + 64);
 }
 
-TEST_F(ErrorPaths, AllocateCreateEventFaultUndoesAllocation) {
-  const Snapshot before = snap();
-  env.backend.arm_fault(1);  // alloc_async, then create_event
+TEST_F(ErrorPaths, AllocateMakesOneDriverCallAndNoEvent) {
+  // P-alloc: the allocation-ready event waits for a use on another stream.
+  const auto calls = env.backend.calls();
+  const std::size_t events = env.backend.live_event_count();
   auto b = r.allocate(64, env.s1);
-  ASSERT_FALSE(b.ok());
-  EXPECT_EQ(b.error().kind, ErrorKind::Driver);
-  EXPECT_TRUE(has_injected_fault(b.error())) << b.error();
-  EXPECT_NE(b.error().message.find("allocation-ready"), std::string::npos) << b.error();
-  EXPECT_EQ(snap(), before);
-  EXPECT_EQ(last_op_kind(env.s1), sim::OpKind::Free) << "the allocation must be released";
-  auto retry = r.allocate(64, env.s1);
-  ASSERT_TRUE(retry.ok());
-  EXPECT_EQ(r.live_block_count(), before.live_blocks + 1);
+  ASSERT_TRUE(b.ok()) << b.error();
+  EXPECT_EQ(env.backend.calls(), calls + 1) << "alloc_async only";
+  EXPECT_EQ(env.backend.live_event_count(), events);
+  EXPECT_EQ(r.pending_use_event_count(b.value().ptr), std::optional<std::size_t>(0));
 }
 
-TEST_F(ErrorPaths, AllocateRecordFaultUndoesAllocation) {
+TEST_F(ErrorPaths, PrepareCreateReadyEventFaultChangesNothing) {
   const Snapshot before = snap();
-  env.backend.arm_fault(2);  // alloc_async, create_event, then record_event
-  auto b = r.allocate(64, env.s1);
-  ASSERT_FALSE(b.ok());
-  EXPECT_EQ(b.error().kind, ErrorKind::Driver);
-  EXPECT_TRUE(has_injected_fault(b.error())) << b.error();
-  EXPECT_EQ(snap(), before) << "live/pending/blocks and the created event must all be given back";
-  EXPECT_EQ(last_op_kind(env.s1), sim::OpKind::Free) << "the allocation must be released";
-  auto retry = r.allocate(64, env.s1);
-  ASSERT_TRUE(retry.ok());
-  EXPECT_EQ(r.pending_use_event_count(retry.value().ptr), std::optional<std::size_t>(1));
+  env.backend.arm_fault(0);  // create_event of the allocation-ready event
+  auto st = r.prepare_block_use(id, env.s1, Access::Read);
+  expect_fault(st);
+  EXPECT_NE(st.error().message.find("allocation-ready"), std::string::npos) << st.error();
+  EXPECT_EQ(snap(), before);
+  ASSERT_TRUE(r.prepare_block_use(id, env.s1, Access::Read).ok());
+  EXPECT_EQ(r.pending_use_event_count(block.ptr), std::optional<std::size_t>(0)) << "the event was the call's alone";
+}
+
+TEST_F(ErrorPaths, PrepareRecordReadyEventFaultChangesNothing) {
+  const Snapshot before = snap();
+  env.backend.arm_fault(1);  // create_event, then record_event on the alloc stream
+  auto st = r.prepare_block_use(id, env.s1, Access::Write);
+  expect_fault(st);
+  EXPECT_NE(st.error().message.find("record allocation-ready"), std::string::npos) << st.error();
+  EXPECT_EQ(snap(), before) << "the created event must be given back";
+  ASSERT_TRUE(r.prepare_block_use(id, env.s1, Access::Write).ok());
+  EXPECT_EQ(snap(), before) << "a successful prepare keeps no event either";
 }
 
 TEST(ErrorPathsFake, AllocatePointerCollisionChangesNothing) {
@@ -201,8 +205,8 @@ TEST(ErrorPathsFake, AllocatePointerCollisionChangesNothing) {
   EXPECT_EQ(r.live_bytes(), 128u);
   EXPECT_EQ(r.live_block_count(), 1u);
   EXPECT_EQ(r.pending_free_bytes(), 0u);
-  EXPECT_EQ(r.pending_use_event_count(0xabc000), std::optional<std::size_t>(1));
-  EXPECT_EQ(fake.live_events, events) << "the colliding allocation's event must be released";
+  EXPECT_EQ(r.pending_use_event_count(0xabc000), std::optional<std::size_t>(0));
+  EXPECT_EQ(fake.live_events, events) << "the colliding allocation holds no event";
   EXPECT_EQ(fake.frees, frees) << "freeing would release the live block";
   // The original block is intact and still usable.
   ASSERT_TRUE(r.deallocate(first.value()).ok());
@@ -243,15 +247,27 @@ TEST_F(ErrorPaths, PrepareAfterDeallocateIsUseAfterFree) {
 TEST_F(ErrorPaths, PrepareSameStreamQueuesNoWait) {
   const auto calls = env.backend.calls();
   ASSERT_TRUE(r.prepare_block_use(id, env.s0, Access::ReadWrite).ok());
-  EXPECT_EQ(env.backend.calls(), calls) << "the allocation-ready event is on the use stream";
+  EXPECT_EQ(env.backend.calls(), calls) << "on the alloc stream: no allocation-ready event, no wait";
 }
 
 TEST_F(ErrorPaths, PrepareWaitFaultOnLastWrite) {
-  const Snapshot before = snap();
-  env.backend.arm_fault(0);
+  ASSERT_TRUE(r.prepare_block_use(id, env.s0, Access::Write).ok());
+  ASSERT_TRUE(r.finish_block_use(id, env.s0, Access::Write).ok());  // a last_write on s0
+  const Snapshot written = snap();
+  env.backend.arm_fault(0);  // the wait on it
   auto st = r.prepare_block_use(id, env.s1, Access::Read);
   expect_fault(st);
   EXPECT_NE(st.error().message.find("last_write"), std::string::npos) << st.error();
+  EXPECT_EQ(snap(), written);
+  EXPECT_TRUE(r.prepare_block_use(id, env.s1, Access::Read).ok());
+}
+
+TEST_F(ErrorPaths, PrepareWaitFaultOnAllocationReadyEvent) {
+  const Snapshot before = snap();
+  env.backend.arm_fault(2);  // the allocation-ready event's create and record, then the wait on it
+  auto st = r.prepare_block_use(id, env.s1, Access::Read);
+  expect_fault(st);
+  EXPECT_NE(st.error().message.find("wait on allocation-ready"), std::string::npos) << st.error();
   EXPECT_EQ(snap(), before);
   EXPECT_TRUE(r.prepare_block_use(id, env.s1, Access::Read).ok());
 }
@@ -259,8 +275,10 @@ TEST_F(ErrorPaths, PrepareWaitFaultOnLastWrite) {
 TEST_F(ErrorPaths, PrepareWaitFaultOnOutstandingRead) {
   ASSERT_TRUE(r.finish_block_use(id, env.s1, Access::Read).ok());
   const Snapshot before = snap();
-  ASSERT_EQ(before.use_events.front(), std::optional<std::size_t>(2));
-  env.backend.arm_fault(1);  // wait on last_write (s0), then on the read (s1)
+  ASSERT_EQ(before.use_events.front(), std::optional<std::size_t>(1));
+  // The allocation-ready event's create and record on s0, the wait on it,
+  // then the wait on the read (s1).
+  env.backend.arm_fault(3);
   auto st = r.prepare_block_use(id, env.s2, Access::Write);
   expect_fault(st);
   EXPECT_NE(st.error().message.find("outstanding read"), std::string::npos) << st.error();
@@ -299,7 +317,7 @@ TEST_F(ErrorPaths, FinishCreateEventFault) {
   expect_fault(r.finish_block_use(id, env.s1, Access::Read));
   EXPECT_EQ(snap(), before);
   ASSERT_TRUE(r.finish_block_use(id, env.s1, Access::Read).ok());
-  EXPECT_EQ(r.pending_use_event_count(block.ptr), std::optional<std::size_t>(2));
+  EXPECT_EQ(r.pending_use_event_count(block.ptr), std::optional<std::size_t>(1));  // the read alone (P-alloc)
 }
 
 TEST_F(ErrorPaths, FinishRecordFaultReleasesEvent) {
@@ -352,9 +370,15 @@ TEST_F(ErrorPaths, DeallocateUnresolvableAllocStreamLeavesEntry) {
   auto st = r.deallocate(b.value());
   expect_kind(st, ErrorKind::StreamMisuse);
   EXPECT_EQ(snapshot_of(r, env.backend, b.value().ptr), before);
-  EXPECT_EQ(before.use_events.front(), std::optional<std::size_t>(2));
+  EXPECT_EQ(before.use_events.front(), std::optional<std::size_t>(1));
   // The entry is untouched: it still tracks uses and is still live.
-  EXPECT_TRUE(r.prepare_block_use(BlockId::of(b.value()), env.s1, Access::Read).ok());
+  EXPECT_TRUE(r.finish_block_use(BlockId::of(b.value()), env.s1, Access::Read).ok());
+  // A first use on another stream needs the allocation-ready event on the
+  // alloc stream (P-alloc), which is gone: refused, and nothing changes.
+  const Snapshot held = snapshot_of(r, env.backend, b.value().ptr);
+  auto prepared = r.prepare_block_use(BlockId::of(b.value()), env.s1, Access::Read);
+  expect_kind(prepared, ErrorKind::StreamMisuse);
+  EXPECT_EQ(snapshot_of(r, env.backend, b.value().ptr), held);
 }
 
 TEST_F(ErrorPaths, DeallocateStaleGenerationIsUseAfterFree) {
@@ -549,7 +573,7 @@ TEST_F(ErrorPaths, RecorderCommitFaultThenRetry) {
   EXPECT_EQ(snap(), before);
   ASSERT_TRUE(rec.commit(r).ok());
   EXPECT_TRUE(rec.committed());
-  EXPECT_EQ(r.pending_use_event_count(block.ptr), std::optional<std::size_t>(2));
+  EXPECT_EQ(r.pending_use_event_count(block.ptr), std::optional<std::size_t>(1));
 }
 
 TEST_F(ErrorPaths, RecorderStrictRejectionAlsoFailsCommit) {
@@ -581,7 +605,7 @@ TEST_F(ErrorPaths, RecorderRegistrationAfterEmptyPreflightRejected) {
   auto st = rec.commit(r);
   expect_kind(st, ErrorKind::StreamMisuse);
   EXPECT_NE(st.error().message.find("recorded after preflight"), std::string::npos) << st.error();
-  EXPECT_EQ(r.pending_use_event_count(block.ptr), std::optional<std::size_t>(1));
+  EXPECT_EQ(r.pending_use_event_count(block.ptr), std::optional<std::size_t>(0));
 }
 
 TEST_F(ErrorPaths, RecorderEmptyPreflightOnNonTrackingResourceOk) {

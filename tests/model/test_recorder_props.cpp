@@ -42,7 +42,9 @@ RC_GTEST_PROP(RecorderProperty, P6RandomCallSequencesObeyContract, ()) {
     RC_ASSERT(b.ok());
     blocks.push_back(b.value());
   }
-  std::vector<std::size_t> counts(nblocks, 1);  // the allocation-ready event
+  // P-alloc: a block keeps no allocation-ready event; its first write's
+  // event is its first use event.
+  std::vector<std::size_t> counts(nblocks, 0);
 
   RecorderModel m;
   m.strict = *rc::gen::arbitrary<bool>();

@@ -344,7 +344,9 @@ TEST(DebugGuardRules, AFailedCallChangesNothing) {
     ++refusals;
     EXPECT_EQ(w.tier.live_block_count(), 0u);
   }
-  EXPECT_GE(refusals, 3);  // the inner allocate's calls and the canaries' finish
+  // The canaries' finish: its event's create and record (the fault count
+  // starts after alloc_async, and allocate records no other event: P-alloc).
+  EXPECT_GE(refusals, 2);
   ASSERT_TRUE(w.tier.release_quarantine());
   ASSERT_TRUE(w.tier.reap_pending());
   EXPECT_EQ(w.tier.bytes_outstanding(), outstanding);

@@ -455,14 +455,15 @@ TEST(RenderNames, ResourceEventsAndBlocksAreNamedByTheBlockTheyServe) {
 stream s0
 stream s1
 allocate A 4096 on s0
-run produce on s0 writes A
-run consume on s1 reads A
+run produce on s1 writes A
+run consume on s0 reads A
 deallocate A
 reap
 )");
   const std::string text = render_text(t.input());
+  // A's first use on another stream waits for its allocation (P-alloc).
   for (const char* expected : {"alloc \"allocate A\"", "free \"deallocate A\"", "record A ready on s0",
-                               "record produce done on s0", "s1 waits for produce done"})
+                               "s1 waits for A ready", "record produce done on s1", "s0 waits for produce done"})
     EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
   EXPECT_EQ(std::regex_search(text, std::regex(R"(\be[0-9]+\b)")), false) << text;
 }

@@ -170,12 +170,13 @@ TEST(Schedules, ExplainWordsEachChoice) {
                        "choice 9, after the last line, while the device drains: device step, 3 options, answer 2: s2 "
                        "completes line 16 (buffer B 4096 on s2) [s2#0]"));
 
-  // `check --faults on --seed 2`: a fault fires at the last resource call.
-  const auto f = run_command("explain " + example("11_resource_mutant_m1.trace") +
-                             " --schedule v2,faults:0100100100000100001000011");
+  // `check --faults on --seed 2`'s schedule, its last choice turned to 1: a
+  // fault fires at the last resource call.
+  const auto f =
+      run_command("explain " + example("11_resource_mutant_m1.trace") + " --schedule v2,faults:0110000100100010000011");
   EXPECT_EQ(f.exit_code, 0) << f.out;
   EXPECT_TRUE(contains(f.out,
-                       "choice 25, line 13 (reap): fault point, 2 options, answer 1: a fault is injected: this "
+                       "choice 22, line 13 (reap): fault point, 2 options, answer 1: a fault is injected: this "
                        "resource backend call fails, and the program retries it"))
       << f.out;
   EXPECT_EQ(run_command("explain " + reuse + " --schedule v2:011111100").exit_code, 2);
