@@ -32,6 +32,11 @@ case "$verb" in
     exec build/default/tools/streamcheck explore "$@"
     ;;
   test)
+    # Both builds take about 7 GB; say what the disk had, so that a build
+    # that dies of "No space left on device" is told apart from a broken one.
+    free_gb=$(df -Pk . | awk 'NR == 2 { print int($4 / 1048576) }')
+    echo "run.sh: ${free_gb} GB free on the build disk (the default and asan builds take about 7 GB)"
+    [ "${free_gb:-0}" -ge 10 ] || echo "run.sh: WARNING: less than 10 GB free; the builds may run out of disk" >&2
     cmake --build --preset default
     ctest --preset default "$@"
     cmake --preset asan >/dev/null
