@@ -43,21 +43,52 @@ void pool_protocol_property() {
 RC_GTEST_PROP(PoolSim, TheCorePropertiesHoldThroughThePool, ()) { pool_protocol_property<CorrectPool>(); }
 
 /// A small world for the pool's own rules: a device model that completes
-/// work only when asked, the pool over it, the core Resource over that.
-struct PoolWorld {
-  explicit PoolWorld(PoolOptions options = {}) : backend(options, model) {}
+/// work only when asked, the pool (protocol Q) over it, the core Resource
+/// over that.
+template <class Q>
+struct PoolWorldOf {
+  explicit PoolWorldOf(PoolOptions options = {}) : backend(options, model) {}
   sim::RandomChooser chooser{1};
   sim::DeviceModel model{chooser};
-  Pooled<CorrectPool> backend;
-  PoolResource<sim::SimBackend> resource{backend};
+  Pooled<Q> backend;
+  PoolResource<sim::SimBackend, CorrectProtocol, Q> resource{backend};
 
   StreamId stream() { return backend.add_stream(); }
-  Pooled<CorrectPool>::StreamRef ref(StreamId s) { return *backend.resolve_stream(s); }
+  typename Pooled<Q>::StreamRef ref(StreamId s) { return *backend.resolve_stream(s); }
   /// A kernel on `s` writing the whole of `block`.
   void write(const DeviceBlock& block, StreamId s) {
     backend.launch(ref(s), {KernelAccess{block.ptr, block.bytes, Access::Write, {}}}, "write");
   }
 };
+using PoolWorld = PoolWorldOf<CorrectPool>;
+
+/// Q-steal's failure path, aimed at each of its calls: a steal whose
+/// create, record or wait fails leaves the pool as it was (the block cached
+/// once, on its donor's list; P3 for the pool) and a retry gets the block.
+/// What is off, or nullopt. The generated programs reach this path only
+/// when a fault lands on a steal's own call (PM5: about 1 run in 100 of
+/// 100 cases misses it), so the mutant tests run it as well.
+template <class Q>
+std::optional<std::string> failed_steal_problem() {
+  for (const char* call : {"create_event", "record_event", "wait_event"}) {
+    PoolWorldOf<Q> w;
+    const StreamId a = w.stream(), b = w.stream();
+    auto block = w.resource.allocate(512, a).value();
+    if (!w.resource.deallocate(block)) return std::string("deallocate failed");
+    w.backend.arm_fault(0, call);
+    auto failed = w.backend.alloc_async(512, w.ref(b));
+    const std::string when = std::string("a steal whose ") + call + " failed: ";
+    if (failed.ok() || !failed.error().injected) return when + "the allocation did not fail with the injected fault";
+    if (w.backend.cached_bytes() != 512u)
+      return when + std::to_string(w.backend.cached_bytes()) + " bytes cached, not 512";
+    if (w.backend.in_use_bytes() != 0u) return when + std::to_string(w.backend.in_use_bytes()) + " bytes in use";
+    if (auto off = w.backend.pool_accounting_error()) return when + *off;
+    // Still a's: b gets it once the calls succeed.
+    auto retry = w.backend.alloc_async(512, w.ref(b));
+    if (!retry.ok() || retry.value() != block.ptr) return when + "the retry did not get the block";
+  }
+  return std::nullopt;
+}
 
 TEST(PoolRules, ABlockFreedOnAStreamIsReusedThereAtOnceAndElsewhereOnlyAfterAWait) {
   PoolWorld w;
@@ -130,23 +161,7 @@ TEST(PoolRules, LargeRequestsGoStraightToTheUpstreamAndBucketsNeverOverflow) {
 }
 
 TEST(PoolRules, AStealWhoseCallsFailLeavesThePoolAsItWas) {
-  for (const char* call : {"create_event", "record_event", "wait_event"}) {
-    PoolWorld w;
-    const StreamId a = w.stream(), b = w.stream();
-    auto block = w.resource.allocate(512, a).value();
-    ASSERT_TRUE(w.resource.deallocate(block));
-    w.backend.arm_fault(0, call);
-    auto failed = w.backend.alloc_async(512, w.ref(b));
-    ASSERT_FALSE(failed.ok()) << call;
-    EXPECT_TRUE(failed.error().injected) << call;
-    EXPECT_EQ(w.backend.cached_bytes(), 512u) << call;
-    EXPECT_EQ(w.backend.in_use_bytes(), 0u) << call;
-    EXPECT_EQ(w.backend.pool_accounting_error(), std::nullopt) << call;
-    // Still a's: a takes it back with no call, b after the calls succeed.
-    auto retry = w.backend.alloc_async(512, w.ref(b));
-    ASSERT_TRUE(retry.ok()) << call;
-    EXPECT_EQ(retry.value(), block.ptr) << call;
-  }
+  EXPECT_EQ(failed_steal_problem<CorrectPool>(), std::nullopt);
 }
 
 /// One step of a client that makes and destroys streams while the pool
@@ -343,7 +358,9 @@ bool survives_every_property() {
   const bool core = rc::check("the core properties through the pool", [] { pool_protocol_property<Q>(); });
   const bool lives = rc::check("streams that die with cached blocks", [] { stream_lives_property<Q>(); });
   const bool sizes = rc::check("handed-out blocks hold the request", [] { handed_out_blocks_hold_the_request<Q>(); });
-  return core && lives && sizes;
+  const auto steal = failed_steal_problem<Q>();
+  if (steal) std::cout << "Q-steal's failure path: " << *steal << "\n";
+  return core && lives && sizes && !steal;
 }
 
 TEST(PoolMutant, PM1) { EXPECT_FALSE(survives_every_property<PoolMutantSet<PoolMutantId::PM1>>()); }
