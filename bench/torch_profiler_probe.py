@@ -20,7 +20,6 @@ Rows (µs an iteration, median over ROUNDS):
 Then the event list of a 2-iteration run, to show what the recorder would
 read, and the cost of reading it per iteration."""
 
-import gc
 import os
 import statistics
 import sys
@@ -32,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 
 import streamcheck_torch  # noqa: E402
-from torch_overhead import run  # noqa: E402
+from torch_overhead import run, timed as overhead_timed  # noqa: E402
 
 iterations, rounds = int(sys.argv[1]), int(sys.argv[2])
 Fast = torch._C._profiler._RecordFunctionFast
@@ -90,17 +89,10 @@ def install_callbacks():
 
 
 def timed(context, n=None):
-    n = n or iterations
-    gc.collect()
+    """µs an iteration of the loop under `context` (torch_overhead's timing:
+    a collected heap, the context entered and left around the loop)."""
     del log[:]
-    start = time.perf_counter()
-    if context is not None:
-        context.__enter__()
-    run(n)
-    ran = time.perf_counter()
-    if context is not None:
-        context.__exit__(None, None, None)
-    return (ran - start) / n * 1e6, context
+    return overhead_timed(n or iterations, context)[0], context
 
 
 results = {}
