@@ -28,6 +28,7 @@
 #include <unordered_map>
 
 #include "capture/kernel_access.h"
+#include "capture/ptx_access.h"
 #include "capture/trace_writer.h"
 
 namespace {
@@ -71,6 +72,7 @@ struct Capture {
   std::mutex mutex;
   TraceWriter writer{static_cast<ThreadId>(getpid())};
   KernelTable table;
+  PtxKernelTable ptx;  // STREAMCHECK_PTX_KERNELS
   std::unordered_map<const void*, KernelInfo> kernels;
   ParamInfoFn func_param_info = nullptr;    // cuFuncGetParamInfo
   ParamInfoFn kernel_param_info = nullptr;  // cuKernelGetParamInfo
@@ -152,12 +154,22 @@ KernelInfo describe_kernel(Capture& c, const char* symbol, const void* function,
     c.writer.note("a kernel listed with a number of accesses other than its parameters': its listing is not used");
     listed = nullptr;
   }
+  // Below the sidecar and annotations, above the signature: what the
+  // kernel's PTX does through each parameter (`streamcheck capture` derived
+  // it from the program's fat binary before running it).
+  const PtxKernel* derived = listed == nullptr && symbol != nullptr ? c.ptx.find(symbol) : nullptr;
+  if (derived != nullptr && derived->params.size() != count) {
+    c.writer.note("a kernel whose PTX has a number of parameters other than the driver's: its PTX is not used");
+    derived = nullptr;
+  }
   for (std::size_t i = 0; i < count; ++i) {
     ParamSlot slot;
     slot.kind = kinds ? (*kinds)[i] : ParamKind::Other;
     slot.size = i < sizes.size() ? sizes[i] : (slot.kind == ParamKind::Other ? 0 : sizeof(void*));
     if (listed != nullptr) {
       slot.access = (*listed)[i];
+    } else if (derived != nullptr && derived->params[i].access) {
+      slot.access = *derived->params[i].access;
     } else if (slot.kind == ParamKind::ConstPointer) {
       slot.access = Access::Reads;
     } else if (slot.kind == ParamKind::Scalar) {
@@ -572,6 +584,25 @@ void enable_driver_callbacks(CUpti_SubscriberHandle subscriber) {
   }
 }
 
+/// Parses the file the environment variable `name` names into `table`;
+/// false (and a message) for a malformed file, which `streamcheck capture`
+/// checked before the run, so only a hand-set variable gets here.
+template <typename Table>
+bool load_table_from_env(const char* name, Table& table) {
+  const char* path = std::getenv(name);
+  if (path == nullptr || *path == '\0') return true;
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    table = Table::parse(text.str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "streamcheck capture: %s:%s\n", path, e.what());
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 extern "C" {
@@ -604,17 +635,8 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
     setenv("STREAMCHECK_CAPTURE_ROOT_PID", pid.c_str(), 1);
   else if (pid != root)
     c->out_path += "." + pid;
-  if (const char* kernels = std::getenv("STREAMCHECK_KERNELS"); kernels != nullptr && *kernels != '\0') {
-    std::ifstream in(kernels);
-    std::stringstream text;
-    text << in.rdbuf();
-    try {
-      c->table = KernelTable::parse(text.str());
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "streamcheck capture: %s:%s\n", kernels, e.what());
-      return 0;
-    }
-  }
+  if (!load_table_from_env("STREAMCHECK_KERNELS", c->table) || !load_table_from_env("STREAMCHECK_PTX_KERNELS", c->ptx))
+    return 0;
   // The driver is loaded (it is loading us): find what it has by name, so
   // that an older driver without them still captures.
   c->verbose = std::getenv("STREAMCHECK_CAPTURE_VERBOSE") != nullptr;

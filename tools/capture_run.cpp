@@ -11,7 +11,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "capture/fatbin.h"
 #include "capture/kernel_access.h"
+#include "capture/ptx_access.h"
 #ifdef STREAMCHECK_WITH_CUDA
 #include "backend_cuda/driver.h"
 #endif
@@ -67,7 +69,99 @@ std::vector<std::string> other_process_traces(const fs::path& trace) {
   return out;
 }
 
+/// The file posix_spawnp would run for `program`.
+std::optional<fs::path> program_file(const std::string& program) {
+  if (program.find('/') != std::string::npos)
+    return fs::exists(program) ? std::optional(fs::path(program)) : std::nullopt;
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path != nullptr ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    const fs::path candidate = fs::path(dir.empty() ? "." : dir) / program;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return std::nullopt;
+}
+
+bool is_elf(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  char magic[4] = {};
+  return in.read(magic, sizeof magic) && std::memcmp(magic,
+                                                     "\x7f"
+                                                     "ELF",
+                                                     4) == 0;
+}
+
+/// The --ptx files and the program's own fat binary, derived. A program
+/// that is not ELF (a script) has no PTX of its own.
+PtxDerivation derive_kernel_accesses(const CaptureOptions& options) {
+  std::vector<std::string> files = options.ptx_files;
+  if (const auto program = program_file(options.command.front()); program && is_elf(*program))
+    files.push_back(program->string());
+  return derive_from_ptx(files);
+}
+
 }  // namespace
+
+PtxDerivation derive_from_ptx(const std::vector<std::string>& files) {
+  PtxDerivation out;
+  std::vector<std::string> sources;
+  for (const auto& file : files) {
+    if (!fs::exists(file)) throw CaptureError(file + ": no such file");
+    try {
+      if (is_elf(file)) {
+        const capture::EmbeddedPtx embedded = capture::embedded_ptx(file);
+        for (const auto& module : embedded.modules)
+          for (const auto& k : capture::derive_ptx_accesses(module)) out.table.add(k);
+        sources.push_back(file + (embedded.modules.empty() ? " (no PTX in it)" : "'s fat binary"));
+        if (embedded.undecodable > 0)
+          out.lines.push_back(std::to_string(embedded.undecodable) + " PTX module(s) of " + file +
+                              " are compressed in a way this streamcheck does not read: their kernels' accesses "
+                              "come from their signatures");
+      } else {
+        for (const auto& k : capture::derive_ptx_accesses(read_all(file))) out.table.add(k);
+        sources.push_back(file);
+      }
+    } catch (const std::exception& e) {  // malformed PTX, a cut-off ELF file or fat binary
+      throw CaptureError(file + ": " + e.what());
+    }
+  }
+  std::string from;
+  for (const auto& s : sources) from += (from.empty() ? "" : ", ") + s;
+  out.lines.insert(out.lines.begin(),
+                   std::to_string(out.table.size()) + " kernel(s) with accesses derived from PTX (" + from + ")");
+  for (const capture::PtxKernel* k : out.table.kernels()) {
+    for (std::size_t i = 0; i < k->params.size(); ++i)
+      if (!k->params[i].access)
+        out.lines.push_back(k->symbol + " parameter " + std::to_string(i) + " not derived (" +
+                            k->params[i].undecided_because + "): its signature decides");
+    if (k->accesses_loaded_addresses)
+      out.lines.push_back(k->symbol +
+                          " reads or writes through addresses it loads from memory: allocations no argument "
+                          "names, not in the trace");
+  }
+  return out;
+}
+
+std::string sidecar_from_ptx(const PtxDerivation& derived) {
+  std::string out = "# Kernel accesses derived from PTX by `streamcheck kernels` (docs/CAPTURE.md):\n";
+  for (const auto& line : derived.lines) out += "#   " + line + "\n";
+  out +=
+      "# A parameter the analysis could not follow is written readwrites, marked below; edit and pass with "
+      "--kernels.\n";
+  for (const capture::PtxKernel* k : derived.table.kernels()) {
+    std::string words;
+    for (std::size_t i = 0; i < k->params.size(); ++i) {
+      const auto& a = k->params[i].access;
+      if (!a) out += "# " + k->symbol + " parameter " + std::to_string(i) + ": not derived, taken as readwrites\n";
+      words += !a || *a == capture::Access::ReadWrites ? " readwrites"
+               : *a == capture::Access::Reads          ? " reads"
+               : *a == capture::Access::Writes         ? " writes"
+                                                       : " -";
+    }
+    out += k->symbol + " |" + words + "\n";
+  }
+  return out;
+}
 
 std::optional<std::string> capture_unavailable() {
 #ifdef STREAMCHECK_WITH_CUDA
@@ -91,6 +185,13 @@ CaptureResult run_capture(const CaptureOptions& options) {
     }
     kernels = fs::absolute(options.kernels).string();
   }
+  for (const auto& file : options.ptx_files)
+    if (!fs::exists(file)) throw CaptureError("--ptx " + file + ": no such file");
+  // Derived before anything runs, so a --ptx file that is not PTX stops the
+  // command here; written next to the trace once the capture can run.
+  PtxDerivation derived;
+  if (options.derive_from_ptx) derived = derive_kernel_accesses(options);
+
   if (!options.library.empty() && !fs::exists(options.library))
     throw CaptureError("--library " + options.library + ": no such file");
   if (auto why = capture_unavailable())
@@ -104,18 +205,34 @@ CaptureResult run_capture(const CaptureOptions& options) {
   fs::remove(trace, ec);
   for (const auto& path : other_process_traces(trace)) fs::remove(path, ec);
 
+  CaptureResult result;
+  // Where the capture library reads the derived accesses
+  // (STREAMCHECK_PTX_KERNELS); left for the user to read.
+  const fs::path ptx_table = fs::path(trace.string() + ".ptx-kernels");
+  fs::remove(ptx_table, ec);
+  std::string ptx_kernels;
+  result.derived = std::move(derived.lines);
+  if (!options.derive_from_ptx) result.derived.push_back("not derived from PTX (--no-ptx): signatures decide");
+  if (derived.table.size() > 0) {
+    std::ofstream out(ptx_table);
+    out << derived.table.format();
+    if (!out) throw CaptureError("cannot write " + ptx_table.string());
+    ptx_kernels = ptx_table.string();
+  }
+
   // The program's environment: ours, with the capture's variables set.
   std::vector<std::string> env_text;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string_view entry(*e);
     if (entry.starts_with("CUDA_INJECTION64_PATH=") || entry.starts_with("STREAMCHECK_CAPTURE_OUT=") ||
-        entry.starts_with("STREAMCHECK_KERNELS="))
+        entry.starts_with("STREAMCHECK_KERNELS=") || entry.starts_with("STREAMCHECK_PTX_KERNELS="))
       continue;
     env_text.emplace_back(entry);
   }
   env_text.push_back("CUDA_INJECTION64_PATH=" + library.string());
   env_text.push_back("STREAMCHECK_CAPTURE_OUT=" + trace.string());
   if (!kernels.empty()) env_text.push_back("STREAMCHECK_KERNELS=" + kernels);
+  if (!ptx_kernels.empty()) env_text.push_back("STREAMCHECK_PTX_KERNELS=" + ptx_kernels);
   env_text.erase(std::remove_if(env_text.begin(), env_text.end(),
                                 [](const std::string& e) { return e.starts_with("STREAMCHECK_CAPTURE_ROOT_PID="); }),
                  env_text.end());
@@ -134,7 +251,6 @@ CaptureResult run_capture(const CaptureOptions& options) {
   while (waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) throw CaptureError(std::string("waiting for the program failed: ") + std::strerror(errno));
 
-  CaptureResult result;
   result.trace_path = trace.string();
   if (WIFSIGNALED(status))
     throw CaptureError(options.command[0] + " was killed by signal " + std::to_string(WTERMSIG(status)) +

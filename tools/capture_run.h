@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "capture/ptx_access.h"
+
 namespace streamcheck::tools {
 
 /// What makes a capture impossible: no driver or GPU, no capture library,
@@ -23,15 +25,41 @@ struct CaptureOptions {
   std::string trace_path;            // where the trace is written
   std::string kernels;               // a sidecar file of kernel accesses ("" for none)
   std::string library;               // libstreamcheck_capture.so ("" : next to this executable)
+  /// PTX files (`--ptx FILE`: `nvcc -ptx`, or kept by `-keep`) whose
+  /// kernels' accesses are derived besides those of the PTX in the
+  /// program's own fat binary.
+  std::vector<std::string> ptx_files;
+  /// `--no-ptx`: kernel accesses from the sidecar, annotations and
+  /// signatures alone, as before PTX was read.
+  bool derive_from_ptx = true;
 };
 
 struct CaptureResult {
   int program_status = 0;  // the program's exit status
   std::string trace_path;
-  std::vector<std::string> not_captured;     // the trace header's "# not captured:" lines
-  std::vector<std::string> assumed;          // its "# assumed:" lines
+  std::vector<std::string> not_captured;  // the trace header's "# not captured:" lines
+  std::vector<std::string> assumed;       // its "# assumed:" lines
+  /// What was derived from PTX before the run, and what was not: lines for
+  /// the report (capture/ptx_access.h).
+  std::vector<std::string> derived;
   std::vector<std::string> other_processes;  // TRACE.PID of programs it started that used CUDA
 };
+
+/// Kernel accesses derived from PTX (capture/ptx_access.h), and lines that
+/// say from where and what was not derived.
+struct PtxDerivation {
+  capture::PtxKernelTable table;
+  std::vector<std::string> lines;
+};
+
+/// Derives the kernels of each file: an ELF file's fat binary (a program,
+/// a shared library) or PTX text. Throws CaptureError for a missing file,
+/// text that is not PTX, or a cut-off ELF file or fat binary.
+PtxDerivation derive_from_ptx(const std::vector<std::string>& files);
+
+/// `streamcheck kernels FILE...`: the derivation as a --kernels file
+/// (docs/CAPTURE.md), a parameter not derived written readwrites and marked.
+std::string sidecar_from_ptx(const PtxDerivation& derived);
 
 /// Why this machine cannot capture (no CUDA driver, no GPU, a build without
 /// CUDA), or std::nullopt when it can.

@@ -96,9 +96,15 @@ struct Options {
   std::string mutant;
   std::string strategy = "random";
   std::string faults = "off";
-  std::string shard;                 // explore --shard I/N
-  std::vector<std::string> reports;  // merge REPORT...
-  tools::CaptureOptions capture{.command = {}, .trace_path = "streamcheck-capture.trace", .kernels = {}, .library = {}};
+  std::string shard;                     // explore --shard I/N
+  std::vector<std::string> reports;      // merge REPORT...
+  std::vector<std::string> ptx_sources;  // kernels FILE...
+  tools::CaptureOptions capture{.command = {},
+                                .trace_path = "streamcheck-capture.trace",
+                                .kernels = {},
+                                .library = {},
+                                .ptx_files = {},
+                                .derive_from_ptx = true};
 };
 
 /// `--shard I/N`: digits, a slash, digits; 0 <= I < N <= 100000.
@@ -378,17 +384,25 @@ Outcome explore(const CLI::App& verb, const Options& o) {
 
 /// `capture -- PROGRAM ARGS...`: the program's run becomes a trace, explored
 /// as `explore TRACE` would; what the capture did not see is said first.
-Outcome capture(Options o) {
+Outcome capture_program(Options o) {
   const tools::CaptureResult run = tools::run_capture(o.capture);
   std::cerr << "streamcheck capture: " << o.capture.command.front() << " exited with status " << run.program_status
             << "; trace: " << run.trace_path << "\n";
   for (const auto& line : run.not_captured)
     std::cerr << "  not captured (the verdict does not cover it): " << line << "\n";
+  for (const auto& line : run.derived) std::cerr << "  kernel accesses: " << line << "\n";
   for (const auto& line : run.assumed) std::cerr << "  assumed: " << line << "\n";
   for (const auto& path : run.other_processes)
     std::cerr << "  another process it started used CUDA; its trace (not explored here): " << path << "\n";
   o.file = run.trace_path;
   return explore_trace_file(o);
+}
+
+/// `kernels FILE...`: a --kernels file derived from the PTX of programs,
+/// libraries or PTX files, for the user to read and edit.
+Outcome kernels(const Options& o) {
+  std::cout << tools::sidecar_from_ptx(tools::derive_from_ptx(o.ptx_sources));
+  return Outcome::Clean;
 }
 
 /// The schedule to replay: --schedule or --schedule-file, with the options
@@ -695,6 +709,13 @@ int main(int argc, char** argv) {
   add_json(*merge_verb, o);
   add_save_schedules(*merge_verb, o);
 
+  auto* kernels_verb = app.add_subcommand(
+      "kernels",
+      "Derives what each kernel does through each parameter (reads, writes, readwrites, or - for no memory) from the "
+      "PTX in programs and shared libraries (their fat binaries) or PTX files, and prints it as a --kernels file for "
+      "`capture`. `capture` derives the same by itself; this shows it. docs/CAPTURE.md.");
+  kernels_verb->add_option("FILE", o.ptx_sources, "programs, shared libraries or PTX files")->required();
+
   auto* capture_verb = app.add_subcommand(
       "capture",
       "Runs PROGRAM ARGS... on the GPU with the capture library injected by the driver (CUDA_INJECTION64_PATH), "
@@ -706,6 +727,14 @@ int main(int argc, char** argv) {
                            "where to write the trace (default streamcheck-capture.trace)");
   capture_verb->add_option("--kernels", o.capture.kernels,
                            "a file of kernel accesses, one line each: `NAME | reads writes - ...` (docs/CAPTURE.md)");
+  auto* ptx_option = capture_verb->add_option(
+      "--ptx", o.capture.ptx_files,
+      "a PTX file whose kernels' accesses are derived besides those of the program's own fat binary (repeatable; "
+      "docs/CAPTURE.md)");
+  auto* no_ptx = capture_verb->add_flag_function(
+      "--no-ptx", [&o](std::int64_t) { o.capture.derive_from_ptx = false; },
+      "derive no kernel access from PTX: the sidecar, annotations and signatures decide");
+  no_ptx->excludes(ptx_option);
   capture_verb->add_option("--library", o.capture.library,
                            "the capture library (default: libstreamcheck_capture.so next to streamcheck or in ../lib)");
   capture_verb->add_option("--strategy", o.strategy, kStrategyHelp)->check(CLI::IsMember(kStrategies));
@@ -738,7 +767,8 @@ int main(int argc, char** argv) {
     if (fix_verb->parsed()) outcome = fix(o);
     if (counterexamples_verb->parsed()) outcome = counterexamples(o);
     if (merge_verb->parsed()) outcome = merge(o);
-    if (capture_verb->parsed()) outcome = capture(o);
+    if (capture_verb->parsed()) outcome = capture_program(o);
+    if (kernels_verb->parsed()) outcome = kernels(o);
   } catch (...) {
     outcome = outcome_of_failure(app, wants_json(argc, argv), o.file);
   }

@@ -10,9 +10,12 @@ failed=0
 while read -r name verdict; do
   [[ -z "$name" || "$name" == \#* ]] && continue
   args=()
+  options=()
+  program=${name%@*}
+  [[ "$name" == *@no-ptx ]] && options=(--no-ptx)
   [[ "$name" == many_launches ]] && args=(1000)
-  "$streamcheck" capture --strategy dfs --schedules 20000 --trace "$out/$name.trace" -- "$bin_dir/$name" "${args[@]}" \
-    >"$out/$name.report" 2>"$out/$name.stderr"
+  "$streamcheck" capture --strategy dfs --schedules 20000 "${options[@]}" --trace "$out/$name.trace" -- \
+    "$bin_dir/$program" "${args[@]}" >"$out/$name.report" 2>"$out/$name.stderr"
   rc=$?
   if [[ $rc == 2 ]] && grep -q "cannot capture here" "$out/$name.stderr"; then
     echo "no GPU here: $(cat "$out/$name.stderr")"

@@ -92,6 +92,16 @@ TEST(Cli, CaptureRefusesWhatItCannotDoWithExit2) {
   const auto no_library = run_command("capture --library /nonexistent/libx.so -- true");
   EXPECT_EQ(no_library.exit_code, 2) << no_library.out;
   EXPECT_NE(no_library.out.find("--library /nonexistent/libx.so: no such file"), std::string::npos) << no_library.out;
+  // --ptx: a missing file, and text that is not PTX, before anything runs.
+  const auto no_ptx_file = run_command("capture --ptx /nonexistent/k.ptx -- true");
+  EXPECT_EQ(no_ptx_file.exit_code, 2) << no_ptx_file.out;
+  EXPECT_NE(no_ptx_file.out.find("--ptx /nonexistent/k.ptx: no such file"), std::string::npos) << no_ptx_file.out;
+  const auto not_ptx = run_command("capture --ptx " + kernels + " -- true");
+  EXPECT_EQ(not_ptx.exit_code, 2) << not_ptx.out;
+  EXPECT_NE(not_ptx.out.find(kernels + ": not PTX text"), std::string::npos) << not_ptx.out;
+  const auto kernels_of_text = run_command("kernels " + kernels);
+  EXPECT_EQ(kernels_of_text.exit_code, 2) << kernels_of_text.out;
+  EXPECT_NE(kernels_of_text.out.find(kernels + ": not PTX text"), std::string::npos) << kernels_of_text.out;
   const auto no_cuda = run_command("capture --trace " + (temp.path() / "t.trace").string() + " -- true");
   EXPECT_EQ(no_cuda.exit_code, 2) << no_cuda.out;
   const bool refused_here = no_cuda.out.find("streamcheck capture: cannot capture here: ") != std::string::npos;

@@ -1,0 +1,37 @@
+// The PTX a CUDA program carries in its ELF file (docs/CAPTURE.md): nvcc
+// embeds a fat binary in the `.nv_fatbin` section, with the PTX of each
+// virtual architecture it compiled for beside the cubins; CUDA 13's nvcc
+// compresses it with zstd by default. `streamcheck capture` reads it before
+// running the program, to derive kernel accesses (capture/ptx_access.h).
+//
+// The fat binary's layout is not documented by NVIDIA; what is read here was
+// checked against nvcc 13.0's output (compressed and `-no-compress`): a
+// container is a 16-byte header (magic 0xBA55ED50, a version, the size of
+// what follows) and entries, each a header (kind 1 = PTX; its own size; the
+// payload's size at 8; the compressed size at 16; flags at 40, 0x8000 =
+// zstd; the uncompressed size at 56) followed by its payload.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace streamcheck::capture {
+
+struct EmbeddedPtx {
+  std::vector<std::string> modules;  // PTX texts, in the order found
+  /// PTX entries this reader could not decode (a compression it does not
+  /// know), counted so a caller can say what was not derived.
+  std::size_t undecodable = 0;
+};
+
+/// The PTX modules in `file`'s `.nv_fatbin` sections; none for an ELF file
+/// without one. Throws std::runtime_error, with the file's name, for a file
+/// that cannot be read or is not ELF, and for a fat binary cut short.
+EmbeddedPtx embedded_ptx(const std::filesystem::path& file);
+
+/// The same, from the bytes of one `.nv_fatbin` section.
+EmbeddedPtx ptx_of_fatbin(const unsigned char* data, std::size_t size);
+
+}  // namespace streamcheck::capture
