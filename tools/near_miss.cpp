@@ -313,7 +313,7 @@ std::optional<TraceFix> resource_fix(const Program& p, const Pair& pair, const R
                       {TraceEdit::insert_after(p.line(last_use), on_thread_of(p.src(last_use), finish))}};
     }
   }
-  if (p.trace().mutant && p.is_resource_call(pair.first) && p.is_resource_call(pair.second))
+  if ((p.trace().mutant || p.trace().pool_mutant) && p.is_resource_call(pair.first) && p.is_resource_call(pair.second))
     return TraceFix{Fix::ResourceOrdersThem, std::nullopt, {}};
   return std::nullopt;
 }

@@ -1069,6 +1069,7 @@ class Parser {
 
   void resource_options(const Token& kw) {
     if (trace_.uses_resource) fail(kw.col, "'resource' may appear only once");
+    int pool_mutant_col = 0;
     trace_.uses_resource = true;
     while (!at_end()) {
       const Token& opt = next("'budget', 'mutant' or 'pool'");
@@ -1077,15 +1078,24 @@ class Parser {
       } else if (opt.text == trace_language::word::kBudget) {
         trace_.budget = number(next("a byte budget"));
       } else if (opt.text == trace_language::word::kMutant) {
-        const Token& m = next("a mutant id (M1..M18)");
+        const Token& m = next("a mutant id (M1..M18, or PM1..PM5 with 'pool')");
         trace_.mutant = parse_mutant(m.text);
-        if (!trace_.mutant) fail(m.col, fmt::format("unknown mutant '{}' (M1..M18)", shown_input(m.text)));
+        if (!trace_.mutant) {
+          trace_.pool_mutant = parse_pool_mutant(m.text);
+          if (!trace_.pool_mutant)
+            fail(m.col, fmt::format("unknown mutant '{}' (M1..M18, or PM1..PM5 with 'pool')", shown_input(m.text)));
+          pool_mutant_col = m.col;
+        }
       } else {
         fail(opt.col, fmt::format("expected 'budget', 'mutant' or 'pool', found '{}'", shown_input(opt.text)));
       }
       if (trace_.pool && (trace_.budget || trace_.mutant))
-        fail(opt.col, "'resource pool' takes no 'budget' or 'mutant' (the pool runs the correct protocol)");
+        fail(opt.col,
+             "'resource pool' takes no 'budget' or core mutant (the core over the pool runs the correct protocol; "
+             "a pool mutant PMk may be named)");
     }
+    // A pool mutant breaks the pool: without `pool` there is none to break.
+    if (trace_.pool_mutant && !trace_.pool) fail(pool_mutant_col, "a pool mutant (PM1..PM5) needs 'resource pool'");
   }
 
   static bool is_declaration(trace_language::StatementKeyword k) {

@@ -224,7 +224,7 @@ struct Receive : Source {
 };
 /// `policy SWITCH = VALUE`: already applied to Trace::policy by the parser.
 struct PoolSwitch : Source {};
-/// `resource [budget N] [mutant Mk] | resource pool`: already in
+/// `resource [budget N] [mutant Mk] | resource pool [mutant PMk]`: already in
 /// Trace::uses_resource, Trace::budget, Trace::mutant and Trace::pool.
 struct ResourceDecl : Source {};
 /// `buffer NAME BYTES [on STREAM]`: stream-ordered on STREAM, else a plain
@@ -434,6 +434,9 @@ struct Trace {
   /// `resource pool`: the resource is PoolResource (model/pool_backend.h),
   /// the core over a stream-ordered bucket pool over the backend.
   bool pool = false;
+  /// `resource pool mutant PMk`: the pool runs a deliberately broken
+  /// protocol (model/mutants.h), so a trace can show what each pool bug does.
+  std::optional<PoolMutantId> pool_mutant;
   std::vector<std::string> streams;  // in declaration order
   /// A default stream the trace uses besides device 0's `legacy`: a
   /// per-thread stream `per_thread@THREAD[:D]` (R8: a blocking stream), or

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <concepts>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -66,11 +67,25 @@ class TraceInterpreter {
     for (const std::string& thread : trace_.host_threads)
       host_streams_[thread] = b_.add_stream(host_stream_name(thread), StreamKind::NonBlocking, kNoDevice);
     if (trace_.pool && trace_.uses_resource) {
-      // `resource pool`: the core over a pool over this backend; a stream
-      // the trace destroys is told to the pool first (Q-dead).
-      pool_ = std::make_unique<StreamOrderedPool<B>>(b_);
-      Resource<StreamOrderedPool<B>> core(*pool_);
-      run_statements<CorrectProtocol>(&core);
+      // `resource pool [mutant PMk]`: the core over a pool over this
+      // backend; a stream the trace destroys is told to the pool first
+      // (Q-dead).
+      with_pool_protocol(trace_.pool_mutant, [&]<class Q>() {
+        StreamOrderedPool<B, Q> pool(b_);
+        pool_stream_removed_ = [&pool](StreamId s) { pool.stream_removed(s); };
+        {
+          Resource<StreamOrderedPool<B, Q>> core(pool);
+          run_statements<CorrectProtocol>(&core);
+        }
+        // What the pool still caches goes back before the device finishes,
+        // so that a leak is what the program holds, never the pool's cache.
+        b_.set_host_thread(b_.main_host_thread());
+        (void)b_.without_faults([&] {  // not a call of the program's: no fault lands here
+          pool.give_back_all();
+          return Status{};
+        });
+        pool_stream_removed_ = nullptr;
+      });
     } else {
       with_protocol(trace_.mutant, [&]<class P>() {
         using Core = Resource<B, P>;
@@ -87,14 +102,6 @@ class TraceInterpreter {
       });
     }
     b_.set_host_thread(b_.main_host_thread());
-    // What the pool still caches goes back before the device finishes, so
-    // that a leak is what the program holds, never the pool's cache.
-    if (pool_) {
-      (void)b_.without_faults([&] {  // not a call of the program's: no fault lands here
-        pool_->give_back_all();
-        return Status{};
-      });
-    }
     if (!cut_) b_.drain();  // a cut run is not counted: its device need not finish
     return std::move(exec_);
   }
@@ -466,7 +473,7 @@ class TraceInterpreter {
   /// what was enqueued); later uses of the name are findings (R9b).
   template <class P, class R>
   void step(const ast::DestroyStream& st, R*) {
-    if (pool_) pool_->stream_removed(streams_.at(st.stream));
+    if (pool_stream_removed_) pool_stream_removed_(streams_.at(st.stream));
     b_.remove_stream(streams_.at(st.stream));
     streams_.erase(st.stream);
     destroyed_[st.stream] = st.line;
@@ -1115,8 +1122,9 @@ class TraceInterpreter {
 
   const Trace& trace_;
   B& b_;
-  /// `resource pool`: the pool under the resource, for the run.
-  std::unique_ptr<StreamOrderedPool<B>> pool_;
+  /// `resource pool`: tells the pool under the resource that a stream is
+  /// gone (Q-dead); empty without a pool.
+  std::function<void(StreamId)> pool_stream_removed_;
   Execution exec_;
   StreamId legacy_{};
   std::map<std::string, StreamId> streams_;
