@@ -1272,8 +1272,19 @@ Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const Trac
   TraceInterpreter<sim::SimBackend> interpreter(trace, backend);
   Execution exec = interpreter.run();
   if (const auto plain = backend.resolve_stream(interpreter.plain_alloc_stream())) exec.set_plain_alloc_stream(*plain);
-  std::map<int, const std::string*> text;  // line -> statement text
-  for (const auto& st : trace.statements) text[source(st).line] = &source(st).text;
+  // Line -> statement text, indexed by line (a map of a million lines was a
+  // tree walk per op: docs/PERFORMANCE.md, "HB checking").
+  int last_line = 0;
+  for (const auto& st : trace.statements) last_line = std::max(last_line, source(st).line);
+  struct LineTexts {
+    std::vector<const std::string*> by_line;
+    const std::string* at(int line) const {
+      const auto i = static_cast<std::size_t>(line);
+      if (i >= by_line.size() || by_line[i] == nullptr) throw std::out_of_range("no statement at that line");
+      return by_line[i];
+    }
+  } text{std::vector<const std::string*>(static_cast<std::size_t>(last_line) + 1, nullptr)};
+  for (const auto& st : trace.statements) text.by_line[static_cast<std::size_t>(source(st).line)] = &source(st).text;
   for (const auto& [op, line] : backend.op_origins()) exec.set_origin(op, OpOrigin{line, *text.at(line)});
   // R14b: a graph's op is its captured statement, run by a launch: say which.
   for (const auto& [op, launch] : backend.op_launches())
