@@ -158,13 +158,16 @@ class LayeredResource {
   /// layer: with its last write, the use events the resource must hold for
   /// it (R1+R2 read subsumption; the economy check).
   std::size_t readers_since_last_write(Generation g) const {
-    auto it = readers_.find(g.value);
-    return it == readers_.end() ? 0 : it->second.size();
+    auto it = uses_.find(g.value);
+    return it == uses_.end() ? 0 : it->second.readers.size();
   }
   /// Whether the block of generation `g` has a last_write event by the
   /// successful calls made through this layer: a finished write (before
   /// one it has none: P-alloc records no event that the block keeps).
-  bool has_last_write(Generation g) const { return written_.contains(g.value); }
+  bool has_last_write(Generation g) const {
+    auto it = uses_.find(g.value);
+    return it != uses_.end() && it->second.written;
+  }
 
  private:
   static LoggedCall logged(LoggedCall::Kind kind, StreamId stream = {}, Generation generation = {},
@@ -181,12 +184,12 @@ class LayeredResource {
   /// its stream.
   Status used(Generation g, StreamId stream, Access access, Status status) {
     if (!status.ok()) return status;
-    auto& readers = readers_[g.value];
+    UsesSinceWrite& uses = uses_[g.value];
     if (access == Access::Read) {
-      readers.insert(stream.value);
+      uses.readers.insert(stream.value);
     } else {
-      readers.clear();
-      written_.insert(g.value);
+      uses.readers.clear();
+      uses.written = true;
     }
     return status;
   }
@@ -224,8 +227,12 @@ class LayeredResource {
   std::optional<LoggingResource<R>> logged_;
   std::optional<LoggingResource<BudgetResource<R>>> logged_budget_;
   std::vector<LoggedCall> journal_;
-  std::map<std::uint64_t, std::set<std::uint32_t>> readers_;  // generation -> reading streams
-  std::set<std::uint64_t> written_;                           // generations with a last_write
+  /// What the successful calls did to one block since its last write.
+  struct UsesSinceWrite {
+    bool written = false;             // it has a last_write
+    std::set<std::uint32_t> readers;  // streams that read it since
+  };
+  std::map<std::uint64_t, UsesSinceWrite> uses_;  // by generation
 };
 
 }  // namespace streamcheck::props

@@ -128,7 +128,10 @@ PtxDerivation derive_from_ptx(const std::vector<std::string>& files) {
   std::string from;
   for (const auto& s : sources) from += (from.empty() ? "" : ", ") + s;
   out.lines.insert(out.lines.begin(),
-                   std::to_string(out.table.size()) + " kernel(s) with accesses derived from PTX (" + from + ")");
+                   sources.empty()
+                       ? std::string("no PTX read: the program is not an ELF file (a script?) and no "
+                                     "--ptx file was named")
+                       : std::to_string(out.table.size()) + " kernel(s) with accesses derived from PTX (" + from + ")");
   for (const capture::PtxKernel* k : out.table.kernels()) {
     for (std::size_t i = 0; i < k->params.size(); ++i)
       if (!k->params[i].access)
