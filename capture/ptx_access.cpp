@@ -8,6 +8,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "capture/kernel_access.h"
+
 namespace streamcheck::capture {
 
 namespace {
@@ -543,21 +545,6 @@ class Analysis {
   std::set<std::string, std::less<>> in_progress_;
 };
 
-const char* word_of(const std::optional<Access>& a) {
-  if (!a) return "?";
-  switch (*a) {
-    case Access::None:
-      return "-";
-    case Access::Reads:
-      return "reads";
-    case Access::Writes:
-      return "writes";
-    case Access::ReadWrites:
-      return "readwrites";
-  }
-  return "?";
-}
-
 std::optional<Access> join(const std::optional<Access>& a, const std::optional<Access>& b) {
   if (!a || !b) return std::nullopt;
   const bool reads = *a == Access::Reads || *a == Access::ReadWrites || *b == Access::Reads || *b == Access::ReadWrites;
@@ -569,6 +556,21 @@ std::optional<Access> join(const std::optional<Access>& a, const std::optional<A
 }
 
 }  // namespace
+
+const char* access_word(const std::optional<Access>& access) {
+  if (!access) return "?";
+  switch (*access) {
+    case Access::None:
+      return "-";
+    case Access::Reads:
+      return "reads";
+    case Access::Writes:
+      return "writes";
+    case Access::ReadWrites:
+      return "readwrites";
+  }
+  return "?";
+}
 
 std::vector<PtxKernel> derive_ptx_accesses(std::string_view ptx) { return Analysis(parse_module(ptx)).kernels(); }
 
@@ -605,7 +607,7 @@ std::string PtxKernelTable::format() const {
   std::string out;
   for (const PtxKernel* k : kernels()) {
     out += k->symbol + " |";
-    for (const auto& p : k->params) out += std::string(" ") + word_of(p.access);
+    for (const auto& p : k->params) out += std::string(" ") + access_word(p.access);
     out += "\n";
   }
   return out;
@@ -625,18 +627,13 @@ PtxKernelTable PtxKernelTable::parse(std::string_view text) {
     std::istringstream words(line.substr(bar + 1));
     for (std::string w; words >> w;) {
       PtxParam p;
-      if (w == "reads") {
-        p.access = Access::Reads;
-      } else if (w == "writes") {
-        p.access = Access::Writes;
-      } else if (w == "readwrites") {
-        p.access = Access::ReadWrites;
-      } else if (w == "-") {
-        p.access = Access::None;
-      } else if (w == "?") {
-        p.undecided_because = "undecided";
-      } else {
-        throw std::invalid_argument(std::to_string(number) + ": unknown access '" + w + "'");
+      try {  // the sidecar's words (KernelTable), and ? for undecided
+        if (w == "?")
+          p.undecided_because = "undecided";
+        else
+          p.access = KernelTable::parse_accesses(w).front();
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::to_string(number) + ": " + e.what());
       }
       k.params.push_back(std::move(p));
     }

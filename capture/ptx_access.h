@@ -41,6 +41,10 @@ struct PtxKernel {
   bool accesses_loaded_addresses = false;
 };
 
+/// The word a --kernels file uses for an access (reads, writes, readwrites,
+/// - for no memory), or ? for an undecided one.
+const char* access_word(const std::optional<Access>& access);
+
 /// The kernels (`.entry`) of one PTX module, in the order they appear.
 /// Throws std::invalid_argument when `ptx` is not PTX text (no `.version`)
 /// or an entry is cut off.

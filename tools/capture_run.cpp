@@ -156,10 +156,7 @@ std::string sidecar_from_ptx(const PtxDerivation& derived) {
     for (std::size_t i = 0; i < k->params.size(); ++i) {
       const auto& a = k->params[i].access;
       if (!a) out += "# " + k->symbol + " parameter " + std::to_string(i) + ": not derived, taken as readwrites\n";
-      words += !a || *a == capture::Access::ReadWrites ? " readwrites"
-               : *a == capture::Access::Reads          ? " reads"
-               : *a == capture::Access::Writes         ? " writes"
-                                                       : " -";
+      words += std::string(" ") + capture::access_word(a.value_or(capture::Access::ReadWrites));
     }
     out += k->symbol + " |" + words + "\n";
   }
