@@ -17,6 +17,14 @@ constexpr unsigned kThreads = 256;
 constexpr std::uint64_t kFreedStampBit = std::uint64_t{1} << 63;
 }  // namespace
 
+std::uint64_t CudaBackend::stamp_base() {
+  // 2^31 bases of 2^32 stamps each, below kFreedStampBit; the first one from
+  // the clock, so that two processes replaying the same trace differ too.
+  static std::atomic<std::uint64_t> next{
+      static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())};
+  return ((next.fetch_add(1) & 0x7FFF'FFFFu) << 32) | 1;
+}
+
 Result<std::unique_ptr<CudaBackend>> CudaBackend::create(CudaBackendOptions options) {
   std::unique_ptr<CudaBackend> b(new CudaBackend(options));
   if (auto st = b->init(); !st) return st.error();
@@ -24,9 +32,25 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(CudaBackendOptions opti
 }
 
 Status CudaBackend::init() {
-  auto ctx = Context::primary(options_.device_ordinal);
+  auto g = std::make_unique<Gpu>();
+  if (auto st = init_gpu(*g, options_.device_ordinal); !st) return st;
+  gpus_.emplace(0, std::move(g));
+  if (options_.placement == DevicePlacement::GpuPerDevice) {
+    try {
+      for (DeviceNumber d = 1; d < options_.devices; ++d) gpu_for(d);
+    } catch (const std::runtime_error& e) {
+      return ResourceError::driver(e.what());
+    }
+    use(*gpus_.at(0));
+  }
+  return {};
+}
+
+Status CudaBackend::init_gpu(Gpu& g, int ordinal) {
+  g.ordinal = ordinal;
+  auto ctx = Context::primary(ordinal);  // made current on this thread
   if (!ctx) return ctx.error();
-  context_.emplace(std::move(ctx).value());
+  g.context.emplace(std::move(ctx).value());
   const Driver& d = driver();
   const DriverApi& a = d.api();
 
@@ -35,8 +59,8 @@ Status CudaBackend::init() {
   props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
   props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
   props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  props.location.id = options_.device_ordinal;
-  if (auto st = d.check(a.mem_pool_create(&pool_, &props), "cuMemPoolCreate"); !st) return st;
+  props.location.id = ordinal;
+  if (auto st = d.check(a.mem_pool_create(&g.pool, &props), "cuMemPoolCreate"); !st) return st;
   int follow = options_.policy.follow_event_dependencies ? 1 : 0;
   int opportunistic = options_.policy.opportunistic ? 1 : 0;
   int internal = options_.policy.internal_dependencies ? 1 : 0;
@@ -47,92 +71,209 @@ Status CudaBackend::init() {
         {CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &opportunistic, "REUSE_ALLOW_OPPORTUNISTIC"},
         {CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES, &internal, "REUSE_ALLOW_INTERNAL_DEPENDENCIES"},
         {CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold, "RELEASE_THRESHOLD"}}) {
-    if (auto st = d.check(a.mem_pool_set_attribute(pool_, attr, value), name); !st) return st;
+    if (auto st = d.check(a.mem_pool_set_attribute(g.pool, attr, value), name); !st) return st;
   }
 
-  if (auto st = d.check(a.module_load_data(&module_, kernels_fatbin), "cuModuleLoadData (streamcheck kernels)"); !st)
+  if (auto st = d.check(a.module_load_data(&g.module, kernels_fatbin), "cuModuleLoadData (streamcheck kernels)"); !st)
     return st;
-  if (auto st =
-          d.check(a.module_get_function(&stamp_write_, module_, "streamcheck_stamp_write"), "cuModuleGetFunction");
-      !st)
+  for (auto [fn, name] : {std::pair<CUfunction*, const char*>{&g.stamp_write, "streamcheck_stamp_write"},
+                          {&g.stamp_check, "streamcheck_stamp_check"},
+                          {&g.delay, "streamcheck_delay"},
+                          {&g.guard_count, "streamcheck_guard_count"}})
+    if (auto st = d.check(a.module_get_function(fn, g.module, name), "cuModuleGetFunction"); !st) return st;
+  if (auto st = d.check(a.mem_alloc(&g.mismatch_counter, sizeof(std::uint64_t)), "cuMemAlloc (mismatch counter)"); !st)
     return st;
-  if (auto st =
-          d.check(a.module_get_function(&stamp_check_, module_, "streamcheck_stamp_check"), "cuModuleGetFunction");
-      !st)
-    return st;
-  if (auto st = d.check(a.module_get_function(&delay_, module_, "streamcheck_delay"), "cuModuleGetFunction"); !st)
-    return st;
-  if (auto st =
-          d.check(a.module_get_function(&guard_count_, module_, "streamcheck_guard_count"), "cuModuleGetFunction");
-      !st)
-    return st;
-  if (auto st = d.check(a.mem_alloc(&mismatch_counter_, sizeof(std::uint64_t)), "cuMemAlloc (mismatch counter)"); !st)
-    return st;
-  if (auto st = d.check(a.memset_d8(mismatch_counter_, 0, sizeof(std::uint64_t)), "cuMemsetD8"); !st) return st;
-  events_ = EventCache::create(options_.max_cached_events);
-  streams_cache_ = StreamCache::create(options_.max_cached_streams);
-  return {};
+  if (auto st = d.check(a.memset_d8(g.mismatch_counter, 0, sizeof(std::uint64_t)), "cuMemsetD8"); !st) return st;
+  g.events = EventCache::create(options_.max_cached_events);
+  g.streams = StreamCache::create(options_.max_cached_streams);
+  // Each kernel once, on nothing: under lazy loading (CUDA_MODULE_LOADING,
+  // LAZY by default) a kernel's first launch loads it, which takes longer
+  // than a forced delay; a replay's first launch must cost what the others do.
+  const StreamRef legacy = *StreamRef::from(CU_STREAM_LEGACY);
+  for (Kernel k : {Kernel::StampWrite, Kernel::StampCheck, Kernel::Delay, Kernel::GuardCount}) {
+    CUdeviceptr nowhere = g.mismatch_counter;  // never touched: no words
+    std::uint64_t none = 0;
+    void* write_args[] = {&nowhere, &none, &none, &none};
+    void* check_args[] = {&nowhere, &none, &none, &none, &nowhere};
+    void* delay_args[] = {&none};
+    void* guard_args[] = {&nowhere, &none, &none, &nowhere};
+    void** args = k == Kernel::StampWrite   ? write_args
+                  : k == Kernel::StampCheck ? check_args
+                  : k == Kernel::Delay      ? delay_args
+                                            : guard_args;
+    if (auto st = launch_on(g, k, 0, legacy, args); !st) return st;
+  }
+  if (options_.reserve_bytes > 0) {
+    CUdeviceptr reserve = 0;
+    if (auto st = d.check(a.mem_alloc_from_pool_async(&reserve, options_.reserve_bytes, g.pool, CU_STREAM_LEGACY),
+                          "cuMemAllocFromPoolAsync (reserve)");
+        !st)
+      return st;
+    if (auto st = d.check(a.mem_free_async(reserve, CU_STREAM_LEGACY), "cuMemFreeAsync (reserve)"); !st) return st;
+  }
+  return d.check(a.ctx_synchronize(), "cuCtxSynchronize (loading the streamcheck kernels)");
+}
+
+CudaBackend::Gpu& CudaBackend::gpu_for(DeviceNumber device) {
+  if (options_.placement == DevicePlacement::OneGpu || device == kNoDevice) return *gpus_.at(0);
+  if (auto it = gpus_.find(device); it != gpus_.end()) return *it->second;
+  const int ordinal = options_.device_ordinal + static_cast<int>(device);
+  if (ordinal >= driver().device_count())
+    throw std::runtime_error("CudaBackend: trace device " + std::to_string(device) + " would run on GPU " +
+                             std::to_string(ordinal) + ", but this machine has " +
+                             std::to_string(driver().device_count()) +
+                             " GPU(s): replay on one GPU (DevicePlacement::OneGpu) or on a machine with more");
+  auto g = std::make_unique<Gpu>();
+  if (auto st = init_gpu(*g, ordinal); !st)
+    throw std::runtime_error("CudaBackend: setting up GPU " + std::to_string(ordinal) + " for trace device " +
+                             std::to_string(device) + ": " + st.error().to_string());
+  for (auto& [d, other] : gpus_) {
+    enable_peer_access(*other, *g);
+    enable_peer_access(*g, *other);
+  }
+  return *gpus_.emplace(device, std::move(g)).first->second;
+}
+
+// A peer copy is replayed as stamp kernels on the copy's stream reading one
+// GPU's memory and writing the other's (R13b), and a kernel may check a
+// buffer of another device that a copy wrote: `from` reaches `to`'s memory,
+// both its cuMemAlloc memory (peer access) and its pool's (pool access).
+void CudaBackend::enable_peer_access(Gpu& from, Gpu& to) {
+  const Driver& d = driver();
+  const DriverApi& a = d.api();
+  CUdevice from_dev{}, to_dev{};
+  int can = 0;
+  if (auto st = d.check(a.device_get(&from_dev, from.ordinal), "cuDeviceGet"); !st)
+    throw std::runtime_error("CudaBackend: " + st.error().to_string());
+  if (auto st = d.check(a.device_get(&to_dev, to.ordinal), "cuDeviceGet"); !st)
+    throw std::runtime_error("CudaBackend: " + st.error().to_string());
+  if (auto st = d.check(a.device_can_access_peer(&can, from_dev, to_dev), "cuDeviceCanAccessPeer"); !st)
+    throw std::runtime_error("CudaBackend: " + st.error().to_string());
+  if (!can)
+    throw std::runtime_error("CudaBackend: GPU " + std::to_string(from.ordinal) + " cannot access GPU " +
+                             std::to_string(to.ordinal) +
+                             "'s memory (cuDeviceCanAccessPeer): the stamp kernels of copies and kernels that "
+                             "cross devices need it; replay on one GPU (DevicePlacement::OneGpu)");
+  if (auto st = from.context->make_current(); !st) throw std::runtime_error("CudaBackend: " + st.error().to_string());
+  // Primary contexts outlive a backend while another retains them: the
+  // access may be on from an earlier one.
+  if (CUresult r = a.ctx_enable_peer_access(to.context->get(), 0);
+      r != CUDA_SUCCESS && r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+    throw std::runtime_error("CudaBackend: cuCtxEnablePeerAccess: " + d.describe(r));
+  CUmemAccessDesc access{};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = from.ordinal;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  if (auto st = d.check(a.mem_pool_set_access(to.pool, &access, 1), "cuMemPoolSetAccess"); !st)
+    throw std::runtime_error("CudaBackend: " + st.error().to_string());
+}
+
+void CudaBackend::use(const Gpu& g) const {
+  if (gpus_.size() < 2) return;
+  if (auto st = g.context->make_current(); !st)
+    throw std::runtime_error("CudaBackend: making GPU " + std::to_string(g.ordinal) +
+                             "'s context current: " + st.error().to_string());
+}
+
+CudaBackend::Gpu& CudaBackend::gpu_of(StreamRef s) {
+  if (gpus_.size() < 2) return *gpus_.begin()->second;
+  for (auto& [id, entry] : streams_)
+    if (entry.ref == s) {
+      use(*entry.gpu);
+      return *entry.gpu;
+    }
+  throw std::invalid_argument("CudaBackend: stream is not one of this backend's streams");
 }
 
 CudaBackend::~CudaBackend() {
-  if (!context_) return;
+  if (gpus_.empty()) return;
   const DriverApi& a = driver().api();
-  // Work may still use the pool or the counter: wait for everything first.
-  if (CUresult r = a.ctx_synchronize(); r != CUDA_SUCCESS)
-    std::cerr << "streamcheck: cuCtxSynchronize failed while destroying the CUDA backend: " << driver().describe(r)
-              << "\n";
+  // Work may still use the pools or the counters: wait for everything first.
+  for (auto& [device, g] : gpus_) {
+    use(*g);
+    if (CUresult r = a.ctx_synchronize(); r != CUDA_SUCCESS)
+      std::cerr << "streamcheck: cuCtxSynchronize failed while destroying the CUDA backend (GPU " << g->ordinal
+                << "): " << driver().describe(r) << "\n";
+  }
+  // Their streams and events go back to the caches while the contexts live.
   streams_.clear();
-  free_fences_.clear();  // their events go back to the cache while the context lives
+  free_fences_.clear();
+  destroyed_work_.clear();
   // Allocations the client never freed: cuMemFree takes pool memory back
-  // synchronously (the device is idle by now).
-  for (const auto& [ptr, bytes] : live_allocations_) {
-    (void)bytes;
+  // synchronously (the devices are idle by now).
+  for (const auto& [ptr, allocation] : live_allocations_) {
+    use(*allocation.gpu);
     a.mem_free(ptr);
   }
   for (void* p : host_memory_) a.mem_free_host(p);
-  if (mismatch_counter_) a.mem_free(mismatch_counter_);
-  if (module_) a.module_unload(module_);
-  if (pool_) a.mem_pool_destroy(pool_);
+  for (auto& [device, g] : gpus_) {
+    use(*g);
+    if (g->mismatch_counter) a.mem_free(g->mismatch_counter);
+    if (g->module) a.module_unload(g->module);
+    if (g->pool) a.mem_pool_destroy(g->pool);
+  }
 }
 
 std::string CudaBackend::device_description() const {
-  char name[256] = {};
-  CUdevice dev{};
-  driver().api().device_get(&dev, options_.device_ordinal);
-  driver().api().device_get_name(name, sizeof(name), dev);
-  return std::string(name) + ", driver API " + std::to_string(driver().version());
+  std::string out;
+  for (const auto& [device, g] : gpus_) {
+    char name[256] = {};
+    CUdevice dev{};
+    driver().api().device_get(&dev, g->ordinal);
+    driver().api().device_get_name(name, sizeof(name), dev);
+    if (!out.empty()) out += "; ";
+    out += gpus_.size() > 1
+               ? "GPU " + std::to_string(g->ordinal) + " (device " + std::to_string(device) + "): " + std::string(name)
+               : std::string(name);
+  }
+  return out + ", driver API " + std::to_string(driver().version());
+}
+
+Result<int> CudaBackend::gpu_of_stream(StreamId id) const {
+  auto it = streams_.find(id);
+  if (it == streams_.end()) return ResourceError::driver("gpu_of_stream: no such stream");
+  CUcontext ctx = nullptr;
+  if (auto st = driver().check(driver().api().stream_get_ctx(it->second.ref.get(), &ctx), "cuStreamGetCtx"); !st)
+    return st.error();
+  for (const auto& [device, g] : gpus_)
+    if (g->context->get() == ctx) return g->ordinal;
+  return ResourceError::driver("gpu_of_stream: the stream's context is none of this backend's GPUs'");
 }
 
 StreamId CudaBackend::add_stream(std::string, StreamKind kind, DeviceNumber device) {
+  const bool other_device = device != 0 && device != kNoDevice;
+  // The legacy stream's handle names the current context's: two devices'
+  // would be one handle here (see the header).
+  if (other_device && kind == StreamKind::LegacyDefault)
+    throw std::logic_error("CudaBackend::add_stream: device " + std::to_string(device) +
+                           "'s legacy stream cannot be replayed (its implicit barriers (R8) would be device 0's)");
+  Gpu& g = gpu_for(device);
+  use(g);
   const StreamId id{next_stream_id_++};
   const std::uint32_t index = next_stream_index_++;
-  if (device != 0 && device != kNoDevice) {
+  if (other_device) {
     several_devices_ = true;
-    // R13a on one GPU: the real legacy stream is device 0's.
-    if (kind == StreamKind::LegacyDefault)
-      throw std::logic_error("CudaBackend::add_stream: device " + std::to_string(device) +
-                             "'s legacy stream cannot be replayed on one GPU (its implicit barriers would be device "
-                             "0's)");
-    kind = StreamKind::NonBlocking;  // exact: the device's legacy stream is never used
+    // OneGpu: exact while the device's legacy stream is never used.
+    if (options_.placement == DevicePlacement::OneGpu) kind = StreamKind::NonBlocking;
   }
   switch (kind) {
     case StreamKind::NonBlocking: {
-      auto lease = streams_cache_->acquire();
+      auto lease = g.streams->acquire();
       if (!lease) throw std::runtime_error("CudaBackend::add_stream: " + lease.error().to_string());
       const StreamRef ref = lease.value().get().ref();
-      streams_.emplace(id, StreamEntry{std::move(lease).value(), std::nullopt, ref, index, 0, device});
+      streams_.emplace(id, StreamEntry{std::move(lease).value(), std::nullopt, ref, index, 0, device, &g});
       break;
     }
     case StreamKind::Blocking: {
       auto owned = Stream::create(/*blocking=*/true);
       if (!owned) throw std::runtime_error("CudaBackend::add_stream: " + owned.error().to_string());
       const StreamRef ref = owned.value().ref();
-      streams_.emplace(id, StreamEntry{std::nullopt, std::move(owned).value(), ref, index, 0, device});
+      streams_.emplace(id, StreamEntry{std::nullopt, std::move(owned).value(), ref, index, 0, device, &g});
       break;
     }
     case StreamKind::LegacyDefault:
-      streams_.emplace(id,
-                       StreamEntry{std::nullopt, std::nullopt, *StreamRef::from(CU_STREAM_LEGACY), index, 0, device});
+      streams_.emplace(
+          id, StreamEntry{std::nullopt, std::nullopt, *StreamRef::from(CU_STREAM_LEGACY), index, 0, device, &g});
       break;
   }
   return id;
@@ -142,7 +283,8 @@ void CudaBackend::remove_stream(StreamId id) {
   auto it = streams_.find(id);
   if (it == streams_.end()) return;
   // R9a: the work goes on; R13c: a later sync of its device still waits for it.
-  if (auto work = CompletionFence::after(*events_, it->second.ref))
+  use(*it->second.gpu);
+  if (auto work = CompletionFence::after(*it->second.gpu->events, it->second.ref))
     destroyed_work_[it->second.device].push_back(std::move(work).value());
   else
     errors_.push_back("fencing a destroyed stream's work: " + work.error().to_string());
@@ -173,14 +315,27 @@ std::uint32_t CudaBackend::stream_index(StreamRef s) const {
 
 Result<CudaBackend::Event> CudaBackend::create_event() {
   if (auto f = enter("create_event")) return *f;
-  auto lease = events_->acquire();
+  Gpu& g = gpu_for(current_device_);
+  use(g);
+  auto lease = g.events->acquire();
   if (!lease) return lease.error();
   live_events_.fetch_add(1);
-  return Event(std::move(lease).value(), &live_events_);
+  return Event(std::move(lease).value(), &live_events_, current_device_);
 }
 
 Status CudaBackend::record_event(Event& e, StreamRef s) {
   if (auto f = enter("record_event")) return *f;
+  if (several_devices_) {
+    // R13d. Under GpuPerDevice the driver refuses it itself (below).
+    const auto entry =
+        std::find_if(streams_.begin(), streams_.end(), [&](const auto& kv) { return kv.second.ref == s; });
+    if (entry != streams_.end() && entry->second.device != e.device() && options_.placement == DevicePlacement::OneGpu)
+      return ResourceError::driver("cuEventRecord: the event was made with device " + std::to_string(e.device()) +
+                                   " current and the stream is device " + std::to_string(entry->second.device) +
+                                   "'s: CUDA refuses the record (CUDA_ERROR_INVALID_HANDLE, the event's context is "
+                                   "not the stream's); refused here before the call, as this backend replays both "
+                                   "devices in one context");
+  }
   return cuda::record_event(e.ref().get(), s.get());
 }
 
@@ -193,11 +348,12 @@ Result<std::uint64_t> CudaBackend::alloc_async(std::size_t bytes, StreamRef s) {
   if (auto f = enter("alloc_async")) return *f;
   if (auto live = std::exchange(collision_, std::nullopt)) return *live;  // a broken driver: allocates nothing
   CUdeviceptr ptr = 0;
-  if (auto st = driver().check(driver().api().mem_alloc_from_pool_async(&ptr, bytes, pool_, s.get()),
+  Gpu& g = gpu_of(s);  // R13: the stream's device's pool
+  if (auto st = driver().check(driver().api().mem_alloc_from_pool_async(&ptr, bytes, g.pool, s.get()),
                                "cuMemAllocFromPoolAsync");
       !st)
     return st.error();
-  live_allocations_[ptr] = bytes;
+  live_allocations_[ptr] = LiveAllocation{bytes, &g};
   if (options_.stamp_pool_ops) {
     // R7: the allocation is a write of the whole range on its stream.
     const std::uint64_t spin = next_op(s);
@@ -219,8 +375,8 @@ Status CudaBackend::free_async(std::uint64_t ptr, StreamRef s) {
     // nothing reads afterwards (a shrunk counterexample of M3 or M6) shows
     // here as a mismatch instead of vanishing.
     const std::uint64_t spin = next_op(s);
-    check(s, ptr, it->second, spin);
-    stamp(s, ptr, it->second, kFreedStampBit | next_stamp_++, 0);
+    check(s, ptr, it->second.bytes, spin);
+    stamp(s, ptr, it->second.bytes, kFreedStampBit | next_stamp_++, 0);
   }
   if (auto st = driver().check(driver().api().mem_free_async(ptr, s.get()), "cuMemFreeAsync"); !st) return st;
   live_allocations_.erase(it);
@@ -228,7 +384,7 @@ Status CudaBackend::free_async(std::uint64_t ptr, StreamRef s) {
     // Reap's promise (P3 reap ordering) is checked against this fence: an
     // event recorded right after the free, which must have completed once
     // a reap that released the free succeeded.
-    auto fence = CompletionFence::after(*events_, s);
+    auto fence = CompletionFence::after(*gpu_of(s).events, s);
     if (!fence) return ResourceError::driver_caused_by("free_async: fence after the free", fence.error());
     free_fences_.emplace(next_free_, std::move(fence).value());
     last_free_ = next_free_++;
@@ -260,7 +416,15 @@ std::uint64_t CudaBackend::next_op(StreamRef s) {
   return 0;
 }
 
-Status CudaBackend::launch_kernel(CUfunction f, std::uint64_t words, StreamRef s, void** args) {
+Status CudaBackend::launch_kernel(Kernel k, std::uint64_t words, StreamRef s, void** args) {
+  return launch_on(gpu_of(s), k, words, s, args);
+}
+
+Status CudaBackend::launch_on(const Gpu& g, Kernel k, std::uint64_t words, StreamRef s, void** args) {
+  const CUfunction f = k == Kernel::StampWrite   ? g.stamp_write
+                       : k == Kernel::StampCheck ? g.stamp_check
+                       : k == Kernel::Delay      ? g.delay
+                                                 : g.guard_count;
   const std::uint64_t blocks = std::clamp<std::uint64_t>((words + kThreads - 1) / kThreads, 1, 1024);
   return driver().check(
       driver().api().launch_kernel(f, static_cast<unsigned>(blocks), 1, 1, kThreads, 1, 1, 0, s.get(), args, nullptr),
@@ -276,13 +440,14 @@ Status CudaBackend::launch_kernel(CUfunction f, std::uint64_t words, StreamRef s
 // a race on it could never show on the GPU.
 std::uint64_t CudaBackend::covered_bytes(std::uint64_t ptr, std::uint64_t bytes) const {
   auto it = live_allocations_.find(ptr);
-  if (it != live_allocations_.end() && it->second == bytes) return (bytes + 7) / 8 * 8;
+  if (it != live_allocations_.end() && it->second.bytes == bytes) return (bytes + 7) / 8 * 8;
   if (auto host = host_buffers_.find(ptr); host != host_buffers_.end() && host->second == bytes)
     return (bytes + 7) / 8 * 8;  // R12: host buffers are made whole words long
   return bytes / 8 * 8;
 }
 
 Status CudaBackend::fill_bytes(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint8_t pattern) {
+  gpu_of(s);  // with several GPUs: makes its context current
   if (auto st = driver().check(driver().api().memset_d8_async(ptr, pattern, bytes, s.get()), "cuMemsetD8Async"); !st)
     return st;
   // The validator's expectation of those words (a free checks its whole
@@ -315,6 +480,7 @@ Status CudaBackend::fill_bytes(StreamRef s, std::uint64_t ptr, std::uint64_t byt
 Status CudaBackend::count_bytes_unlike(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint8_t pattern,
                                        CUdeviceptr result) {
   const DriverApi& a = driver().api();
+  gpu_of(s);  // with several GPUs: makes its context current
   if (auto st = driver().check(a.memset_d8_async(result, 0, 8, s.get()), "cuMemsetD8Async (guard count)"); !st)
     return st;
   if (auto st = driver().check(a.memset_d8_async(result + 8, 0xFF, 8, s.get()), "cuMemsetD8Async (guard first)"); !st)
@@ -323,7 +489,7 @@ Status CudaBackend::count_bytes_unlike(StreamRef s, std::uint64_t ptr, std::uint
   std::uint64_t count = bytes;
   unsigned int pat = pattern;
   void* args[] = {&p, &count, &pat, &result};
-  return launch_kernel(guard_count_, (bytes + 7) / 8, s, args);
+  return launch_kernel(Kernel::GuardCount, (bytes + 7) / 8, s, args);
 }
 
 void CudaBackend::stamp(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint64_t value, std::uint64_t spin) {
@@ -331,23 +497,25 @@ void CudaBackend::stamp(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std
   if (words == 0 && spin == 0) return;
   CUdeviceptr p = ptr;
   void* args[] = {&p, &words, &value, &spin};
-  if (auto st = launch_kernel(stamp_write_, words, s, args); !st) errors_.push_back(st.error().to_string());
+  if (auto st = launch_kernel(Kernel::StampWrite, words, s, args); !st) errors_.push_back(st.error().to_string());
   last_stamp_.for_range(ptr, ptr + words * 8, 0, [&](std::uint64_t, std::uint64_t, std::uint64_t& v) { v = value; });
 }
 
-void CudaBackend::check(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint64_t spin) {
+void CudaBackend::check(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint64_t spin, bool only_written) {
   const std::uint64_t end = ptr + covered_bytes(ptr, bytes);
   // One check kernel per run of words that share an expected stamp.
   std::vector<std::pair<std::pair<std::uint64_t, std::uint64_t>, std::uint64_t>> runs;
   last_stamp_.for_range(ptr, end, 0, [&](std::uint64_t lo, std::uint64_t hi, std::uint64_t& v) {
-    runs.push_back({{lo, hi}, v});
+    if (v != 0 || !only_written) runs.push_back({{lo, hi}, v});  // 0: no write stamped these words
   });
+  if (runs.empty() && spin > 0)
+    if (auto st = enqueue_delay(s, spin); !st) errors_.push_back(st.error().to_string());
   for (auto& [range, expected] : runs) {
     CUdeviceptr p = range.first;
     std::uint64_t words = (range.second - range.first) / 8;
-    CUdeviceptr counter = mismatch_counter_;
+    CUdeviceptr counter = gpu_of(s).mismatch_counter;
     void* args[] = {&p, &words, &expected, &spin, &counter};
-    if (auto st = launch_kernel(stamp_check_, words, s, args); !st) errors_.push_back(st.error().to_string());
+    if (auto st = launch_kernel(Kernel::StampCheck, words, s, args); !st) errors_.push_back(st.error().to_string());
     spin = 0;  // the gate holds back the op's first kernel; the rest follow in stream order
   }
 }
@@ -358,6 +526,16 @@ void CudaBackend::launch(StreamRef s, const std::vector<KernelAccess>& accesses,
   for (const auto& a : accesses) {
     if (!reads(a.access)) continue;
     check(s, a.ptr, a.bytes, spin);
+    spin = 0;
+  }
+  // A write first checks what it overwrites (P2), as a free does: in a
+  // race-free program the write before it is ordered before it, so it has
+  // landed. A write/write race (a use before ready: the allocation's write
+  // held back) then shows at the second write, even when a later write
+  // covers the first before anything reads the words.
+  for (const auto& a : accesses) {
+    if (reads(a.access) || !writes(a.access)) continue;
+    check(s, a.ptr, a.bytes, spin, /*only_written=*/true);
     spin = 0;
   }
   const std::uint64_t value = next_stamp_++;
@@ -473,6 +651,7 @@ void CudaBackend::host_access(StreamRef host_stream, const std::vector<KernelAcc
 void CudaBackend::host_function(StreamRef s, const std::vector<KernelAccess>& accesses, std::string label) {
   (void)label;
   auto& work = host_functions_.emplace_back(std::make_unique<HostWork>(host_work(accesses, next_op(s))));
+  gpu_of(s);  // with several GPUs: makes its context current
   const auto run = [](void* w) { static_cast<const HostWork*>(w)->run(); };
   if (auto st = driver().check(driver().api().launch_host_func(s.get(), run, work.get()), "cuLaunchHostFunc"); !st)
     errors_.push_back(st.error().to_string());
@@ -480,7 +659,7 @@ void CudaBackend::host_function(StreamRef s, const std::vector<KernelAccess>& ac
 
 Status CudaBackend::enqueue_delay(StreamRef s, std::uint64_t spin_ns) {
   void* args[] = {&spin_ns};
-  return launch_kernel(delay_, 1, s, args);
+  return launch_kernel(Kernel::Delay, 1, s, args);
 }
 
 void CudaBackend::force_delays(std::set<std::pair<std::uint32_t, std::uint32_t>> ops, std::uint64_t spin_ns) {
@@ -490,56 +669,63 @@ void CudaBackend::force_delays(std::set<std::pair<std::uint32_t, std::uint32_t>>
 
 void CudaBackend::drain() {
   const DriverApi& a = driver().api();
-  if (auto st = driver().check(a.ctx_synchronize(), "cuCtxSynchronize"); !st) {
-    errors_.push_back(st.error().to_string());
-    return;
-  }
-  std::uint64_t count = 0;
-  if (auto st = driver().check(a.memcpy_dtoh(&count, mismatch_counter_, sizeof(count)), "cuMemcpyDtoH"); !st) {
-    errors_.push_back(st.error().to_string());
-    return;
-  }
-  // R12: host functions have run by now (the context is idle).
-  mismatches_ = count + host_mismatches_.load();
+  // Waits for every GPU and sums their mismatch counters.
+  const auto counted = [&](const char* why) -> std::optional<std::uint64_t> {
+    std::uint64_t total = 0;
+    for (const auto& [device, g] : gpus_) {
+      use(*g);
+      if (auto st = driver().check(a.ctx_synchronize(), why); !st) {
+        errors_.push_back(st.error().to_string());
+        return std::nullopt;
+      }
+      std::uint64_t count = 0;
+      if (auto st = driver().check(a.memcpy_dtoh(&count, g->mismatch_counter, sizeof(count)), "cuMemcpyDtoH"); !st) {
+        errors_.push_back(st.error().to_string());
+        return std::nullopt;
+      }
+      total += count;
+    }
+    return total;
+  };
+  const auto count = counted("cuCtxSynchronize");
+  if (!count) return;
+  // R12: host functions have run by now (the contexts are idle).
+  mismatches_ = *count + host_mismatches_.load();
   host_functions_.clear();
   if (!options_.check_final_contents) return;
   const std::uint64_t host_final = check_final_contents();
-  std::uint64_t after = 0;
-  if (auto st = driver().check(a.ctx_synchronize(), "cuCtxSynchronize (final contents)"); !st) {
-    errors_.push_back(st.error().to_string());
-    return;
-  }
-  if (auto st = driver().check(a.memcpy_dtoh(&after, mismatch_counter_, sizeof(after)), "cuMemcpyDtoH"); !st) {
-    errors_.push_back(st.error().to_string());
-    return;
-  }
-  final_mismatches_ = after - count + host_final;
+  const auto after = counted("cuCtxSynchronize (final contents)");
+  if (!after) return;
+  final_mismatches_ = *after - *count + host_final;
 }
 
 std::uint64_t CudaBackend::check_final_contents() {
+  // On the legacy stream of the buffer's GPU: after everything enqueued there.
   const StreamRef legacy = *StreamRef::from(CU_STREAM_LEGACY);
   std::uint64_t host_bad = 0;
-  const auto check_buffer = [&](std::uint64_t ptr, std::uint64_t bytes, bool host) {
+  const auto check_buffer = [&](std::uint64_t ptr, std::uint64_t bytes, const Gpu* gpu) {
     std::vector<HostWork::Words> runs;
     last_stamp_.for_range(ptr, ptr + covered_bytes(ptr, bytes), 0,
                           [&](std::uint64_t lo, std::uint64_t hi, std::uint64_t& v) {
                             if (v != 0) runs.push_back({lo, (hi - lo) / 8, v});  // 0: no write stamped these words
                           });
     for (const HostWork::Words& r : runs) {
-      if (host) {
+      if (!gpu) {  // host memory
         for (std::uint64_t i = 0; i < r.words; ++i)
           if (reinterpret_cast<const volatile std::uint64_t*>(r.ptr)[i] != r.value) ++host_bad;
         continue;
       }
       CUdeviceptr p = r.ptr;
       std::uint64_t words = r.words, expected = r.value, spin = 0;
-      CUdeviceptr counter = mismatch_counter_;
+      CUdeviceptr counter = gpu->mismatch_counter;
       void* args[] = {&p, &words, &expected, &spin, &counter};
-      if (auto st = launch_kernel(stamp_check_, words, legacy, args); !st) errors_.push_back(st.error().to_string());
+      use(*gpu);
+      if (auto st = launch_on(*gpu, Kernel::StampCheck, words, legacy, args); !st)
+        errors_.push_back(st.error().to_string());
     }
   };
-  for (const auto& [ptr, bytes] : live_allocations_) check_buffer(ptr, bytes, false);
-  for (const auto& [ptr, bytes] : host_buffers_) check_buffer(ptr, bytes, true);
+  for (const auto& [ptr, allocation] : live_allocations_) check_buffer(ptr, allocation.bytes, allocation.gpu);
+  for (const auto& [ptr, bytes] : host_buffers_) check_buffer(ptr, bytes, nullptr);
   return host_bad;
 }
 

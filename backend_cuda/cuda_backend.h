@@ -42,9 +42,36 @@
 
 namespace streamcheck::cuda {
 
+/// Where the devices of a trace (R13) run.
+enum class DevicePlacement : std::uint8_t {
+  /// Every trace device on `device_ordinal`'s GPU: one context, one pool; a
+  /// blocking stream of a device other than 0 is made non-blocking (exact
+  /// while that device's legacy stream is never used).
+  OneGpu,
+  /// Trace device D on GPU `device_ordinal + D`: a primary context, a pool
+  /// and the stamp kernels per GPU, made when D's first stream is; peer
+  /// access between every two of them (a peer copy's stamp kernels read one
+  /// GPU's memory from the other), so events and copies cross devices as
+  /// CUDA lets them. Needs that many GPUs (add_stream says so otherwise).
+  GpuPerDevice,
+};
+
 struct CudaBackendOptions {
   PoolPolicy policy{};
   int device_ordinal = 0;
+  DevicePlacement placement = DevicePlacement::OneGpu;
+  /// GpuPerDevice: the trace devices 0..devices-1 whose GPUs are set up by
+  /// create(), before any work is enqueued (a device beyond them is set up
+  /// when its first stream is made). Setting a GPU up takes milliseconds,
+  /// longer than a forced delay: done between two ops of a replay, it would
+  /// let the held-back op finish before its racing partner is enqueued.
+  std::uint32_t devices = 1;
+  /// Bytes each GPU's pool maps before any work (one allocation freed at
+  /// once), so that allocations during a replay are carved from memory
+  /// already mapped: a pool's first growth maps memory on the host thread,
+  /// which takes longer than a forced delay. Kept only while the policy's
+  /// release threshold is above it (trace replay: the maximum). 0: none.
+  std::uint64_t reserve_bytes = 0;
   std::size_t max_cached_events = 256;
   std::size_t max_cached_streams = 16;
   /// Stamp allocations and frees (validation); off = bare driver calls.
@@ -70,28 +97,34 @@ class CudaBackend {
   /// A pooled event (timing disabled), leased from the backend's cache.
   class Event {
    public:
-    Event(Event&& o) noexcept : lease_(std::move(o.lease_)), counter_(std::exchange(o.counter_, nullptr)) {}
+    Event(Event&& o) noexcept
+        : lease_(std::move(o.lease_)), counter_(std::exchange(o.counter_, nullptr)), device_(o.device_) {}
     Event& operator=(Event&& o) noexcept {
       if (this != &o) {
         release();
         lease_ = std::move(o.lease_);
         counter_ = std::exchange(o.counter_, nullptr);
+        device_ = o.device_;
       }
       return *this;
     }
     Event(const Event&) = delete;
     ~Event() { release(); }
     EventRef ref() const { return lease_.get().ref(); }
+    /// The trace device that was current when the event was made (R13d).
+    DeviceNumber device() const { return device_; }
 
    private:
     friend class CudaBackend;
-    Event(EventCache::Lease lease, std::atomic<std::size_t>* counter) : lease_(std::move(lease)), counter_(counter) {}
+    Event(EventCache::Lease lease, std::atomic<std::size_t>* counter, DeviceNumber device)
+        : lease_(std::move(lease)), counter_(counter), device_(device) {}
     void release() {
       if (counter_) counter_->fetch_sub(1);
       counter_ = nullptr;
     }
     EventCache::Lease lease_;
     std::atomic<std::size_t>* counter_;
+    DeviceNumber device_ = 0;
   };
 
   /// Creates the backend on `options.device_ordinal`: context, pool, kernels.
@@ -114,18 +147,36 @@ class CudaBackend {
   /// Gives a stream an id (simulator numbering: the k-th stream added is
   /// stream index k): a pooled non-blocking stream, a blocking stream of its
   /// own (cuStreamCreate with CU_STREAM_DEFAULT), or the legacy default
-  /// stream CU_STREAM_LEGACY (R8). Every device of a trace (R13) replays
-  /// on this backend's one GPU: a blocking stream of a device other than 0
-  /// is made non-blocking (exact while that device's legacy stream is never
-  /// used, which the replay checks first: tools/gpu_validate.cpp), and the
-  /// legacy stream of such a device is a std::logic_error. Throws
-  /// std::runtime_error when the driver gives no stream.
+  /// stream CU_STREAM_LEGACY (R8), on the GPU that `options.placement`
+  /// gives trace device `device` (R13). Under OneGpu a blocking stream of a
+  /// device other than 0 is made non-blocking (exact while that device's
+  /// legacy stream is never used, which the replay checks first:
+  /// tools/trace_gpu.cpp). The legacy stream of a device other than 0 is a
+  /// std::logic_error (both placements: the handle CU_STREAM_LEGACY names
+  /// whichever context is current, so two devices' would be one stream
+  /// here). Throws std::runtime_error when the driver gives no stream, or
+  /// under GpuPerDevice when the device has no GPU or two GPUs cannot reach
+  /// each other's memory.
   StreamId add_stream(std::string name = {}, StreamKind kind = StreamKind::NonBlocking, DeviceNumber device = 0);
   void remove_stream(StreamId id);
   std::optional<StreamRef> resolve_stream(StreamId id) const;
 
+  /// The trace device current on the calling thread (cudaSetDevice, R13):
+  /// create_event makes its events there.
+  void set_current_device(DeviceNumber device) { current_device_ = device == kNoDevice ? 0 : device; }
+  /// The CUDA ordinal of the GPU a stream runs on (asked of the driver:
+  /// cuStreamGetCtx), for tests that check the placement.
+  Result<int> gpu_of_stream(StreamId id) const;
+  /// How many GPUs this backend has set up so far (1 under OneGpu).
+  std::size_t gpus_in_use() const { return gpus_.size(); }
+
   // --- the Backend concept
   Result<Event> create_event();
+  /// R13d: an event recorded on a stream of another device than its own is
+  /// refused as CUDA refuses it: under GpuPerDevice the driver's own error
+  /// (the event's context is not the stream's), under OneGpu the same
+  /// refusal made here before the driver is called, since both devices
+  /// share one context there. Either way a Driver error.
   Status record_event(Event& e, StreamRef s);
   Status wait_event(StreamRef s, const Event& e);
   Result<std::uint64_t> alloc_async(std::size_t bytes, StreamRef s);
@@ -232,29 +283,67 @@ class CudaBackend {
   /// Words of live buffers whose final stamp was not the last write's
   /// (check_final_contents; known after drain()).
   std::uint64_t final_mismatches_total() const { return final_mismatches_; }
-  const Context& context() const { return *context_; }
-  std::size_t cached_events() const { return events_->cached(); }
+  /// The first GPU's (device_ordinal's) context, event cache, stream cache
+  /// and pool: the only ones under OneGpu.
+  const Context& context() const { return *first_gpu().context; }
+  std::size_t cached_events() const { return first_gpu().events->cached(); }
   /// Fences the work enqueued on `s` so far (a pooled completion event).
-  Result<CompletionFence> fence(StreamRef s) { return CompletionFence::after(*events_, s); }
-  std::size_t cached_streams() const { return streams_cache_->cached(); }
+  Result<CompletionFence> fence(StreamRef s) { return CompletionFence::after(*gpu_of(s).events, s); }
+  std::size_t cached_streams() const { return first_gpu().streams->cached(); }
   /// The dedicated pool, for benchmarks that compare against bare driver calls.
-  CUmemoryPool memory_pool() const { return pool_; }
-  /// "NVIDIA H100 80GB HBM3, driver 13000".
+  CUmemoryPool memory_pool() const { return first_gpu().pool; }
+  /// "NVIDIA H100 80GB HBM3, driver API 13000"; with several GPUs in use,
+  /// each ordinal and name.
   std::string device_description() const;
 
  protected:
   explicit CudaBackend(CudaBackendOptions options) : options_(options) {}
 
  private:
+  /// What this backend keeps per GPU: the primary context, a dedicated
+  /// pool, the stamp kernels, the mismatch counter, the caches.
+  struct Gpu {
+    int ordinal = 0;
+    std::optional<Context> context;  // first member: released after everything below
+    CUmemoryPool pool = nullptr;
+    CUmodule module = nullptr;
+    CUfunction stamp_write = nullptr;
+    CUfunction stamp_check = nullptr;
+    CUfunction delay = nullptr;
+    CUfunction guard_count = nullptr;
+    CUdeviceptr mismatch_counter = 0;
+    std::shared_ptr<EventCache> events;
+    std::shared_ptr<StreamCache> streams;
+  };
+  enum class Kernel : std::uint8_t { StampWrite, StampCheck, Delay, GuardCount };
+
   Status init();
+  /// Sets up the GPU `ordinal` (context, pool, kernels, counter, caches).
+  Status init_gpu(Gpu& g, int ordinal);
+  /// The GPU of trace device `device`, set up on first use (GpuPerDevice:
+  /// with peer access to and from every GPU already in use).
+  Gpu& gpu_for(DeviceNumber device);
+  void enable_peer_access(Gpu& a, Gpu& b);
+  const Gpu& first_gpu() const { return *gpus_.begin()->second; }
+  /// The GPU `s` runs on; with several, made current on this thread, so
+  /// that the driver calls that follow (kernels, streams, events) are made
+  /// in its context.
+  Gpu& gpu_of(StreamRef s);
+  /// Makes `g`'s context current when several GPUs are in use (with one,
+  /// it was made current once, at init).
+  void use(const Gpu& g) const;
   std::uint32_t stream_index(StreamRef s) const;
   /// Numbers the next op on `s`; returns the spin its first kernel gets.
   std::uint64_t next_op(StreamRef s);
   /// The bytes the stamp kernels cover for an access of `bytes` at `ptr`: see covered_bytes in the .cpp.
   std::uint64_t covered_bytes(std::uint64_t ptr, std::uint64_t bytes) const;
   void stamp(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint64_t stamp, std::uint64_t spin);
-  void check(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint64_t spin);
-  Status launch_kernel(CUfunction f, std::uint64_t words, StreamRef s, void** args);
+  /// Checks the words of [ptr, ptr + bytes) against the last write
+  /// enqueued to each; `only_written`: not the words no write stamped yet.
+  void check(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std::uint64_t spin, bool only_written = false);
+  /// Launches one of the validation kernels of `s`'s GPU on `s`.
+  Status launch_kernel(Kernel k, std::uint64_t words, StreamRef s, void** args);
+  Status launch_on(const Gpu& g, Kernel k, std::uint64_t words, StreamRef s, void** args);
   /// R12: the CPU side of the stamps for host memory. What a host access
   /// (or a host function) checks and writes, decided at enqueue time from
   /// last_stamp_ as the kernels' are; run() does it on the calling thread.
@@ -281,23 +370,18 @@ class CudaBackend {
   }
 
   CudaBackendOptions options_;
-  std::optional<Context> context_;
-  CUmemoryPool pool_ = nullptr;
-  CUmodule module_ = nullptr;
-  CUfunction stamp_write_ = nullptr;
-  CUfunction stamp_check_ = nullptr;
-  CUfunction delay_ = nullptr;
-  CUfunction guard_count_ = nullptr;
-  CUdeviceptr mismatch_counter_ = 0;
-  std::shared_ptr<EventCache> events_;
-  std::shared_ptr<StreamCache> streams_cache_;
+  /// By trace device (GpuPerDevice) or just device 0 (OneGpu). Declared
+  /// first: what the members below lease from these goes back first.
+  std::map<DeviceNumber, std::unique_ptr<Gpu>> gpus_;
+  DeviceNumber current_device_ = 0;  // set_current_device
   struct StreamEntry {
     std::optional<StreamCache::Lease> lease;  // a pooled non-blocking stream
     std::optional<Stream> owned;              // a blocking stream (R8)
     StreamRef ref;                            // the stream, whichever it is
     std::uint32_t index;
     std::uint32_t ops = 0;
-    DeviceNumber device = 0;  // the trace's device (R13); every one runs on this GPU
+    DeviceNumber device = 0;  // the trace's device (R13)
+    Gpu* gpu = nullptr;       // where it runs (options_.placement)
   };
   bool several_devices_ = false;  // a stream of a device other than 0 was made (R13)
   /// R13c: the work left on destroyed streams, by device, for synchronize_device.
@@ -305,7 +389,11 @@ class CudaBackend {
   std::map<StreamId, StreamEntry> streams_;
   std::uint32_t next_stream_id_ = 0;
   std::uint32_t next_stream_index_ = 0;
-  std::map<std::uint64_t, std::uint64_t> live_allocations_;                      // ptr -> bytes
+  struct LiveAllocation {
+    std::uint64_t bytes = 0;
+    Gpu* gpu = nullptr;  // whose pool it came from
+  };
+  std::map<std::uint64_t, LiveAllocation> live_allocations_;
   std::map<std::uint64_t, std::uint64_t> host_buffers_;                          // R12: ptr -> bytes, live ones
   std::map<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>> sub_blocks_;  // R10: live block -> ptr, bytes
   std::map<std::uint64_t, std::uint32_t> newest_block_at_;                       // R10: ptr -> newest block there
@@ -319,7 +407,12 @@ class CudaBackend {
   std::optional<std::size_t> last_free_;
   std::size_t next_free_ = 0;
   sim::IntervalMap<std::uint64_t> last_stamp_;  // host view: last write enqueued per word
-  std::uint64_t next_stamp_ = 1;
+  /// Stamps start at a base of this backend's own (stamp_base()): memory a
+  /// pool hands out again may still hold an earlier backend's stamps, and a
+  /// deterministic replay would write the same values at the same places, so
+  /// a write that never landed could pass for one that did.
+  std::uint64_t next_stamp_ = stamp_base();
+  static std::uint64_t stamp_base();
   std::atomic<std::size_t> live_events_{0};
   FaultInjecting faults_;
   std::set<std::pair<std::uint32_t, std::uint32_t>> delayed_;

@@ -87,6 +87,10 @@ class DriverLoader {
                     resolve(get_proc, lib, "cuLaunchHostFunc", a.launch_host_func, why) &&
                     resolve(get_proc, lib, "cuMemHostAlloc", a.mem_host_alloc, why) &&
                     resolve(get_proc, lib, "cuMemFreeHost", a.mem_free_host, why) &&
+                    resolve(get_proc, lib, "cuDeviceCanAccessPeer", a.device_can_access_peer, why) &&
+                    resolve(get_proc, lib, "cuCtxEnablePeerAccess", a.ctx_enable_peer_access, why) &&
+                    resolve(get_proc, lib, "cuMemPoolSetAccess", a.mem_pool_set_access, why) &&
+                    resolve(get_proc, lib, "cuStreamGetCtx", a.stream_get_ctx, why) &&
                     resolve(get_proc, lib, "cuGetErrorName", a.get_error_name, why) &&
                     resolve(get_proc, lib, "cuGetErrorString", a.get_error_string, why);
     if (!ok) {
@@ -105,6 +109,7 @@ class DriverLoader {
       delete d;
       return result;
     }
+    d->device_count_ = count;
     a.driver_get_version(&d->version_);
     result.driver = d;
     return result;

@@ -56,6 +56,11 @@ struct DriverApi {
   decltype(&::cuLaunchHostFunc) launch_host_func = nullptr;
   decltype(&::cuMemHostAlloc) mem_host_alloc = nullptr;
   decltype(&::cuMemFreeHost) mem_free_host = nullptr;
+  // Several devices (R13 on several GPUs): peer access and pool access.
+  decltype(&::cuDeviceCanAccessPeer) device_can_access_peer = nullptr;
+  decltype(&::cuCtxEnablePeerAccess) ctx_enable_peer_access = nullptr;
+  decltype(&::cuMemPoolSetAccess) mem_pool_set_access = nullptr;
+  decltype(&::cuStreamGetCtx) stream_get_ctx = nullptr;
   decltype(&::cuGetErrorName) get_error_name = nullptr;
   decltype(&::cuGetErrorString) get_error_string = nullptr;
 };
@@ -67,6 +72,8 @@ class Driver {
   /// `why` when there is no usable driver (no library, no device, cuInit
   /// failed): callers skip GPU work then.
   static const Driver* get(std::string* why = nullptr);
+  /// The number of GPUs the driver reports (at least 1 once get() succeeded).
+  int device_count() const { return device_count_; }
 
   const DriverApi& api() const { return api_; }
   int version() const { return version_; }
@@ -81,6 +88,7 @@ class Driver {
   Driver() = default;
   DriverApi api_{};
   int version_ = 0;
+  int device_count_ = 0;
 };
 
 /// Shorthand for the process driver; throws std::runtime_error (a tool

@@ -10,8 +10,15 @@
 //   4. PoolResource (model/pool_backend.h): the same random programs through
 //      the pool, 0 mismatches expected; each pool mutant's first simulator
 //      counterexample among generated programs replayed with the earlier op
-//      of its racing pair held back: a race must corrupt data.
-// Exit 0: all three hold; 1: one does not; 2: usage; 77: no GPU (skipped).
+//      of its racing pair held back: a race must corrupt data;
+//   5. devices (R13, on a machine with two GPUs: one per trace device): the
+//      multi-device examples and generated multi-device programs (kernels,
+//      peer copies, each device's pool reused, cross-device waits), each
+//      replayed K times: the clean ones 0 mismatches under random delays,
+//      each with one wait left out a race the simulator reports and the GPU
+//      shows as corrupted data with its first op held back. `devices` runs
+//      this part alone; with fewer than two GPUs it says so and is skipped.
+// Exit 0: all hold; 1: one does not; 2: usage; 77: no GPU (skipped).
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdlib>
@@ -30,7 +37,11 @@
 #include "props/client_gen.h"
 #include "props/harness.h"
 #include "props/pool_scenarios.h"
+#include "tools/device_programs.h"
 #include "tools/explore.h"
+#include "tools/trace.h"
+#include "tools/trace_check.h"
+#include "tools/trace_gpu.h"
 
 namespace {
 
@@ -46,6 +57,8 @@ struct Options {
   std::uint32_t reps = 20;
   std::uint32_t pool_reps = 10;
   std::uint64_t seed = 1;
+  std::uint32_t device_programs = 200;  // part 5
+  std::string examples = "examples";    // part 5: the multi-device examples
 };
 
 std::unique_ptr<CudaBackend> make_backend(const PoolPolicy& policy) {
@@ -370,6 +383,150 @@ bool pool_resource(const Options& o, std::ostream& out) {
   return ok;
 }
 
+// --- 5. devices (R13 on two GPUs)
+
+namespace tools = streamcheck::tools;
+
+/// The simulator's verdict on a trace: explored over its executions (DFS,
+/// bounded), and the report of the first finding's schedule replayed (whose
+/// findings' first ops the GPU replay holds back), or of no finding.
+struct SimVerdict {
+  tools::Report explored;
+  tools::Report replayed;  // empty when clean
+  bool racy() const { return !explored.findings.empty(); }
+};
+SimVerdict simulate(const tools::Trace& trace) {
+  tools::TraceCheckOptions o;
+  o.strategy = tools::Strategy::Dfs;
+  o.max_schedules = 2000;
+  SimVerdict v{tools::explore_trace(trace, o), {}};
+  if (v.racy()) v.replayed = tools::replay_trace(trace, v.explored.findings.front().schedule, o);
+  return v;
+}
+
+struct DeviceRuns {
+  std::uint32_t runs = 0, corrupted = 0;  // runs with corrupted reads or wrong final contents
+  std::uint64_t words = 0;
+  std::string device;
+  std::uint32_t gpus_used = 0;
+};
+/// Replays `trace` `reps` times, one run each so that every run gets its own
+/// random gates (3 ops of the first 16 on each stream held back 50 us) on
+/// top of the simulator's findings' first ops (held back 2 ms).
+DeviceRuns replay_on_gpus(const tools::Trace& trace, const SimVerdict& v, std::uint32_t reps, sim::SplitMix64& rng) {
+  DeviceRuns out;
+  const auto streams = static_cast<std::uint32_t>(trace.streams.size() + trace.default_streams.size());
+  for (std::uint32_t k = 0; k < reps; ++k) {
+    std::set<std::pair<std::uint32_t, std::uint32_t>> gates;
+    if (!v.racy())
+      for (int d = 0; d < 3; ++d) gates.insert({rng.below(streams), rng.below(16)});
+    const tools::GpuReplayResult r = tools::replay_trace_on_gpu(trace, v.replayed, tools::TraceCheckOptions{}, 1,
+                                                                v.racy() ? 2'000'000 : 50'000, gates);
+    if (!r.available) throw std::runtime_error("no GPU: " + r.why);
+    ++out.runs;
+    if (r.runs_with_mismatches + r.runs_with_wrong_final_contents > 0) ++out.corrupted;
+    out.words += r.mismatching_words + r.wrong_final_words;
+    out.device = r.device;
+    out.gpus_used = r.gpus_used;
+  }
+  return out;
+}
+
+bool devices(const Options& o, std::ostream& out) {
+  out << "\n### Devices (R13): one GPU per trace device\n\n";
+  std::string why;
+  const int gpus = tools::available_gpus(&why);
+  if (gpus < 2) {
+    out << "skipped: the multi-device rows need two GPUs; this machine has " << gpus << (why.empty() ? "" : ": " + why)
+        << "\n";
+    return true;
+  }
+  // Each run makes and drops a backend; retaining the primary contexts
+  // here keeps the driver from tearing them down between runs.
+  std::vector<streamcheck::cuda::Context> retained;
+  for (int g = 0; g < 2; ++g) {
+    auto c = streamcheck::cuda::Context::primary(g);
+    if (!c) throw std::runtime_error("GPU " + std::to_string(g) + ": " + c.error().to_string());
+    retained.push_back(std::move(c).value());
+  }
+  sim::SplitMix64 rng(o.seed + 5);
+  bool ok = true;
+  out << "#### The multi-device examples\n\n| trace | simulator (every execution) | GPUs | runs with corrupted data "
+         "(of "
+      << o.reps << ") | words | verdict |\n| --- | --- | --- | --- | --- | --- |\n";
+  for (const char* name : {"57_event_of_another_device.trace", "58_event_of_another_device_fixed.trace",
+                           "59_peer_copy_without_wait.trace", "60_peer_copy_without_wait_fixed.trace",
+                           "61_device_sync_of_the_wrong_device.trace", "62_device_sync_of_the_wrong_device_fixed.trace",
+                           "71_cross_device_pool_reuse.trace", "72_cross_device_pool_reuse_fixed.trace"}) {
+    const tools::Trace trace = tools::load_trace(o.examples + "/" + name);
+    const SimVerdict v = simulate(trace);
+    const DeviceRuns r = replay_on_gpus(trace, v, o.reps, rng);
+    const bool pass = r.gpus_used >= 2 && (v.racy() ? r.corrupted > 0 : r.words == 0);
+    ok = ok && pass;
+    out << "| " << name << " | " << (v.racy() ? "data race" : "clean") << " | " << r.gpus_used << " | " << r.corrupted
+        << " | " << r.words << " | " << (pass ? "ok" : "FAIL") << " |\n";
+  }
+
+  // Generated programs: every one clean, each with one wait left out racy.
+  std::uint32_t clean = 0, clean_runs = 0, clean_bad_runs = 0, racy = 0, racy_shown = 0, left_out_ordered = 0;
+  std::uint64_t clean_words = 0, waits = 0, cross = 0, copies = 0, reallocations = 0;
+  std::uint32_t sim_disagrees = 0, gpus_used = 2;
+  std::string first_failure;
+  for (std::uint32_t p = 0; p < o.device_programs; ++p) {
+    const std::uint64_t seed = o.seed * 1'000'003 + p;
+    const tools::DeviceProgram program = tools::generate_device_program(seed);
+    waits += program.waits;
+    cross += program.cross_device_waits;
+    copies += program.peer_copies;
+    reallocations += program.pool_reallocations;
+    const tools::Trace trace = tools::parse_trace(program.text, "generated-" + std::to_string(seed));
+    const SimVerdict v = simulate(trace);
+    if (v.racy() || !v.explored.notes.empty()) {  // the generator's promise broken: a bug here, not in the GPU
+      ++sim_disagrees;
+      if (first_failure.empty()) first_failure = "program seed " + std::to_string(seed) + " is not clean";
+      continue;
+    }
+    ++clean;
+    const DeviceRuns r = replay_on_gpus(trace, v, o.reps, rng);
+    clean_runs += r.runs;
+    clean_bad_runs += r.corrupted;
+    clean_words += r.words;
+    gpus_used = std::min(gpus_used, r.gpus_used);
+    if (r.words > 0 && first_failure.empty()) first_failure = "program seed " + std::to_string(seed) + " corrupted";
+    if (program.waits == 0) continue;
+    const std::uint32_t leave_out = rng.below(program.waits);
+    const tools::DeviceProgram variant = tools::generate_device_program(seed, {}, leave_out);
+    const tools::Trace racy_trace = tools::parse_trace(variant.text, "generated-" + std::to_string(seed) + "-racy");
+    const SimVerdict rv = simulate(racy_trace);
+    if (!rv.racy()) {  // ordered anyway (through another stream's wait)
+      ++left_out_ordered;
+      continue;
+    }
+    ++racy;
+    const DeviceRuns rr = replay_on_gpus(racy_trace, rv, o.reps, rng);
+    if (rr.corrupted > 0)
+      ++racy_shown;
+    else if (first_failure.empty())
+      first_failure = "program seed " + std::to_string(seed) + " without wait " + std::to_string(leave_out) + " (" +
+                      variant.left_out + ") showed nothing";
+  }
+  const bool generated_ok = sim_disagrees == 0 && clean_words == 0 && racy_shown == racy && gpus_used >= 2;
+  ok = ok && generated_ok;
+  out << "\n#### Generated programs (tools/device_programs.cpp)\n\n"
+      << o.device_programs << " programs of 2 devices x 2 streams: " << waits << " waits (" << cross
+      << " across devices), " << copies << " peer copies, " << reallocations
+      << " buffers allocated again from their device's pool after a free.\n\n"
+      << "| programs | simulator clean | runs each | runs | runs with corrupted data | words | verdict |\n"
+      << "| --- | --- | --- | --- | --- | --- | --- |\n| " << o.device_programs << " | " << clean << " | " << o.reps
+      << " | " << clean_runs << " | " << clean_bad_runs << " | " << clean_words << " | "
+      << (sim_disagrees == 0 && clean_words == 0 ? "ok" : "FAIL") << " |\n\n"
+      << "| one wait left out | simulator: a race | ordered anyway | races shown on the GPU (>= 1 of " << o.reps
+      << " runs) | verdict |\n| --- | --- | --- | --- | --- |\n| " << clean << " | " << racy << " | "
+      << left_out_ordered << " | " << racy_shown << " | " << (racy_shown == racy ? "ok" : "FAIL") << " |\n";
+  if (!first_failure.empty()) out << "\nfirst failure: " << first_failure << "\n";
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -386,6 +543,15 @@ int main(int argc, char** argv) {
   conformance->add_option("--reps", o.reps, "repetitions of each program and counterexample")->capture_default_str();
   conformance->add_option("--pool-reps", o.pool_reps, "GPU runs per pool scenario and policy")->capture_default_str();
   conformance->add_option("--seed", o.seed, "seed of the generated programs and delays")->capture_default_str();
+  conformance->add_option("--device-programs", o.device_programs, "generated multi-device programs (part 5)")
+      ->capture_default_str();
+  conformance->add_option("--examples", o.examples, "the examples directory (part 5)")->capture_default_str();
+  CLI::App* devices_only = app.add_subcommand("devices", "run part 5 alone (two GPUs: one per trace device)");
+  devices_only->add_option("--device-programs", o.device_programs, "generated multi-device programs")
+      ->capture_default_str();
+  devices_only->add_option("--reps", o.reps, "repetitions of each program and example")->capture_default_str();
+  devices_only->add_option("--seed", o.seed, "seed of the generated programs and delays")->capture_default_str();
+  devices_only->add_option("--examples", o.examples, "the examples directory")->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -401,15 +567,27 @@ int main(int argc, char** argv) {
   try {
     auto probe = make_backend(PoolPolicy{});
     std::cout << "## GPU conformance, " << today() << "\n\n"
-              << "device: " << probe->device_description() << "\n"
-              << "command: streamcheck-gpu conformance --programs " << o.programs << " --reps " << o.reps
-              << " --pool-reps " << o.pool_reps << " --seed " << o.seed << "\n";
+              << "device: " << probe->device_description()
+              << " (GPUs here: " << streamcheck::cuda::driver().device_count() << ")\n";
+    if (devices_only->parsed())
+      std::cout << "command: streamcheck-gpu devices --device-programs " << o.device_programs << " --reps " << o.reps
+                << " --seed " << o.seed << "\n";
+    else
+      std::cout << "command: streamcheck-gpu conformance --programs " << o.programs << " --reps " << o.reps
+                << " --pool-reps " << o.pool_reps << " --seed " << o.seed << " --device-programs " << o.device_programs
+                << "\n";
     probe.reset();
+    if (devices_only->parsed()) {
+      const bool e = devices(o, std::cout);
+      std::cout << "\nverdict: " << (e ? "the model matches the GPUs" : "MISMATCH between model and GPUs") << "\n";
+      return e ? 0 : 1;
+    }
     const bool a = correct_protocol(o, std::cout);
     const bool b = mutants(o, std::cout);
     const bool c = pool(o, std::cout);
     const bool d = pool_resource(o, std::cout);
-    const bool all = a && b && c && d;
+    const bool e = devices(o, std::cout);
+    const bool all = a && b && c && d && e;
     std::cout << "\nverdict: " << (all ? "the model matches the GPU" : "MISMATCH between model and GPU") << "\n";
     return all ? 0 : 1;
   } catch (const std::exception& e) {

@@ -461,6 +461,7 @@ class TraceInterpreter {
     b_.set_event_label(incarnation(st.name));
     event_devices_[st.name] = st.device;
     destroyed_.erase(st.name);
+    set_current_device(st.device);
     auto e = b_.without_faults([&] { return b_.create_event(); });
     if (!e) {
       note(st, NoteKind::BackendFailed, fmt::format("creating event {} failed: {}", st.name, e.error().to_string()));
@@ -607,6 +608,7 @@ class TraceInterpreter {
     for (const GraphNode& n : g.nodes) {
       if (n.kind != GraphNode::Kind::Record || g.events.contains(n.event)) continue;
       b_.set_event_label(graph_branch_name(st.graph, n.event));
+      set_current_device(stream_shapes_.at(n.branch).device);  // the recording branch's device (R13d)
       auto e = b_.without_faults([&] { return b_.create_event(); });
       if (!e) {
         note(st, NoteKind::BackendFailed,
@@ -653,6 +655,7 @@ class TraceInterpreter {
     if constexpr (requires { b_.set_graph_launch(0); }) b_.set_graph_launch(0);
     if (!g.launched) {
       b_.set_event_label(graph_branch_name(st.graph, "launch"));
+      set_current_device(stream_shapes_.at(st.stream).device);  // recorded on the launch stream (R13d)
       auto e = b_.without_faults([&] { return b_.create_event(); });
       if (!e)
         return note(st, NoteKind::BackendFailed, fmt::format("creating an event failed: {}", e.error().to_string()));
@@ -821,6 +824,7 @@ class TraceInterpreter {
         continue;
       }
       b_.set_event_label(fmt::format("{} freed, used on {}", st.buffer, use.stream));
+      set_current_device(stream_shapes_.at(use.stream).device);  // recorded on use.stream (R13d)
       auto e = b_.without_faults([&] { return b_.create_event(); });
       if (!e) {
         note(st, NoteKind::BackendFailed,
@@ -1034,6 +1038,12 @@ class TraceInterpreter {
 
   // --- helpers
 
+  /// R13: the device an event the backend makes next belongs to, for
+  /// backends that keep one context per device (CudaBackend under
+  /// DevicePlacement::GpuPerDevice makes the event in that GPU's context).
+  void set_current_device(DeviceNumber device) {
+    if constexpr (requires { b_.set_current_device(device); }) b_.set_current_device(device);
+  }
   typename B::StreamRef stream(const std::string& name) const { return *b_.resolve_stream(streams_.at(name)); }
   /// The legacy default stream of `device` (R13; the parser listed it in
   /// Trace::default_streams when the trace uses it).
