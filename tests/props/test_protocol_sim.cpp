@@ -16,7 +16,17 @@ namespace {
 // protocol STREAMCHECK_PROTOCOL names (the correct one when unset), so
 // `STREAMCHECK_PROTOCOL=Mk ctest -L props` shows the suite kill mutant Mk.
 RC_GTEST_PROP(ProtocolSim, SelectedProtocolKeepsEveryProperty, ()) {
+#ifdef STREAMCHECK_CORRECT_PROTOCOL_ONLY
+  // A sanitizer build (STREAMCHECK_PROTOCOL_MUTANT_TESTS=OFF) has the
+  // correct protocol only: asked for a mutant, it says so and fails rather
+  // than run the correct one under the mutant's name.
+  if (const auto mutant = selected_protocol())
+    RC_FAIL("STREAMCHECK_PROTOCOL=" + std::string(info(*mutant).name) +
+            ": this build has no protocol mutants (STREAMCHECK_PROTOCOL_MUTANT_TESTS=OFF)");
+  sim_protocol_property<CorrectProtocol>();
+#else
   with_protocol(selected_protocol(), []<class P>() { sim_protocol_property<P>(); });
+#endif
 }
 
 // The same property through the explore job's generator: many programs,
