@@ -130,6 +130,8 @@ inline constexpr std::string_view kDone = "done";
 /// `resource pool`: read only among the resource's options, so it stays a
 /// valid name (traces name streams and buffers `pool`).
 inline constexpr std::string_view kPool = "pool";
+/// `resource debug`: the same, read only among the resource's options.
+inline constexpr std::string_view kDebug = "debug";
 }  // namespace word
 
 inline constexpr std::array<std::string_view, 18> kInnerWords = {

@@ -400,6 +400,8 @@ std::string_view to_string(NoteKind k) {
       return "double hand-out";
     case NoteKind::WrongDevice:
       return "wrong device";
+    case NoteKind::GuardFinding:
+      return "debug tier";
   }
   return {};
 }

@@ -21,6 +21,7 @@ Severity severity(NoteKind kind) {
     case NoteKind::UseAfterDestroy:
     case NoteKind::DoubleHandOut:
     case NoteKind::WrongDevice:
+    case NoteKind::GuardFinding:
       return Severity::Error;
   }
   return Severity::Error;

@@ -1072,9 +1072,11 @@ class Parser {
     int pool_mutant_col = 0;
     trace_.uses_resource = true;
     while (!at_end()) {
-      const Token& opt = next("'budget', 'mutant' or 'pool'");
+      const Token& opt = next("'budget', 'mutant', 'pool' or 'debug'");
       if (opt.text == trace_language::word::kPool) {
         trace_.pool = true;
+      } else if (opt.text == trace_language::word::kDebug) {
+        trace_.debug = true;
       } else if (opt.text == trace_language::word::kBudget) {
         trace_.budget = number(next("a byte budget"));
       } else if (opt.text == trace_language::word::kMutant) {
@@ -1087,8 +1089,10 @@ class Parser {
           pool_mutant_col = m.col;
         }
       } else {
-        fail(opt.col, fmt::format("expected 'budget', 'mutant' or 'pool', found '{}'", shown_input(opt.text)));
+        fail(opt.col, fmt::format("expected 'budget', 'mutant', 'pool' or 'debug', found '{}'", shown_input(opt.text)));
       }
+      if (trace_.debug && (trace_.pool || trace_.budget || trace_.mutant || trace_.pool_mutant))
+        fail(opt.col, "'resource debug' takes no other option (the debug tier runs over the correct core)");
       if (trace_.pool && (trace_.budget || trace_.mutant))
         fail(opt.col,
              "'resource pool' takes no 'budget' or core mutant (the core over the pool runs the correct protocol; "

@@ -437,6 +437,10 @@ struct Trace {
   /// `resource pool mutant PMk`: the pool runs a deliberately broken
   /// protocol (model/mutants.h), so a trace can show what each pool bug does.
   std::optional<PoolMutantId> pool_mutant;
+  /// `resource debug`: the resource is DebugGuardResource (model/debug_guard.h)
+  /// over the core: canaries, poison and quarantine, whose findings become
+  /// GuardFinding notes.
+  bool debug = false;
   std::vector<std::string> streams;  // in declaration order
   /// A default stream the trace uses besides device 0's `legacy`: a
   /// per-thread stream `per_thread@THREAD[:D]` (R8: a blocking stream), or
@@ -536,6 +540,8 @@ enum class NoteKind : std::uint8_t {
   UseAfterDestroy,    // a statement names a stream or event after its `destroy` (R9b); it is not run
   DoubleHandOut,      // `suballoc` of bytes a live sub-block still holds (R10a): the allocator gave them twice
   WrongDevice,        // `record` of an event on another device's stream (R13d): CUDA refuses it; it is not run
+  GuardFinding,  // `resource debug`: the debug tier saw a write after free, a canary overwritten or a host use after
+                 // free
 };
 
 /// Something that went wrong that is not an HB finding: a resource call

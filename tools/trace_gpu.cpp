@@ -39,9 +39,17 @@ std::optional<std::string> gpu_replay_refusal(const Trace& trace) {
 #include <set>
 
 #include "backend_cuda/cuda_backend.h"
+#include "backend_cuda/guard_memory.h"
 #include "tools/trace_interpreter.h"
 
 namespace streamcheck::tools {
+
+/// `resource debug` on the GPU: the tier's fills and checks are kernels.
+template <>
+struct TraceGuardMemory<cuda::CudaBackend> {
+  using Memory = cuda::CudaGuardMemory;
+  static Result<std::unique_ptr<Memory>> create(cuda::CudaBackend& backend) { return Memory::create(backend); }
+};
 
 int available_gpus(std::string* why) {
   const cuda::Driver* d = cuda::Driver::get(why);

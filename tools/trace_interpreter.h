@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -28,8 +29,10 @@
 #include <vector>
 
 #include "backend_sim/footprint.h"
+#include "backend_sim/sim_guard_memory.h"
 #include "model/backend.h"
 #include "model/budget_resource.h"
+#include "model/debug_guard.h"
 #include "model/launch_recorder.h"
 #include "model/mutants.h"
 #include "model/pool_backend.h"
@@ -37,6 +40,82 @@
 #include "tools/trace.h"
 
 namespace streamcheck::tools {
+
+/// The resource calls a trace makes (allocate, deallocate, prepare, finish,
+/// reap, and a `run`'s preflight and commit through the launch recorder),
+/// whatever the resource's type and protocol variant. The statement code
+/// below is compiled once per backend and only this adapter once per
+/// variant (M1..M21, PM1..PM5): the whole interpreter compiled once per
+/// variant was the largest part of the tools' build time.
+class TraceResource {
+ public:
+  struct Use {
+    const DeviceBlock* block;  // nullptr: a buffer the resource does not track
+    Access access;
+  };
+  /// One kernel launch's uses (LaunchRecorder, strict mode).
+  class Launch {
+   public:
+    virtual ~Launch() = default;
+    virtual Status preflight() = 0;
+    virtual Status commit() = 0;
+    virtual void abandon() = 0;
+  };
+  virtual ~TraceResource() = default;
+  virtual Result<DeviceBlock> allocate(std::size_t bytes, StreamId stream) = 0;
+  virtual Status deallocate(const DeviceBlock& block) = 0;
+  virtual Status prepare_block_use(BlockId id, StreamId stream, Access access) = 0;
+  virtual Status finish_block_use(BlockId id, StreamId stream, Access access) = 0;
+  virtual Status reap_pending() = 0;
+  virtual std::unique_ptr<Launch> launch(StreamId stream, const std::vector<Use>& uses) = 0;
+};
+
+/// TraceResource over a MemoryResource R whose launches record under
+/// protocol variant P (the recorder's own mutants live there).
+template <class P, MemoryResource R>
+class TraceResourceOf final : public TraceResource {
+ public:
+  explicit TraceResourceOf(R& resource) : r_(resource) {}
+  Result<DeviceBlock> allocate(std::size_t bytes, StreamId stream) override {
+    return r_.allocate(bytes, stream, AllocTag{});
+  }
+  Status deallocate(const DeviceBlock& block) override { return r_.deallocate(block); }
+  Status prepare_block_use(BlockId id, StreamId stream, Access access) override {
+    return r_.prepare_block_use(id, stream, access);
+  }
+  Status finish_block_use(BlockId id, StreamId stream, Access access) override {
+    return r_.finish_block_use(id, stream, access);
+  }
+  Status reap_pending() override { return r_.reap_pending(); }
+  std::unique_ptr<Launch> launch(StreamId stream, const std::vector<Use>& uses) override {
+    auto launch = std::make_unique<LaunchOf>(r_, stream);
+    for (const Use& u : uses) launch->recorder.use(u.block, u.access);
+    return launch;
+  }
+
+ private:
+  struct LaunchOf final : Launch {
+    LaunchOf(R& resource, StreamId stream) : r(resource), recorder(stream, RecorderMode::Strict) {}
+    Status preflight() override { return recorder.preflight(r); }
+    Status commit() override { return recorder.commit(r); }
+    void abandon() override { recorder.abandon(); }
+    R& r;
+    LaunchRecorder<P> recorder;
+  };
+  R& r_;
+};
+
+/// `resource debug`: the debug tier's device work (a GuardMemory) on
+/// backend B: `using Memory = …;` and `static Result<std::unique_ptr<Memory>>
+/// create(B&)`. The simulator's is below; the GPU's is in tools/trace_gpu.cpp.
+template <class B>
+struct TraceGuardMemory;
+
+template <>
+struct TraceGuardMemory<sim::SimBackend> {
+  using Memory = sim::SimGuardMemory;
+  static Result<std::unique_ptr<Memory>> create(sim::SimBackend& backend) { return std::make_unique<Memory>(backend); }
+};
 
 template <ReplayBackend B>
 class TraceInterpreter {
@@ -75,7 +154,8 @@ class TraceInterpreter {
         pool_stream_removed_ = [&pool](StreamId s) { pool.stream_removed(s); };
         {
           Resource<StreamOrderedPool<B, Q>> core(pool);
-          run_statements<CorrectProtocol>(&core);
+          TraceResourceOf<CorrectProtocol, decltype(core)> calls(core);
+          run_statements(&calls);
         }
         // What the pool still caches goes back before the device finishes,
         // so that a leak is what the program holds, never the pool's cache.
@@ -86,6 +166,8 @@ class TraceInterpreter {
         });
         pool_stream_removed_ = nullptr;
       });
+    } else if (trace_.debug && trace_.uses_resource) {
+      run_under_debug_tier();
     } else {
       with_protocol(trace_.mutant, [&]<class P>() {
         using Core = Resource<B, P>;
@@ -95,10 +177,15 @@ class TraceInterpreter {
           core = std::make_unique<Core>(b_);
           if (trace_.budget) budget = std::make_unique<BudgetResource<Core>>(*core, *trace_.budget);
         }
-        if (budget)
-          run_statements<P>(budget.get());
-        else
-          run_statements<P>(core.get());
+        if (budget) {
+          TraceResourceOf<P, BudgetResource<Core>> calls(*budget);
+          run_statements(&calls);
+        } else if (core) {
+          TraceResourceOf<P, Core> calls(*core);
+          run_statements(&calls);
+        } else {
+          run_statements(nullptr);  // the parser lets no resource statement through without `resource`
+        }
       });
     }
     b_.set_host_thread(b_.main_host_thread());
@@ -109,6 +196,77 @@ class TraceInterpreter {
   StreamId plain_alloc_stream() const { return legacy_; }
 
  private:
+  /// `resource debug`: the core under DebugGuardResource (model/debug_guard.h).
+  /// After the last statement the quarantine is checked and given back, and
+  /// every finding of the tier's device checks becomes a GuardFinding note
+  /// on the line of the block's `deallocate`.
+  void run_under_debug_tier() {
+    if constexpr (requires { TraceGuardMemory<B>::create(b_); }) {
+      const int resource_line = resource_decl_line();
+      auto memory = TraceGuardMemory<B>::create(b_);
+      if (!memory) {
+        exec_.add_note(Note{resource_line, NoteKind::BackendFailed,
+                            fmt::format("the debug tier's device memory: {}", memory.error().to_string())});
+        run_statements(nullptr);
+        return;
+      }
+      Resource<B> core(b_);
+      using Tier = DebugGuardResource<Resource<B>, typename TraceGuardMemory<B>::Memory>;
+      std::optional<Tier> tier;
+      tier.emplace(core, *memory.value());
+      {
+        TraceResourceOf<CorrectProtocol, Tier> calls(*tier);
+        run_statements(&calls);
+      }
+      b_.set_host_thread(b_.main_host_thread());
+      // Not the program's calls: no fault lands here. A cut run is not
+      // counted, so its quarantine need not be checked.
+      if (!cut_)
+        if (Status released = b_.without_faults([&] { return tier->release_quarantine(); }); !released)
+          exec_.add_note(Note{resource_line, NoteKind::BackendFailed,
+                              fmt::format("the debug tier's quarantine check: {}", released.error().to_string())});
+      for (const GuardFinding& f : tier->findings())
+        if (!cut_) guard_note(f);
+      (void)b_.without_faults([&] {
+        tier.reset();  // gives back what a cut run left in quarantine
+        return Status{};
+      });
+    } else {
+      throw std::logic_error("'resource debug' needs a backend with guard memory (TraceGuardMemory)");
+    }
+  }
+
+  int resource_decl_line() const {
+    for (const Statement& st : trace_.statements)
+      if (const auto* r = std::get_if<ast::ResourceDecl>(&st)) return r->line;
+    return 0;
+  }
+
+  void guard_note(const GuardFinding& f) {
+    auto freed = freed_blocks_.find({f.ptr, f.generation.value});
+    const int line = freed == freed_blocks_.end() ? resource_decl_line() : freed->second.line;
+    const std::string block = freed == freed_blocks_.end()
+                                  ? fmt::format("the block at {}", f.ptr)
+                                  : fmt::format("{} (freed on line {})", freed->second.buffer, freed->second.line);
+    std::string what;
+    switch (f.kind) {
+      case GuardFindingKind::WriteAfterFree:
+        what = fmt::format(
+            "write after free: {} byte(s) of {} changed in quarantine, the first at offset {}: a "
+            "kernel wrote it after its deallocate (a stale pointer), or one the free did not wait for",
+            f.changed_bytes, block, f.first_changed);
+        break;
+      case GuardFindingKind::CanaryOverwritten:
+        what = fmt::format("canary overwritten: {} byte(s) {} {} changed before its free (offset {})", f.changed_bytes,
+                           f.first_changed < 0 ? "before" : "after", block, f.first_changed);
+        break;
+      case GuardFindingKind::HostUseAfterFree:
+        what = fmt::format("host use after free: {} after the deallocate of {}", f.call, block);
+        break;
+    }
+    exec_.add_note(Note{line, NoteKind::GuardFinding, std::move(what)});
+  }
+
   // --- host threads (R6): which thread runs its next statement
 
   /// A backend that orders host threads itself (the simulator: R6a-R6d in
@@ -159,8 +317,7 @@ class TraceInterpreter {
   /// the first in file order on one that does not. A statement that names a
   /// buffer, stream or event no thread has made yet waits for it (the
   /// pointer's hand-off is no ordering: `send`/`receive` orders it).
-  template <class P, class R>
-  void run_statements(R* resource) {
+  void run_statements(TraceResource* resource) {
     runs_.push_back(HostRun{"main", {}, 0, true, b_.main_host_thread(), std::nullopt, std::nullopt, {}});
     run_index_["main"] = 0;
     for (const Statement& st : trace_.statements)
@@ -207,12 +364,11 @@ class TraceInterpreter {
         }
       }
       last = ready[pick];
-      run_next<P>(ready[pick], resource);
+      run_next(ready[pick], resource);
     }
   }
 
-  template <class P, class R>
-  void run_next(std::size_t t, R* resource) {
+  void run_next(std::size_t t, TraceResource* resource) {
     HostRun& run = runs_[t];
     const Statement& st = run.next_statement();
     const ast::Source& src = source(st);
@@ -230,7 +386,7 @@ class TraceInterpreter {
     else if (src.captured_by)
       capture_node(st);  // R14a: into the graph, not run
     else {
-      std::visit([&](const auto& s) { step<P>(s, resource); }, st);
+      std::visit([&](const auto& s) { step(s, resource); }, st);
       ran = true;
     }
     // R11: a query that was not made did not answer done.
@@ -445,8 +601,7 @@ class TraceInterpreter {
 
   // --- one step per statement kind
 
-  template <class P, class R>
-  void step(const ast::StreamDecl& st, R*) {
+  void step(const ast::StreamDecl& st, TraceResource*) {
     // R9c: the handle of a destroyed stream says nothing about order; the
     // report says which streams shared one.
     if (st.handle_of)
@@ -456,8 +611,7 @@ class TraceInterpreter {
     stream_shapes_[st.name] = StreamShape{st.kind, st.device};
     destroyed_.erase(st.name);
   }
-  template <class P, class R>
-  void step(const ast::EventDecl& st, R*) {
+  void step(const ast::EventDecl& st, TraceResource*) {
     b_.set_event_label(incarnation(st.name));
     event_devices_[st.name] = st.device;
     destroyed_.erase(st.name);
@@ -472,16 +626,14 @@ class TraceInterpreter {
   }
   /// R9a: the stream goes, its work does not (the backend keeps running
   /// what was enqueued); later uses of the name are findings (R9b).
-  template <class P, class R>
-  void step(const ast::DestroyStream& st, R*) {
+  void step(const ast::DestroyStream& st, TraceResource*) {
     if (pool_stream_removed_) pool_stream_removed_(streams_.at(st.stream));
     b_.remove_stream(streams_.at(st.stream));
     streams_.erase(st.stream);
     destroyed_[st.stream] = st.line;
   }
   /// R9a: a recorded capture still completes; the event is gone.
-  template <class P, class R>
-  void step(const ast::DestroyEvent& st, R*) {
+  void step(const ast::DestroyEvent& st, TraceResource*) {
     events_.erase(st.event);
     missing_.erase(st.event);
     destroyed_[st.event] = st.line;
@@ -539,8 +691,7 @@ class TraceInterpreter {
         "current",
         record->event, event_device, record->stream, stream_device, stream_device);
   }
-  template <class P, class R>
-  void step(const ast::SetDevice&, R*) {}  // applied by the parser (each statement's device, R13)
+  void step(const ast::SetDevice&, TraceResource*) {}  // applied by the parser (each statement's device, R13)
 
   // --- graphs (R14)
 
@@ -588,15 +739,13 @@ class TraceInterpreter {
         },
         st);
   }
-  template <class P, class R>
-  void step(const ast::CaptureBegin& st, R*) {
+  void step(const ast::CaptureBegin& st, TraceResource*) {
     captured_[st.line];  // an empty capture is an empty graph
   }
   /// R14a: the capture is graph G. Each forked branch gets a stream of its
   /// own (G/S) and each captured event one of the graph's, made once here:
   /// every launch uses them.
-  template <class P, class R>
-  void step(const ast::CaptureEnd& st, R*) {
+  void step(const ast::CaptureEnd& st, TraceResource*) {
     GraphRun g;
     g.origin = st.stream;
     g.nodes = std::move(captured_[st.begin_line]);
@@ -624,8 +773,7 @@ class TraceInterpreter {
   /// on that stream, each forked branch's on its own stream, the internal
   /// edges through the graph's events. R14c: a graph's launches run one at
   /// a time (each waits for the one before, wherever it was launched).
-  template <class P, class R>
-  void step(const ast::GraphLaunch& st, R*) {
+  void step(const ast::GraphLaunch& st, TraceResource*) {
     GraphRun& g = graphs_.at(st.graph);
     const typename B::StreamRef on = stream(st.stream);
     if (g.launched) host_call(st, "wait", b_.without_faults([&] { return b_.wait_event(on, *g.launched); }));
@@ -664,45 +812,36 @@ class TraceInterpreter {
     host_call(st, "record", b_.without_faults([&] { return b_.record_event(*g.launched, on); }));
   }
 
-  template <class P, class R>
-  void step(const ast::ThreadDecl& st, R*) {
+  void step(const ast::ThreadDecl& st, TraceResource*) {
     if (!st.starts_at_spawn) start(st.name);  // R6a: the declaring thread's past
   }
-  template <class P, class R>
-  void step(const ast::Spawn& st, R*) {
+  void step(const ast::Spawn& st, TraceResource*) {
     start(st.target);  // R6a
   }
-  template <class P, class R>
-  void step(const ast::Join& st, R*) {
+  void step(const ast::Join& st, TraceResource*) {
     acquire(*runs_.at(run_index_.at(st.target)).end);  // R6b
   }
-  template <class P, class R>
-  void step(const ast::Lock& st, R*) {
+  void step(const ast::Lock& st, TraceResource*) {
     MutexState& m = mutexes_[st.mutex];
     m.holder = current_;
     m.locked_line = st.line;
     if (m.last_unlock) acquire(*m.last_unlock);  // R6c
   }
-  template <class P, class R>
-  void step(const ast::Unlock& st, R*) {
+  void step(const ast::Unlock& st, TraceResource*) {
     MutexState& m = mutexes_.at(st.mutex);
     m.holder.reset();
     m.last_unlock = release();  // R6c
   }
-  template <class P, class R>
-  void step(const ast::Send& st, R*) {
+  void step(const ast::Send& st, TraceResource*) {
     channels_[st.channel].push_back(release());  // R6d
   }
-  template <class P, class R>
-  void step(const ast::Receive& st, R*) {
+  void step(const ast::Receive& st, TraceResource*) {
     auto& queue = channels_.at(st.channel);
     acquire(queue.front());  // R6d: the oldest message not yet received
     queue.pop_front();
   }
-  template <class P, class R>
-  void step(const ast::MutexDecl&, R*) {}
-  template <class P, class R>
-  void step(const ast::ChannelDecl&, R*) {}
+  void step(const ast::MutexDecl&, TraceResource*) {}
+  void step(const ast::ChannelDecl&, TraceResource*) {}
 
   /// Starts thread `name`: the current thread releases its past, and the
   /// new thread's first statement acquires it (R6a).
@@ -712,13 +851,10 @@ class TraceInterpreter {
     run.start = release();
     run.started = true;
   }
-  template <class P, class R>
-  void step(const ast::PoolSwitch&, R*) {}  // applied by the parser (Trace::policy)
-  template <class P, class R>
-  void step(const ast::ResourceDecl&, R*) {}  // made by run() (Trace::uses_resource)
+  void step(const ast::PoolSwitch&, TraceResource*) {}    // applied by the parser (Trace::policy)
+  void step(const ast::ResourceDecl&, TraceResource*) {}  // made by run() (Trace::uses_resource)
 
-  template <class P, class R>
-  void step(const ast::BufferDecl& st, R*) {
+  void step(const ast::BufferDecl& st, TraceResource*) {
     const typename B::StreamRef s = st.stream ? stream(*st.stream) : legacy(st.device);
     b_.set_op_label(fmt::format("buffer {}", st.name));
     auto p = b_.without_faults([&] { return b_.alloc_async(st.bytes, s); });
@@ -741,8 +877,7 @@ class TraceInterpreter {
     exec_.made_buffer(name, TraceBuffer{p.value(), bytes, b_.allocation_of(p.value())});
     return true;
   }
-  template <class P, class R>
-  void step(const ast::Free& st, R*) {
+  void step(const ast::Free& st, TraceResource*) {
     const bool plain = !st.stream;
     if (plain) host_sync(st, b_.synchronize_device(st.device));  // cudaFree waits for the device first
     const typename B::StreamRef s = plain ? legacy(st.device) : stream(*st.stream);
@@ -758,8 +893,7 @@ class TraceInterpreter {
   /// block for a stream. Bytes given back with record_stream are handed out
   /// only once the recorded streams' work is done (R10c): the allocator
   /// found their events complete, which orders the host after that work.
-  template <class P, class R>
-  void step(const ast::SubAlloc& st, R*) {
+  void step(const ast::SubAlloc& st, TraceResource*) {
     const TraceBuffer& parent = exec_.buffers().at(st.block.buffer);
     if (auto freed = freed_.find(st.block.buffer); freed != freed_.end()) {
       note(
@@ -805,8 +939,7 @@ class TraceInterpreter {
   /// R10b: the block goes back to its allocator, stream-ordered on the
   /// stream. R10c: with record_stream, an event recorded now on each
   /// recorded stream holds the bytes until that stream's work so far is done.
-  template <class P, class R>
-  void step(const ast::SubFree& st, R*) {
+  void step(const ast::SubFree& st, TraceResource*) {
     auto live = live_blocks_.find(st.buffer);
     if (live == live_blocks_.end()) {
       note(st, NoteKind::NotLive,
@@ -846,8 +979,7 @@ class TraceInterpreter {
   }
   /// R10c: PyTorch's record_stream -- the block is used on another stream
   /// too; on its own stream it adds nothing (stream order covers it).
-  template <class P, class R>
-  void step(const ast::RecordStream& st, R*) {
+  void step(const ast::RecordStream& st, TraceResource*) {
     auto live = live_blocks_.find(st.buffer);
     if (live == live_blocks_.end()) {
       note(st, NoteKind::NotLive,
@@ -862,8 +994,7 @@ class TraceInterpreter {
   /// R11: the done branch runs when cudaEventQuery answers done (R4: the
   /// host is then ordered after the event's capture); otherwise the run
   /// goes on after the `else` (or at the `end`). The branch is recorded.
-  template <class P, class R>
-  void step(const ast::IfDone& st, R*) {
+  void step(const ast::IfDone& st, TraceResource*) {
     auto done = b_.query_event(event(st.event));
     if (!done) note(st, NoteKind::BackendFailed, fmt::format("query failed: {}", done.error().to_string()));
     if (done && done.value())
@@ -876,40 +1007,32 @@ class TraceInterpreter {
     jump_ = st.else_line ? next_line_after(st.else_line) : st.end_line;
   }
   /// The end of the done branch: go on at the `end`.
-  template <class P, class R>
-  void step(const ast::Else& st, R*) {
-    jump_ = st.end_line;
-  }
-  template <class P, class R>
-  void step(const ast::End&, R*) {}
+  void step(const ast::Else& st, TraceResource*) { jump_ = st.end_line; }
+  void step(const ast::End&, TraceResource*) {}
   /// The line of the statement after the one on `line`, on the running thread.
   int next_line_after(int line) const {
     const HostRun& run = runs_[current_];
     return source(*run.statements.at(run.index_of_line.at(line) + 1)).line;
   }
-  template <class P, class R>
-  void step(const ast::Launch& st, R*) {
+  void step(const ast::Launch& st, TraceResource*) {
     b_.launch(stream(st.stream), kernel_accesses(st.accesses), st.kernel);
   }
   /// R12d: cudaMemcpyAsync. Between host buffers it is fully synchronous
   /// with the host (the host waits for the copy, R4); every other direction
   /// may return before the copy is done -- pageable ones "might" be
   /// synchronous, which no program may rely on.
-  template <class P, class R>
-  void step(const ast::Copy& st, R*) {
+  void step(const ast::Copy& st, TraceResource*) {
     b_.launch(stream(st.stream), kernel_accesses(st.accesses()), st.name);
     if (st.host_to_host) host_sync(st, b_.without_faults([&] { return b_.synchronize_stream(stream(st.stream)); }));
   }
   /// R12a: host memory, made by the running host thread.
-  template <class P, class R>
-  void step(const ast::HostBuffer& st, R*) {
+  void step(const ast::HostBuffer& st, TraceResource*) {
     b_.set_op_label(fmt::format("buffer {}", st.name));
     made(st, st.name, st.bytes, b_.without_faults([&] { return b_.host_alloc(st.bytes, st.pinned, host_stream()); }),
          "out of host memory");
   }
   /// R12a: free / cudaFreeHost, by the host, ordering nothing.
-  template <class P, class R>
-  void step(const ast::HostFree& st, R*) {
+  void step(const ast::HostFree& st, TraceResource*) {
     b_.set_op_label(fmt::format("free {}", st.buffer));
     const std::uint64_t ptr = exec_.buffers().at(st.buffer).ptr;
     if (!b_.without_faults([&] { return b_.host_free(ptr, host_stream()); }))
@@ -918,51 +1041,40 @@ class TraceInterpreter {
       freed_[st.buffer] = st.line;
   }
   /// R12b: the running host thread reads or writes host memory.
-  template <class P, class R>
-  void step(const ast::HostAccess& st, R*) {
+  void step(const ast::HostAccess& st, TraceResource*) {
     b_.host_access(host_stream(), kernel_accesses(st.accesses), "host");
   }
   /// R12c: cudaLaunchHostFunc.
-  template <class P, class R>
-  void step(const ast::Callback& st, R*) {
+  void step(const ast::Callback& st, TraceResource*) {
     b_.host_function(stream(st.stream), kernel_accesses(st.accesses), st.name);
   }
   /// The host stream of the thread running the current statement (R12).
   typename B::StreamRef host_stream() const { return *b_.resolve_stream(host_streams_.at(runs_[current_].name)); }
-  template <class P, class R>
-  void step(const ast::Record& st, R*) {
+  void step(const ast::Record& st, TraceResource*) {
     host_call(st, "record", b_.without_faults([&] { return b_.record_event(event(st.event), stream(st.stream)); }));
   }
-  template <class P, class R>
-  void step(const ast::Wait& st, R*) {
+  void step(const ast::Wait& st, TraceResource*) {
     host_call(st, "wait", b_.without_faults([&] { return b_.wait_event(stream(st.stream), event(st.event)); }));
   }
-  template <class P, class R>
-  void step(const ast::SyncStream& st, R*) {
+  void step(const ast::SyncStream& st, TraceResource*) {
     host_sync(st, b_.without_faults([&] { return b_.synchronize_stream(stream(st.stream)); }));
   }
-  template <class P, class R>
-  void step(const ast::SyncEvent& st, R*) {
-    host_sync(st, b_.synchronize_event(event(st.event)));
-  }
-  template <class P, class R>
-  void step(const ast::SyncDevice& st, R*) {
+  void step(const ast::SyncEvent& st, TraceResource*) { host_sync(st, b_.synchronize_event(event(st.event))); }
+  void step(const ast::SyncDevice& st, TraceResource*) {
     host_sync(st, b_.synchronize_device(st.device));  // R13c: the current device's streams
   }
-  template <class P, class R>
-  void step(const ast::Query& st, R*) {
+  void step(const ast::Query& st, TraceResource*) {
     if (auto done = b_.query_event(event(st.event)); !done)
       note(st, NoteKind::BackendFailed, fmt::format("query failed: {}", done.error().to_string()));
   }
 
-  template <class P, class R>
-  void step(const ast::Allocate& st, R* resource) {
+  void step(const ast::Allocate& st, TraceResource* resource) {
     // The resource's pool op, by the block's name (labelled again for a
     // retry: the failed attempt may have taken it). Its allocation-ready
     // event is made by the first prepare on another stream (P-alloc).
     auto r = retried([&] {
       b_.set_op_label(fmt::format("allocate {}", st.buffer));
-      return resource->allocate(st.bytes, streams_.at(st.stream), AllocTag{});
+      return resource->allocate(st.bytes, streams_.at(st.stream));
     });
     b_.set_op_label({});  // not left for a later op: a pool serving from its cache takes none
     if (!r) {
@@ -975,8 +1087,7 @@ class TraceInterpreter {
     blocks_.insert_or_assign(st.buffer, r.value());
     exec_.made_buffer(st.buffer, TraceBuffer{r.value().ptr, st.bytes, b_.allocation_of(r.value().ptr)});
   }
-  template <class P, class R>
-  void step(const ast::Deallocate& st, R* resource) {
+  void step(const ast::Deallocate& st, TraceResource* resource) {
     const DeviceBlock* block = resource_block(st, st.buffer, "deallocate takes resource blocks only");
     if (!block) return;
     if (auto s = retried([&] {
@@ -985,11 +1096,13 @@ class TraceInterpreter {
         });
         !s)
       refused(st, "deallocate", s.error());
+    else
+      freed_blocks_[{block->ptr, block->generation.value}] = FreedBlock{st.line, st.buffer};
     b_.set_op_label({});
   }
-  template <class P, class R, class Use>
+  template <class Use>
   requires std::same_as<Use, ast::Prepare> || std::same_as<Use, ast::Finish>
-  void step(const Use& st, R* resource) {
+  void step(const Use& st, TraceResource* resource) {
     constexpr bool prepare = std::same_as<Use, ast::Prepare>;
     const DeviceBlock* block = resource_block(st, st.buffer, "the resource does not track it");
     if (!block) return;
@@ -1005,18 +1118,17 @@ class TraceInterpreter {
         !done)
       refused(st, prepare ? "prepare" : "finish", done.error());
   }
-  template <class P, class R>
-  void step(const ast::Reap& st, R* resource) {
+  void step(const ast::Reap& st, TraceResource* resource) {
     if (auto s = retried([&] { return resource->reap_pending(); }); !s) refused(st, "reap", s.error());
   }
-  template <class P, class R>
-  void step(const ast::Run& st, R* resource) {
-    LaunchRecorder<P> rec(streams_.at(st.stream), RecorderMode::Strict);
+  void step(const ast::Run& st, TraceResource* resource) {
+    std::vector<TraceResource::Use> uses;
     for (const auto& list : st.accesses)
       for (const auto& r : list.refs) {
         auto it = blocks_.find(r.buffer);
-        rec.use(it == blocks_.end() ? nullptr : &it->second, list.access);
+        uses.push_back({it == blocks_.end() ? nullptr : &it->second, list.access});
       }
+    const std::unique_ptr<TraceResource::Launch> rec = resource->launch(streams_.at(st.stream), uses);
     // The preflight's prepares record only allocation-ready events (P-alloc),
     // named by the blocks they may serve.
     std::vector<std::string> named;
@@ -1024,15 +1136,15 @@ class TraceInterpreter {
       for (const auto& r : list.refs)
         if (std::find(named.begin(), named.end(), r.buffer) == named.end()) named.push_back(r.buffer);
     b_.set_event_label(fmt::format("{} ready", fmt::join(named, ",")));
-    if (auto s = retried([&] { return rec.preflight(*resource); }); !s) {
+    if (auto s = retried([&] { return rec->preflight(); }); !s) {
       refused(st, "preflight", s.error());
       return;
     }
     b_.launch(stream(st.stream), kernel_accesses(st.accesses), st.kernel);
     b_.set_event_label(fmt::format("{} done", st.kernel));  // the use events commit records after the kernel
-    if (auto s = retried([&] { return rec.commit(*resource); }); !s) {
+    if (auto s = retried([&] { return rec->commit(); }); !s) {
       refused(st, "commit", s.error());
-      rec.abandon();  // reported as a note; the destructor need not print it again
+      rec->abandon();  // reported as a note; the destructor need not print it again
     }
   }
 
@@ -1149,7 +1261,14 @@ class TraceInterpreter {
   std::vector<HostRun> runs_;  // main first, then the declared threads in file order
   std::map<std::string, std::size_t> run_index_;
   std::set<std::string> joined_;  // threads some `join` waits for
-  std::size_t current_ = 0;       // the thread running the current statement
+  /// Resource blocks by (ptr, generation): where each was deallocated, for
+  /// the debug tier's notes.
+  struct FreedBlock {
+    int line = 0;
+    std::string buffer;
+  };
+  std::map<std::pair<std::uint64_t, std::uint64_t>, FreedBlock> freed_blocks_;
+  std::size_t current_ = 0;  // the thread running the current statement
   std::map<std::string, MutexState> mutexes_;
   std::map<std::string, std::deque<Mark>> channels_;
   std::map<std::string, std::uint32_t> object_index_;  // footprint objects by name

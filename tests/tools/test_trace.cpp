@@ -173,6 +173,40 @@ TEST(TraceInterpreter, AResourcePoolHandsFreedBlocksOutAgainInOrder) {
   EXPECT_NE(run.buffers().at("D").ptr, run.buffers().at("A").ptr);  // another bucket
 }
 
+TEST(TraceInterpreter, TheDebugTierReportsAStaleWriteAsAWriteAfterFree) {
+  // `resource debug`: a kernel writes A through a stale pointer after
+  // `deallocate A`. The tier poisoned A and holds it in quarantine, so the
+  // simulator sees no use after free (the bytes are still the tier's); the
+  // tier's release check sees the changed poison (G-stale) and says so in a
+  // GuardFinding note on the deallocate's line, in every execution. Under
+  // the plain core the same program is a definite use after free.
+  const std::string head = "stream s0\nallocate A 4096 on s0\nrun fill on s0 writes A\n";
+  const std::string stale = head + "deallocate A\nlaunch late on s0 writes A\nreap\n";
+  const auto r = explore_text("resource debug\n" + stale);
+  EXPECT_TRUE(r.coverage.exhaustive);
+  EXPECT_TRUE(r.findings.empty()) << report_text(r);
+  ASSERT_EQ(r.notes.size(), 1u) << report_text(r);
+  EXPECT_EQ(r.notes[0].kind, NoteKind::GuardFinding);
+  EXPECT_EQ(r.notes[0].line, 5);
+  EXPECT_NE(r.notes[0].message.find("write after free: 4096 byte(s) of A (freed on line 5) changed in quarantine"),
+            std::string::npos)
+      << r.notes[0].message;
+  EXPECT_EQ(r.verdict(), Verdict::Errors);
+  EXPECT_TRUE(kinds(explore_text("resource\n" + stale)).contains(sim::FindingKind::UseAfterFree));
+  // On another stream the stale write also races the tier's poison: both
+  // the race and the note.
+  const auto other = explore_text("resource debug\nstream s1\n" + head + "deallocate A\nlaunch late on s1 writes A\n");
+  EXPECT_TRUE(kinds(other).contains(sim::FindingKind::DataRace)) << report_text(other);
+  EXPECT_EQ(other.notes.size(), 1u) << report_text(other);
+  // The tier's own work is no finding: written before the free, the
+  // program is clean and the quarantine goes back at the end (no leak).
+  const auto clean =
+      explore_text("resource debug\nstream s1\n" + head + "run late on s1 writes A\ndeallocate A\nreap\n");
+  EXPECT_EQ(clean.verdict(), Verdict::Clean) << report_text(clean);
+  EXPECT_TRUE(clean.findings.empty()) << report_text(clean);
+  EXPECT_TRUE(clean.notes.empty()) << report_text(clean);
+}
+
 TEST(TraceInterpreter, RefusedResourceCallIsANote) {
   const auto r = explore_text("stream s0\nresource budget 100\nallocate X 1024 on s0\n");
   ASSERT_EQ(r.notes.size(), 1u);
