@@ -27,7 +27,7 @@ struct GpuReplayResult {
   /// held-back write landed last), and those words over all runs.
   std::uint32_t runs_with_wrong_final_contents = 0;
   std::uint64_t wrong_final_words = 0;
-  std::vector<std::string> notes;  // resource calls refused on the GPU
+  std::vector<std::string> notes;  // the first run's notes: resource calls refused, the debug tier's findings
   std::string device;
   std::uint32_t gpus_used = 0;  // 1, or one per device of the trace (R13)
 };

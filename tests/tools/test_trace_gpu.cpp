@@ -143,5 +143,22 @@ TEST(TraceGpuReplay, AGraphsBranchesRaceAtEachLaunch) {
     GTEST_SKIP() << why;
 }
 
+TEST(TraceGpuReplay, TheDebugTierReportsAStaleWriteAtRunTime) {
+  // `resource debug` on the GPU: DebugGuardResource over the core, its
+  // canary and poison fills and checks real kernels (CudaGuardMemory). The
+  // kernel that writes A through a stale pointer after its free lands in
+  // the poison, and the tier's quarantine check reports it in every run, as
+  // the simulator's note says (73); written before the free, nothing (74).
+  const GpuReplayResult stale = replay_example("73_debug_tier_write_after_free.trace");
+  if (!stale.available) GTEST_SKIP() << stale.why;
+  ASSERT_EQ(stale.notes.size(), 1u);
+  EXPECT_NE(stale.notes[0].find("line 12: write after free: 4096 byte(s) of A (freed on line 12)"), std::string::npos)
+      << stale.notes[0];
+  const GpuReplayResult fixed = replay_example("74_debug_tier_write_after_free_fixed.trace");
+  EXPECT_TRUE(fixed.notes.empty()) << fixed.notes.front();
+  EXPECT_EQ(fixed.mismatching_words, 0u);
+  EXPECT_EQ(fixed.wrong_final_words, 0u);
+}
+
 }  // namespace
 }  // namespace streamcheck::tools
