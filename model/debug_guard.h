@@ -243,6 +243,19 @@ class DebugGuardResource {
     return collect(*state, true);
   }
 
+  /// For an owner whose backend can run no more device work (a simulated
+  /// run ended by an exception: its schedule ran out): forgets the
+  /// quarantine, its checks and the unread findings without a call into the
+  /// device or Inner, so that the destructor makes none either. The
+  /// quarantined blocks are not given back to Inner.
+  void abandon() {
+    auto state = state_.lock();
+    state->quarantine.clear();
+    state->quarantined.clear();
+    state->released_checks.clear();
+    state->read_findings = state->findings.size();
+  }
+
   /// Everything the checks that have run found so far (non-blocking).
   std::vector<GuardFinding> findings() {
     auto state = state_.lock();

@@ -214,23 +214,31 @@ class TraceInterpreter {
       using Tier = DebugGuardResource<Resource<B>, typename TraceGuardMemory<B>::Memory>;
       std::optional<Tier> tier;
       tier.emplace(core, *memory.value());
-      {
-        TraceResourceOf<CorrectProtocol, Tier> calls(*tier);
-        run_statements(&calls);
+      try {
+        {
+          TraceResourceOf<CorrectProtocol, Tier> calls(*tier);
+          run_statements(&calls);
+        }
+        b_.set_host_thread(b_.main_host_thread());
+        // Not the program's calls: no fault lands here. A cut run is not
+        // counted, so its quarantine need not be checked.
+        if (!cut_)
+          if (Status released = b_.without_faults([&] { return tier->release_quarantine(); }); !released)
+            exec_.add_note(Note{resource_line, NoteKind::BackendFailed,
+                                fmt::format("the debug tier's quarantine check: {}", released.error().to_string())});
+        for (const GuardFinding& f : tier->findings())
+          if (!cut_) guard_note(f);
+        (void)b_.without_faults([&] {
+          tier.reset();  // gives back what a cut run left in quarantine
+          return Status{};
+        });
+      } catch (...) {
+        // The run ended by an exception (a replayed schedule that ran out,
+        // a backend that threw): the tier's destructor must not check the
+        // quarantine on a backend that has stopped.
+        tier->abandon();
+        throw;
       }
-      b_.set_host_thread(b_.main_host_thread());
-      // Not the program's calls: no fault lands here. A cut run is not
-      // counted, so its quarantine need not be checked.
-      if (!cut_)
-        if (Status released = b_.without_faults([&] { return tier->release_quarantine(); }); !released)
-          exec_.add_note(Note{resource_line, NoteKind::BackendFailed,
-                              fmt::format("the debug tier's quarantine check: {}", released.error().to_string())});
-      for (const GuardFinding& f : tier->findings())
-        if (!cut_) guard_note(f);
-      (void)b_.without_faults([&] {
-        tier.reset();  // gives back what a cut run left in quarantine
-        return Status{};
-      });
     } else {
       throw std::logic_error("'resource debug' needs a backend with guard memory (TraceGuardMemory)");
     }

@@ -198,6 +198,10 @@ TEST(TraceInterpreter, TheDebugTierReportsAStaleWriteAsAWriteAfterFree) {
   const auto other = explore_text("resource debug\nstream s1\n" + head + "deallocate A\nlaunch late on s1 writes A\n");
   EXPECT_TRUE(kinds(other).contains(sim::FindingKind::DataRace)) << report_text(other);
   EXPECT_EQ(other.notes.size(), 1u) << report_text(other);
+  // A replayed schedule that runs out inside the tier's end-of-run checks
+  // is a ScheduleMismatch (exit 2), as for any trace, not an abort.
+  EXPECT_THROW((void)replay_trace(parse_trace("resource debug\n" + stale, "t.trace"), "v2,observed:-", {}),
+               sim::ScheduleMismatch);
   // The tier's own work is no finding: written before the free, the
   // program is clean and the quarantine goes back at the end (no leak).
   const auto clean =
