@@ -204,12 +204,13 @@ class TraceInterpreter {
     if constexpr (requires { TraceGuardMemory<B>::create(b_); }) {
       const int resource_line = resource_decl_line();
       auto memory = TraceGuardMemory<B>::create(b_);
-      if (!memory) {
-        exec_.add_note(Note{resource_line, NoteKind::BackendFailed,
-                            fmt::format("the debug tier's device memory: {}", memory.error().to_string())});
-        run_statements(nullptr);
-        return;
-      }
+      // The tier is the resource every resource statement calls: without
+      // its device memory the program cannot run as written.
+      if (!memory)
+        throw std::runtime_error(fmt::format(
+            "line {}: 'resource debug': the debug tier's device memory could not be made ({}); free device memory, "
+            "or run the trace without 'debug'",
+            resource_line, memory.error().to_string()));
       Resource<B> core(b_);
       using Tier = DebugGuardResource<Resource<B>, typename TraceGuardMemory<B>::Memory>;
       std::optional<Tier> tier;
