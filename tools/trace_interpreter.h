@@ -1105,7 +1105,7 @@ class TraceInterpreter {
         });
         !s)
       refused(st, "deallocate", s.error());
-    else
+    else if (trace_.debug)  // only the debug tier's notes name it
       freed_blocks_[{block->ptr, block->generation.value}] = FreedBlock{st.line, st.buffer};
     b_.set_op_label({});
   }
