@@ -18,19 +18,25 @@
 //                a CanaryOverwritten finding, an out-of-bounds write by work
 //                ordered before the free.
 //   G-poison     then fills the block with the poison pattern, ordered after
-//                every tracked use by the same waits (finish(Write) records
-//                it as the block's last write).
+//                every tracked use by the same waits. Nothing that can fail
+//                comes after it (a failed deallocate must leave the block's
+//                data as it was), so it is not finished as a tracked write:
+//                the block has no uses left, and Inner frees it on the alloc
+//                stream, after the poison in stream order (R1).
 //   G-quarantine the inner block is not given back until the free-time check
 //                has completed on the device and `quarantine_frees` later
-//                deallocations have passed: no allocation can be handed the
-//                bytes meanwhile, so a stale write lands in poison, not in
+//                deallocations have passed, by the first reap_pending()
+//                after both: no allocation can be handed the bytes
+//                meanwhile, so a stale write lands in poison, not in
 //                another block's data.
 //   G-stale      on release the poison is checked on the alloc stream, just
 //                before Inner's deallocate: a changed byte is a
 //                WriteAfterFree finding (work wrote the block after its free).
 //   G-host       prepare/finish/deallocate naming a quarantined block is
 //                refused (UseAfterFree) and reported as a HostUseAfterFree
-//                finding.
+//                finding. Any other id that is not live is refused the same
+//                way, as the core refuses it (P5: a block given back to
+//                Inner is as stale as one in quarantine), without a finding.
 // What it cannot see: reads of a freed block (they read the poison: 0xFB
 // bytes are a NaN as float, a huge value as an integer), a stale write that
 // restores the poison pattern, and writes after the release (the bytes then
@@ -45,8 +51,9 @@
 // Findings are data (findings()); a call that cannot be done returns an
 // error and changes nothing the caller can observe: a failed allocate gives
 // the inner block back, a failed deallocate leaves the block live (it can be
-// deallocated again). A quarantine release that fails keeps the block in
-// quarantine and its error is returned by the next reap_pending().
+// deallocated again). Quarantined blocks are given back by reap_pending()
+// (and release_quarantine()); a release that fails keeps the block in
+// quarantine and its error is that call's.
 //
 // Thread safety: every call runs under one mutex (Inner's Mutex type), held
 // across the calls into Inner, as BudgetResource's allocate does.
@@ -146,7 +153,7 @@ struct DebugGuardOptions {
 enum class GuardMutant : std::uint8_t {
   None,
   GM1,  // deallocate poisons without the free's waits (no prepare(Write) first)
-  GM2,  // a quarantined block is given back at once (K and completion ignored)
+  GM2,  // a quarantined block is given back by the first reap (K and completion ignored)
 };
 
 template <MemoryResource Inner, GuardMemory G, GuardMutant M = GuardMutant::None>
@@ -192,6 +199,16 @@ class DebugGuardResource {
     if (it == state->live.end() || it->second.outer.generation != block.generation)
       return refused(*state, "deallocate", block.ptr, block.generation);
     const Held held = it->second;
+    // The free runs on the stream and device the block says (as the core's
+    // deallocate does): a copy claiming others is refused, not freed
+    // somewhere else.
+    if (block.device_ordinal != held.outer.device_ordinal)
+      return ResourceError::driver(where("deallocate") + ": block device " + std::to_string(block.device_ordinal) +
+                                   " != resource device " + std::to_string(held.outer.device_ordinal));
+    if (block.alloc_stream != held.outer.alloc_stream)
+      return ResourceError::stream_misuse(where("deallocate") + ": the block was allocated on StreamId(" +
+                                          std::to_string(held.outer.alloc_stream.value) + "), not StreamId(" +
+                                          std::to_string(block.alloc_stream.value) + ")");
     auto checks = free_time_work(held);
     if (!checks) return checks.error();
     state->live.erase(it);
@@ -199,9 +216,9 @@ class DebugGuardResource {
     state->quarantined.emplace(held.outer.ptr, held.outer.generation);
     state->quarantine.push_back(Quarantined{held, std::move(checks).value(), state->frees});
     ++state->frees;
-    // The block is freed whatever the release of older ones says: a failure
-    // there is kept (the first one) for the next reap_pending().
-    if (Status released = release_due(*state, false); !released && state->deferred) state->deferred = released;
+    // Older blocks are given back by reap_pending(), not here: a deallocate
+    // makes no driver call but its own block's (P4: a failure fails the
+    // call that made it).
     return {};
   }
 
@@ -222,14 +239,13 @@ class DebugGuardResource {
   }
 
   /// Collects the checks that have run, gives back the quarantined blocks
-  /// that are due, then reaps Inner. Returns a quarantine release that
-  /// failed since the last call, if any.
+  /// that are due (G-quarantine), then reaps Inner. A release that fails
+  /// keeps its block, and the ones after it, in quarantine and is returned;
+  /// Inner is reaped all the same.
   Status reap_pending() {
     auto state = state_.lock();
     Status released = release_due(*state, false);
-    Status deferred = std::exchange(state->deferred, Status{});
     Status reaped = inner_.reap_pending();
-    if (!deferred) return deferred;
     if (!released) return released;
     return reaped;
   }
@@ -265,6 +281,20 @@ class DebugGuardResource {
   }
 
   std::size_t quarantined_blocks() const { return state_.lock()->quarantine.size(); }
+  /// The tier's books of what it holds from Inner, to compare with Inner's
+  /// own (the property harness's P3): the blocks live or in quarantine and
+  /// their bytes, canaries included.
+  std::size_t held_block_count() const {
+    auto state = state_.lock();
+    return state->live.size() + state->quarantine.size();
+  }
+  std::size_t held_block_bytes() const {
+    auto state = state_.lock();
+    std::size_t bytes = 0;
+    for (const auto& [ptr, held] : state->live) bytes += held.inner.bytes;
+    for (const auto& entry : state->quarantine) bytes += entry.held.inner.bytes;
+    return bytes;
+  }
   std::size_t live_block_count() const { return state_.lock()->live.size(); }
   bool supports_block_use_tracking() const { return inner_.supports_block_use_tracking(); }
   /// The client's view, as every MemoryResource reports it: the bytes of
@@ -318,7 +348,6 @@ class DebugGuardResource {
     std::size_t read_findings = 0;  // how many findings() returned
     std::size_t frees = 0;
     std::size_t live_bytes = 0;  // of the blocks in `live`, as handed out
-    Status deferred;
   };
 
   static std::string where(const char* fn) { return std::string("DebugGuardResource::") + fn; }
@@ -378,19 +407,18 @@ class DebugGuardResource {
         checks.push_back(Check{GuardFindingKind::CanaryOverwritten, held.outer, offset, std::move(probe).value()});
       }
     }
+    // G-poison: the last step, so that a failure before it leaves the
+    // block's bytes untouched (the waits queued meanwhile only add order).
     if (auto f = guard_.fill(s, held.outer.ptr, held.outer.bytes, options_.poison); !f)
       return caused("deallocate", "poison", f.error());
-    if (inner_tracks())
-      if (auto f = inner_.finish_block_use(id, s, Access::Write); !f)
-        return caused("deallocate", "finish poison", f.error());
     return checks;
   }
 
+  /// A call naming a block that is not live: a use after free, as in the
+  /// core (P5); a finding too when the block is in quarantine (G-host).
   ResourceError refused(State& state, const char* call, std::uint64_t ptr, Generation generation) {
     auto q = state.quarantined.find(ptr);
-    if (q == state.quarantined.end() || q->second != generation)
-      return ResourceError::stream_misuse(where(call) + ": block at " + std::to_string(ptr) + " (generation " +
-                                          std::to_string(generation.value) + ") was not handed out by this resource");
+    if (q == state.quarantined.end() || q->second != generation) return ResourceError::use_after_free(generation);
     GuardFinding f;
     f.kind = GuardFindingKind::HostUseAfterFree;
     f.generation = generation;
@@ -409,7 +437,12 @@ class DebugGuardResource {
     auto it = state.live.find(id.ptr);
     if (it == state.live.end() || it->second.outer.generation != id.generation)
       return refused(state, call, id.ptr, id.generation);
-    return BlockId::of(it->second.inner);
+    // The caller's stream and device go with it: Inner refuses a copy of
+    // the block that claims others, as it would refuse the block itself.
+    BlockId inner = BlockId::of(it->second.inner);
+    inner.alloc_stream = id.alloc_stream;
+    inner.device_ordinal = id.device_ordinal;
+    return inner;
   }
 
   /// Reads the verdicts of the checks that have run (all of them, waiting,

@@ -20,8 +20,12 @@
 //   log fidelity      - through a LoggingResource, its log reads back as the
 //                       calls made through it, in order, with their outcomes
 // The client calls the resource directly or through a decorator (a
-// LayerChoice, resource_layer.h); the checks read the resource underneath. Violations are
-// returned as typed values (data), never thrown.
+// LayerChoice, resource_layer.h), over the debug tier where the layer says
+// so and the harness has a guard memory for it (G); the checks read the
+// resource underneath, and through the tier the tier's books beside it (P3:
+// what it holds, live or quarantined, is what the resource has live) and
+// its findings (a false alarm: the client makes no out-of-bounds or stale
+// write). Violations are returned as typed values (data), never thrown.
 #pragma once
 
 #include <fmt/format.h>
@@ -34,6 +38,7 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -79,13 +84,17 @@ struct FreeMarker<B> {
   using type = typename decltype(std::declval<const B&>().last_free())::value_type;
 };
 
-template <ValidationBackend B, class P = CorrectProtocol>
+/// `G`: the guard memory type of the debug tier on this backend (built
+/// from the backend), for layers with `guarded` set; void where the
+/// harness runs no debug tier. `GM`: that tier's mutant, if any.
+template <ValidationBackend B, class P = CorrectProtocol, class G = void, GuardMutant GM = GuardMutant::None>
 class Harness {
  public:
   explicit Harness(B& backend, const LayerChoice& layer = {})
       : b_(backend),
         res_(backend),
-        front_(res_, layer),
+        guard_memory_(guard_memory_for(backend, layer)),
+        front_(res_, layer, guard_memory()),
         log_reader_(mutant_name(),
                     layer.kind == LayerChoice::Kind::LoggedBudgeted ? std::optional(layer.budget) : std::nullopt) {
     for (std::uint32_t i = 0; i < kClientStreams; ++i) streams_.push_back(b_.add_stream(fmt::format("s{}", i)));
@@ -117,6 +126,7 @@ class Harness {
     check_accounting();
     check_economy();
     check_log();
+    check_tier_findings();
     for (auto& p : b_.new_problems()) problems_.push_back(std::move(p));
     return first_problem();
   }
@@ -145,11 +155,17 @@ class Harness {
       problem(Property::Teardown, fmt::format("{} blocks could not be deallocated", model_.live().size()));
       while (!model_.live().empty()) model_.deallocated(model_.live().front());
     }
+    // The debug tier's quarantine goes back and its last checks are read,
+    // as at the end of any run through it.
+    if (front_.guarded())
+      (void)checked(
+          "release the debug tier's quarantine", [&] { return front_.release_quarantine(); }, false);
     if (kept_fault == FaultCall::SynchronizeStream) b_.arm_fault(0, backend_call_name(FaultCall::SynchronizeStream));
     run(ReapOp{});
     check_accounting();
     check_economy();
     check_log();
+    check_tier_findings();
     if (res_.bytes_outstanding() != 0)
       problem(Property::P3Accounting,
               fmt::format("{} bytes outstanding after freeing and reaping everything", res_.bytes_outstanding()));
@@ -163,7 +179,7 @@ class Harness {
   /// The resource underneath the layer (the checks read it).
   Resource<B, P>& resource() { return res_; }
   /// What the client calls: the resource or the decorator over it.
-  LayeredResource<Resource<B, P>>& front() { return front_; }
+  LayeredResource<Resource<B, P>, G, GM>& front() { return front_; }
   const ProtocolModel& model() const { return model_; }
   std::size_t live_count() const { return model_.live().size(); }
   std::size_t freed_count() const { return model_.freed().size(); }
@@ -198,10 +214,54 @@ class Harness {
   typename B::StreamRef ref(StreamId id) const { return *b_.resolve_stream(id); }
 
   /// The resource's state, with the use events of every live block.
+  /// Through the debug tier, the tier's state instead where the two differ:
+  /// a failed call may hand its block of the resource back (pending until a
+  /// reap) and change nothing the client can observe.
   ResourceSnapshot snapshot() const {
     std::vector<std::uint64_t> ptrs;
-    for (BlockNumber n : model_.live()) ptrs.push_back(block(n).ptr);
-    return snapshot_of(res_, b_, ptrs);
+    for (BlockNumber n : model_.live()) ptrs.push_back(front_.backend_address(block(n)));
+    ResourceSnapshot s = snapshot_of(res_, b_, ptrs);
+    if (const auto books = front_.tier_books()) {
+      s.live_bytes = books->live_bytes;
+      s.live_blocks = books->live_blocks;
+      s.pending_free_bytes = 0;
+      s.pending_per_stream = 0;
+      s.tier = ResourceSnapshot::Tier{books->held_blocks, books->held_bytes};
+    }
+    return s;
+  }
+
+  using GuardMemorySlot = std::conditional_t<std::is_void_v<G>, std::monostate, std::unique_ptr<G>>;
+  /// The debug tier's guard memory, for a guarded layer: made by G::create
+  /// where it can fail (device memory on the GPU), else built in place.
+  static GuardMemorySlot guard_memory_for(B& backend, const LayerChoice& layer) {
+    if constexpr (std::is_void_v<G>) {
+      return {};
+    } else {
+      if (!layer.guarded) return nullptr;
+      if constexpr (requires { G::create(backend); }) {
+        auto made = G::create(backend);
+        if (!made) throw std::runtime_error("the debug tier's guard memory: " + made.error().to_string());
+        return std::move(made).value();
+      } else {
+        return std::make_unique<G>(backend);
+      }
+    }
+  }
+  G* guard_memory() {
+    if constexpr (std::is_void_v<G>)
+      return nullptr;
+    else
+      return guard_memory_.get();
+  }
+
+  /// Through the debug tier: the client makes no out-of-bounds or stale
+  /// write, so a finding of either kind is a false alarm. (A stale id's
+  /// refusal is a host use after free finding: the op meant it.)
+  void check_tier_findings() {
+    if (!front_.guarded()) return;
+    for (const auto& f : front_.tier_findings())
+      if (f.kind != GuardFindingKind::HostUseAfterFree) problem(Property::FalseAlarm, f.to_string());
   }
 
   static std::optional<std::string> mutant_name() {
@@ -223,7 +283,7 @@ class Harness {
   void check_economy() {
     for (BlockNumber n : model_.live()) {
       const DeviceBlock& blk = block(n);
-      const auto held = res_.pending_use_event_count(blk.ptr);
+      const auto held = res_.pending_use_event_count(front_.backend_address(blk));
       const std::size_t last_write = front_.has_last_write(blk.generation) ? 1 : 0;
       const std::size_t expected = last_write + front_.readers_since_last_write(blk.generation);
       if (held && *held != expected)
@@ -239,27 +299,38 @@ class Harness {
     }
   }
 
+  /// P3. Through the debug tier, the client's blocks are the tier's, and
+  /// the resource underneath holds what the tier's books say it holds.
   void check_accounting() {
     std::size_t sum = 0;
     for (BlockNumber n : model_.live()) sum += block(n).bytes;
-    const std::size_t live = res_.live_bytes(), pending = res_.pending_free_bytes();
-    if (live != sum) problem(Property::P3Accounting, fmt::format("live_bytes {} != sum of live blocks {}", live, sum));
-    if (res_.live_block_count() != model_.live().size())
-      problem(Property::P3Accounting, fmt::format("resource tracks {} live blocks, client holds {}",
-                                                  res_.live_block_count(), model_.live().size()));
+    const auto books = front_.tier_books();
+    const std::size_t live = books ? books->live_bytes : res_.live_bytes(), pending = res_.pending_free_bytes();
+    const std::size_t live_blocks = books ? books->live_blocks : res_.live_block_count();
+    const char* who = books ? "the debug tier" : "resource";
+    if (live != sum)
+      problem(Property::P3Accounting, fmt::format("{}: live_bytes {} != sum of live blocks {}", who, live, sum));
+    if (live_blocks != model_.live().size())
+      problem(Property::P3Accounting,
+              fmt::format("{} tracks {} live blocks, client holds {}", who, live_blocks, model_.live().size()));
+    if (books && (books->held_blocks != res_.live_block_count() || books->held_bytes != res_.live_bytes()))
+      problem(Property::P3Accounting,
+              fmt::format("the debug tier holds {} blocks of {} bytes (live and quarantined, canaries included); the "
+                          "resource underneath has {} live blocks of {} bytes",
+                          books->held_blocks, books->held_bytes, res_.live_block_count(), res_.live_bytes()));
     if (pending != res_.pending_per_stream_total())
       problem(Property::P3Accounting, fmt::format("pending_free_bytes {} != sum of pending per stream {}", pending,
                                                   res_.pending_per_stream_total()));
-    if (res_.bytes_outstanding() != live + pending)
+    if (res_.bytes_outstanding() != res_.live_bytes() + pending)
       problem(Property::P3Accounting, "bytes_outstanding != live + pending");
     // A pool under the resource (model/pool_backend.h) keeps its own books.
     if constexpr (requires { b_.pool_accounting_error(); })
       if (auto wrong = b_.pool_accounting_error()) problem(Property::P3Accounting, "pool: " + *wrong);
     if (pending > (std::size_t{1} << 48) || live > (std::size_t{1} << 48))
       problem(Property::P3Accounting, fmt::format("a counter wrapped (live {}, pending {})", live, pending));
-    if (const auto limit = front_.limit(); limit && res_.bytes_outstanding() > *limit)
+    if (const auto limit = front_.limit(); limit && front_.budgeted_bytes() > *limit)
       problem(Property::P7Budget,
-              fmt::format("{} bytes outstanding above the limit {}", res_.bytes_outstanding(), *limit));
+              fmt::format("{} bytes outstanding above the limit {}", front_.budgeted_bytes(), *limit));
   }
 
   /// Runs a protocol call. On an error: P4 checks that nothing changed
@@ -350,7 +421,8 @@ class Harness {
     auto r = checked("allocate", [&] {
       label_next_pool_op(fmt::format("alloc {}", blk_name));
       if constexpr (requires { b_.prefer_address(std::uint64_t{}); }) {
-        if (o.at_freed_address && !model_.freed().empty()) b_.prefer_address(block(model_.freed().back()).ptr);
+        if (o.at_freed_address && !model_.freed().empty())
+          b_.prefer_address(front_.backend_address(block(model_.freed().back())));
       }
       return front_.allocate(bytes, stream);
     });
@@ -375,7 +447,7 @@ class Harness {
   std::optional<std::size_t> budget_remaining() const {
     const auto limit = front_.limit();
     if (!limit) return std::nullopt;
-    const std::size_t used = res_.bytes_outstanding();
+    const std::size_t used = front_.budgeted_bytes();
     return used >= *limit ? 0 : *limit - used;
   }
 
@@ -598,7 +670,7 @@ class Harness {
     say(what);
     if (refused_over_budget(o.bytes, stream)) return;  // the budget refuses before the driver is asked
     if constexpr (requires { b_.arm_collision(std::uint64_t{}); }) {
-      const std::uint64_t live_ptr = block(*n).ptr;
+      const std::uint64_t live_ptr = front_.backend_address(block(*n));
       refused(
           what, ErrorKind::Driver, std::nullopt,
           [&]() -> Status {
@@ -618,6 +690,12 @@ class Harness {
     const auto n = model_.block_to_reuse(o);
     if (!n) return;
     if constexpr (requires { b_.on_next_call([] {}); }) {
+      if (front_.guarded()) {
+        say(show(ClientOp{o}) +
+            "  [the debug tier holds its lock across its calls into the resource: no other "
+            "thread's call can land inside one; not run]");
+        return;
+      }
       const DeviceBlock old = block(*n);
       const BlockId id = BlockId::of(old);
       const StreamId s = streams_[o.stream % kClientStreams];
@@ -865,7 +943,8 @@ class Harness {
 
   B& b_;
   Resource<B, P> res_;
-  LayeredResource<Resource<B, P>> front_;
+  GuardMemorySlot guard_memory_;  // before front_, which holds the debug tier over it
+  LayeredResource<Resource<B, P>, G, GM> front_;
   LogReader log_reader_;
   ProtocolModel model_;
   std::map<BlockNumber, DeviceBlock> blocks_;  // live and freed

@@ -1,6 +1,8 @@
 // How the harness's client reaches the resource: directly, or through one
 // of the decorators, so that P1-P9 are checked through each of them too
-// (RMM runs its resource tests through every adaptor the same way).
+// (RMM runs its resource tests through every adaptor the same way), and
+// optionally through the debug tier (DebugGuardResource) under them, where
+// the harness has a guard memory for it.
 //
 // The layer is a run-time choice (LayerChoice) held by one front type,
 // LayeredResource, not a template parameter of the harness: one harness
@@ -10,13 +12,18 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "model/budget_resource.h"
+#include "model/debug_guard.h"
 #include "model/logging_resource.h"
 #include "model/memory_resource.h"
 #include "model/mutants.h"
@@ -35,19 +42,25 @@ struct LayerChoice {
   };
   Kind kind = Kind::Direct;
   std::size_t budget = 0;  // the limit, for Kind::Budgeted
+  /// The debug tier (DebugGuardResource) between the resource and the
+  /// kind's decorators: P1-P9 are then checked through it, its own books
+  /// as P3, and any finding of it as a false alarm (the client makes no
+  /// out-of-bounds or stale write). Only harnesses given a guard memory.
+  bool guarded = false;
   friend bool operator==(const LayerChoice&, const LayerChoice&) = default;
 };
 
 inline std::string describe(const LayerChoice& c) {
+  const std::string over = c.guarded ? " over the debug tier" : "";
   switch (c.kind) {
     case LayerChoice::Kind::Direct:
-      return "the resource itself";
+      return c.guarded ? "the debug tier" : "the resource itself";
     case LayerChoice::Kind::Budgeted:
-      return "a BudgetResource of " + std::to_string(c.budget) + " bytes";
+      return "a BudgetResource of " + std::to_string(c.budget) + " bytes" + over;
     case LayerChoice::Kind::Logged:
-      return "a LoggingResource";
+      return "a LoggingResource" + over;
     case LayerChoice::Kind::LoggedBudgeted:
-      return "a LoggingResource over a BudgetResource of " + std::to_string(c.budget) + " bytes";
+      return "a LoggingResource over a BudgetResource of " + std::to_string(c.budget) + " bytes" + over;
   }
   return "?";
 }
@@ -61,38 +74,131 @@ std::optional<MutantId> mutant_of() {
   return std::nullopt;
 }
 
-/// What the client calls: resource `R` itself, or the decorator over it
-/// that `choice` names (built in place: the decorators hold a mutex and do
-/// not move). A MemoryResource itself, so a LaunchRecorder takes it too.
-template <MemoryResource R>
-class LayeredResource {
+/// The decorators a LayerChoice's kind puts over `Base` (built in place:
+/// they hold a mutex and do not move), and the outermost of them.
+template <MemoryResource Base>
+class Decorators {
  public:
-  using Mutex = typename R::Mutex;
-  using Protocol = protocol_of_t<R>;
-
-  LayeredResource(R& inner, const LayerChoice& choice) : inner_(inner), choice_(choice) {
+  Decorators(Base& base, const LayerChoice& choice, std::ostream& log, std::optional<MutantId> mutant) : base_(base) {
     switch (choice.kind) {
       case LayerChoice::Kind::Budgeted:
-        budgeted_.emplace(inner, choice.budget);
+        budgeted_.emplace(base, choice.budget);
         break;
       case LayerChoice::Kind::Logged:
-        logged_.emplace(inner, log_, mutant_of<Protocol>());
+        logged_.emplace(base, log, mutant);
         break;
       case LayerChoice::Kind::LoggedBudgeted:
-        budgeted_.emplace(inner, choice.budget);
-        logged_budget_.emplace(*budgeted_, log_, mutant_of<Protocol>());
+        budgeted_.emplace(base, choice.budget);
+        logged_budget_.emplace(*budgeted_, log, mutant);
         break;
       case LayerChoice::Kind::Direct:
         break;
     }
   }
+  Decorators(const Decorators&) = delete;
+  Decorators& operator=(const Decorators&) = delete;
+
+  /// Calls `fn` with the outermost layer (const where `self` is const).
+  template <class Self, class Call>
+  static auto outermost(Self& self, Call& fn) {
+    if (self.logged_budget_) return fn(*self.logged_budget_);
+    if (self.budgeted_) return fn(*self.budgeted_);
+    if (self.logged_) return fn(*self.logged_);
+    return fn(self.base_);
+  }
+  /// A kernel the client launched itself: the LoggingResource writes it.
+  void note_launch(const std::string& kernel, StreamId stream,
+                   const std::vector<std::pair<const DeviceBlock*, Access>>& uses) {
+    if (logged_) logged_->note_launch(kernel, stream, uses);
+    if (logged_budget_) logged_budget_->note_launch(kernel, stream, uses);
+  }
+  bool logs() const { return logged_.has_value() || logged_budget_.has_value(); }
+  std::optional<std::size_t> limit() const {
+    if (budgeted_) return budgeted_->limit();
+    return std::nullopt;
+  }
+  /// What the budget counts: the bytes outstanding of the layer under it.
+  std::size_t base_outstanding() const { return base_.bytes_outstanding(); }
+
+ private:
+  Base& base_;
+  std::optional<BudgetResource<Base>> budgeted_;
+  std::optional<LoggingResource<Base>> logged_;
+  std::optional<LoggingResource<BudgetResource<Base>>> logged_budget_;
+};
+
+/// The debug tier over `R` and the decorators over it, where a guard memory
+/// type `G` is given (nothing otherwise: nothing of the tier is compiled
+/// into harnesses that cannot run it).
+template <class R, class G, GuardMutant M>
+struct TierSlots {
+  using Tier = DebugGuardResource<R, G, M>;
+  std::optional<Tier> tier;
+  std::optional<Decorators<Tier>> over;
+};
+template <class R, GuardMutant M>
+struct TierSlots<R, void, M> {};
+
+/// The debug tier's figures that the harness compares with the resource
+/// underneath (P3 for the tier).
+struct TierBooks {
+  std::size_t live_bytes = 0;      // handed out, as the client sees them
+  std::size_t live_blocks = 0;     // handed out
+  std::size_t held_blocks = 0;     // of the resource underneath: live or quarantined
+  std::size_t held_bytes = 0;      // of those, canaries included
+  std::uint64_t canary_bytes = 0;  // on each side of a block
+};
+
+/// What the client calls: resource `R` itself, or the decorator over it
+/// that `choice` names, over the debug tier where `choice.guarded` (which
+/// needs a guard memory of type `G`; `M`: the tier's mutant, if any). A
+/// MemoryResource itself, so a LaunchRecorder takes it too.
+template <MemoryResource R, class G = void, GuardMutant M = GuardMutant::None>
+class LayeredResource {
+ public:
+  using Mutex = typename R::Mutex;
+  using Protocol = protocol_of_t<R>;
+  static constexpr bool kCanGuard = !std::is_void_v<G>;
+
+  LayeredResource(R& inner, const LayerChoice& choice, G* guard_memory = nullptr) : inner_(inner), choice_(choice) {
+    if (!choice.guarded) {
+      plain_.emplace(inner, choice, log_, mutant_of<Protocol>());
+      return;
+    }
+    if constexpr (kCanGuard) {
+      if (!guard_memory) throw std::invalid_argument("LayeredResource: the debug tier needs a guard memory");
+      DebugGuardOptions options;
+      // One later free is enough to let a block go: programs of a few
+      // dozen calls then give quarantined blocks back, not only hold them.
+      options.quarantine_frees = 1;
+      tiers_.tier.emplace(inner, *guard_memory, options);
+      tiers_.over.emplace(*tiers_.tier, choice, log_, mutant_of<Protocol>());
+    } else {
+      throw std::invalid_argument("LayeredResource: " + describe(choice) +
+                                  " asked of a harness without a guard memory for the debug tier");
+    }
+  }
   LayeredResource(const LayeredResource&) = delete;
   LayeredResource& operator=(const LayeredResource&) = delete;
+  /// The harness reads the tier's findings itself: none is left for the
+  /// tier's destructor to print, and the quarantine goes back first.
+  ~LayeredResource() {
+    if constexpr (kCanGuard) {
+      if (tiers_.tier) {
+        tiers_.over.reset();
+        (void)tiers_.tier->release_quarantine();
+        (void)tiers_.tier->findings();
+      }
+    }
+  }
 
   Result<DeviceBlock> allocate(std::size_t bytes, StreamId stream, AllocTag tag = {}) {
     auto r = call([&](auto& res) { return res.allocate(bytes, stream, tag); });
     LoggedCall c = logged(LoggedCall::Kind::Allocate, stream, r.ok() ? r.value().generation : Generation{});
     c.bytes = bytes;
+    // The tier fills the canaries as a tracked write of the block (G-canary):
+    // its last write from the start.
+    if (r.ok() && guarded() && inner_.supports_block_use_tracking()) uses_[r.value().generation.value].written = true;
     return noted(std::move(c), std::move(r));
   }
   Status deallocate(const DeviceBlock& block) {
@@ -120,8 +226,7 @@ class LayeredResource {
   /// a `launch` line; the other layers have nothing to do.
   void note_launch(const std::string& kernel, StreamId stream,
                    const std::vector<std::pair<const DeviceBlock*, Access>>& uses) {
-    if (logged_) logged_->note_launch(kernel, stream, uses);
-    if (logged_budget_) logged_budget_->note_launch(kernel, stream, uses);
+    decorators([&](auto& d) { d.note_launch(kernel, stream, uses); });
     if (!serialises_calls()) return;
     LoggedCall c = logged(LoggedCall::Kind::Launch, stream);
     c.kernel = kernel;
@@ -142,12 +247,51 @@ class LayeredResource {
   const LayerChoice& choice() const { return choice_; }
   /// The budget's limit, through a BudgetResource.
   std::optional<std::size_t> limit() const {
-    if (budgeted_) return budgeted_->limit();
-    return std::nullopt;
+    return decorators([](const auto& d) { return d.limit(); });
+  }
+  /// What the budget counts against its limit: the bytes outstanding of the
+  /// layer under it (the resource's, or the debug tier's, which counts the
+  /// blocks handed out and not its quarantine).
+  std::size_t budgeted_bytes() const {
+    return decorators([](const auto& d) { return d.base_outstanding(); });
   }
   /// Through a LoggingResource, which holds its lock across each forwarded
   /// call: no other thread's call can land inside one of the client's.
-  bool serialises_calls() const { return logged_.has_value() || logged_budget_.has_value(); }
+  bool serialises_calls() const {
+    return decorators([](const auto& d) { return d.logs(); });
+  }
+  /// Through the debug tier, which holds its lock across the calls it makes
+  /// into the resource: no other thread's call can land inside one of them.
+  bool guarded() const { return choice_.guarded; }
+  /// The address the backend handed out for `block`: the debug tier hands
+  /// out the middle of its block, past the front canary.
+  std::uint64_t backend_address(const DeviceBlock& block) const {
+    return guarded() ? block.ptr - tier_books()->canary_bytes : block.ptr;
+  }
+  /// The debug tier's books (nullopt without it).
+  std::optional<TierBooks> tier_books() const {
+    if constexpr (kCanGuard) {
+      if (const auto& t = tiers_.tier)
+        return TierBooks{t->bytes_outstanding(), t->live_block_count(), t->held_block_count(), t->held_block_bytes(),
+                         t->options().canary_bytes};
+    }
+    return std::nullopt;
+  }
+  /// What the debug tier's checks found so far (nothing without it).
+  std::vector<GuardFinding> tier_findings() {
+    if constexpr (kCanGuard) {
+      if (tiers_.tier) return tiers_.tier->findings();
+    }
+    return {};
+  }
+  /// Gives back the debug tier's quarantine and waits for its checks (the
+  /// end of a run); nothing to do without it.
+  Status release_quarantine() {
+    if constexpr (kCanGuard) {
+      if (tiers_.tier) return tiers_.tier->release_quarantine();
+    }
+    return {};
+  }
   /// What the LoggingResource wrote so far ("" for the other layers).
   std::string log() const { return log_.str(); }
   /// The calls made through the LoggingResource, with their outcomes
@@ -203,29 +347,34 @@ class LayeredResource {
     return result;
   }
 
+  /// Calls `fn` with the decorators in use (const where this is const).
+  template <class Fn>
+  auto decorators(Fn&& fn) {
+    if constexpr (kCanGuard)
+      if (tiers_.over) return fn(*tiers_.over);
+    return fn(*plain_);
+  }
+  template <class Fn>
+  auto decorators(Fn&& fn) const {
+    if constexpr (kCanGuard)
+      if (tiers_.over) return fn(std::as_const(*tiers_.over));
+    return fn(std::as_const(*plain_));
+  }
   /// Calls `fn` with the outermost layer (const where this is const).
   template <class Call>
   auto call(Call&& fn) {
-    return outermost(*this, fn);
+    return decorators([&](auto& d) { return std::remove_cvref_t<decltype(d)>::outermost(d, fn); });
   }
   template <class Call>
   auto call(Call&& fn) const {
-    return outermost(*this, fn);
-  }
-  template <class Self, class Call>
-  static auto outermost(Self& self, Call& fn) {
-    if (self.logged_budget_) return fn(*self.logged_budget_);
-    if (self.budgeted_) return fn(*self.budgeted_);
-    if (self.logged_) return fn(*self.logged_);
-    return fn(self.inner_);
+    return decorators([&](const auto& d) { return std::remove_cvref_t<decltype(d)>::outermost(d, fn); });
   }
 
   R& inner_;
   LayerChoice choice_;
-  std::ostringstream log_;  // before logged_, which writes to it
-  std::optional<BudgetResource<R>> budgeted_;
-  std::optional<LoggingResource<R>> logged_;
-  std::optional<LoggingResource<BudgetResource<R>>> logged_budget_;
+  std::ostringstream log_;  // before the decorators, which write to it
+  std::optional<Decorators<R>> plain_;
+  TierSlots<R, G, M> tiers_;
   std::vector<LoggedCall> journal_;
   /// What the successful calls did to one block since its last write.
   struct UsesSinceWrite {

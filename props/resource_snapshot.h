@@ -27,6 +27,14 @@ struct ResourceSnapshot {
   /// pending_use_event_count() of each block asked about, in the order asked
   /// (nullopt: nothing is live at that address).
   std::vector<std::optional<std::size_t>> use_events;
+  /// Through the debug tier: what it holds of the resource underneath,
+  /// live or in quarantine (blocks, bytes with canaries).
+  struct Tier {
+    std::size_t held_blocks = 0;
+    std::size_t held_bytes = 0;
+    friend bool operator==(const Tier&, const Tier&) = default;
+  };
+  std::optional<Tier> tier;
 
   friend bool operator==(const ResourceSnapshot&, const ResourceSnapshot&) = default;
 };
@@ -37,7 +45,11 @@ inline std::string to_string(const ResourceSnapshot& s) {
                     " per_stream=" + std::to_string(s.pending_per_stream) + " blocks=" + std::to_string(s.live_blocks) +
                     " events=" + std::to_string(s.live_events) + " use_events=[";
   for (const auto& u : s.use_events) out += (u ? std::to_string(*u) : std::string("gone")) + " ";
-  return out + "]";
+  out += "]";
+  if (s.tier)
+    out += " tier_held_blocks=" + std::to_string(s.tier->held_blocks) +
+           " tier_held_bytes=" + std::to_string(s.tier->held_bytes);
+  return out;
 }
 
 inline std::ostream& operator<<(std::ostream& os, const ResourceSnapshot& s) {
@@ -59,8 +71,13 @@ concept SnapshotResource = requires(const R& r, std::uint64_t ptr) {
 template <SnapshotResource R, class B, std::ranges::input_range Ptrs>
 requires std::convertible_to<std::ranges::range_reference_t<const Ptrs>, std::uint64_t> ResourceSnapshot
 snapshot_of(const R& resource, const B& backend, const Ptrs& ptrs) {
-  ResourceSnapshot s{resource.live_bytes(),       resource.pending_free_bytes(), resource.pending_per_stream_total(),
-                     resource.live_block_count(), backend.live_event_count(),    {}};
+  ResourceSnapshot s{resource.live_bytes(),
+                     resource.pending_free_bytes(),
+                     resource.pending_per_stream_total(),
+                     resource.live_block_count(),
+                     backend.live_event_count(),
+                     {},
+                     std::nullopt};
   for (std::uint64_t ptr : ptrs) s.use_events.push_back(resource.pending_use_event_count(ptr));
   return s;
 }

@@ -43,6 +43,9 @@ enum class Property : std::uint8_t {
   MisuseAccepted,
   /// A call was refused, but with the wrong error.
   WrongError,
+  /// Through the debug tier (model/debug_guard.h): it reported an
+  /// out-of-bounds or stale write in a program that makes none.
+  FalseAlarm,
   /// The validation backend itself could not run (e.g. a driver call of the
   /// GPU's stamp checker failed): no verdict on the resource.
   BackendFailure,
@@ -82,6 +85,8 @@ constexpr std::string_view to_string(Property p) {
       return "misuse accepted";
     case Property::WrongError:
       return "wrong error";
+    case Property::FalseAlarm:
+      return "debug tier false alarm";
     case Property::BackendFailure:
       return "validation backend failed";
   }

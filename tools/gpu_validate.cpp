@@ -17,7 +17,11 @@
 //      replayed K times: the clean ones 0 mismatches under random delays,
 //      each with one wait left out a race the simulator reports and the GPU
 //      shows as corrupted data with its first op held back. `devices` runs
-//      this part alone; with fewer than two GPUs it says so and is skipped.
+//      this part alone; with fewer than two GPUs it says so and is skipped;
+//   6. the debug tier (model/debug_guard.h, its canaries, poison and checks
+//      run by kernels): the programs of part 1 through DebugGuardResource
+//      over the correct protocol, with the layers of part 1 over the tier:
+//      0 mismatches, no property violation and no finding of the tier.
 // Exit 0: all hold (conformance: part 5 may be skipped, as its verdict line
 // says); 1: one does not; 2: usage; 77: no GPU, or `devices` with fewer
 // than two (skipped: nothing checked).
@@ -33,6 +37,7 @@
 #include <string>
 
 #include "backend_cuda/cuda_backend.h"
+#include "backend_cuda/guard_memory.h"
 #include "backend_sim/explorer.h"
 #include "backend_sim/sim_backend.h"
 #include "model/pool_backend.h"
@@ -76,8 +81,9 @@ struct GpuRun {
   std::uint64_t mismatches = 0;
 };
 
-/// Runs a client program through the harness on a fresh GPU backend.
-template <class Protocol>
+/// Runs a client program through the harness on a fresh GPU backend (`G`:
+/// the debug tier's guard memory, for a guarded layer).
+template <class Protocol, class G = void>
 GpuRun run_on_gpu(const props::ClientProgram& program, const PoolPolicy& policy,
                   std::set<std::pair<std::uint32_t, std::uint32_t>> delays, std::uint64_t delay_ns,
                   const props::LayerChoice& layer) {
@@ -86,7 +92,7 @@ GpuRun run_on_gpu(const props::ClientProgram& program, const PoolPolicy& policy,
   GpuRun run;
   // Through the layer the simulator's run called (a budget, a log), as it did.
   {
-    props::Harness<CudaBackend, Protocol> harness(*backend, layer);
+    props::Harness<CudaBackend, Protocol, G> harness(*backend, layer);
     for (const auto& op : program) {
       run.violation = harness.apply(op);
       if (run.violation) break;  // as the simulator's run did
@@ -104,7 +110,9 @@ std::string today() {
   return os.str();
 }
 
-bool correct_protocol(const Options& o, std::ostream& out) {
+/// Part 1, or part 6 (`through_tier`): the same programs and layers with
+/// the debug tier under the layers.
+bool correct_protocol(const Options& o, std::ostream& out, bool through_tier = false) {
   // Programs from the explorer's generator (RapidCheck, seeded), delays from
   // a separate stream of numbers.
   rc::Random programs(o.seed);
@@ -118,12 +126,16 @@ bool correct_protocol(const Options& o, std::ostream& out) {
   for (std::uint32_t p = 0; p < o.programs; ++p) {
     const props::ClientProgram program = generator(programs.split(), kProgramSize).value();
     // The layers of `streamcheck explore`: the resource, a budget or a log.
-    const props::LayerChoice layer = streamcheck::tools::layer_for_program(p, layers);
+    props::LayerChoice layer = streamcheck::tools::layer_for_program(p, layers);
+    layer.guarded = through_tier;
     for (std::uint32_t k = 0; k < o.reps; ++k) {
       // Random gates shake the completion order from run to run.
       std::set<std::pair<std::uint32_t, std::uint32_t>> delays;
       for (int d = 0; d < 3; ++d) delays.insert({rng.below(props::kClientStreams), rng.below(16)});
-      auto r = run_on_gpu<streamcheck::CorrectProtocol>(program, PoolPolicy::from_bits(p % 16), delays, 50'000, layer);
+      const PoolPolicy policy = PoolPolicy::from_bits(p % 16);
+      auto r = through_tier ? run_on_gpu<streamcheck::CorrectProtocol, streamcheck::cuda::CudaGuardMemory>(
+                                  program, policy, delays, 50'000, layer)
+                            : run_on_gpu<streamcheck::CorrectProtocol>(program, policy, delays, 50'000, layer);
       if (std::getenv("STREAMCHECK_GPU_TRACE")) std::cerr << "correct: program " << p << " rep " << k << "\n";
       ++runs;
       mismatches += r.mismatches;
@@ -133,7 +145,9 @@ bool correct_protocol(const Options& o, std::ostream& out) {
       }
     }
   }
-  out << "\n### Correct protocol\n\n| programs | repetitions each | runs | mismatching words | property violations |\n"
+  out << (through_tier ? "\n### The debug tier (DebugGuardResource) over the correct protocol"
+                       : "\n### Correct protocol")
+      << "\n\n| programs | repetitions each | runs | mismatching words | property violations |\n"
       << "| --- | --- | --- | --- | --- |\n| " << o.programs << " | " << o.reps << " | " << runs << " | " << mismatches
       << " | " << violations << " |\n";
   if (first_violation) out << "\nfirst violation: " << props::to_string(*first_violation) << "\n";
@@ -540,12 +554,13 @@ PartVerdict devices(const Options& o, std::ostream& out) {
 int main(int argc, char** argv) {
   Options o;
   CLI::App app{
-      "Runs the GPU validation (correct protocol, mutant counterexamples, pool reuse, PoolResource) and prints the "
+      "Runs the GPU validation (correct protocol, mutant counterexamples, pool reuse, PoolResource, devices, the "
+      "debug tier) and prints the "
       "table.\n"
       "Exit 0: the model matches the GPU; 1: it does not; 2: usage; 77: no GPU here (skipped).",
       "streamcheck-gpu"};
   app.require_subcommand(1);
-  CLI::App* conformance = app.add_subcommand("conformance", "run all four parts and print the table");
+  CLI::App* conformance = app.add_subcommand("conformance", "run all six parts and print the table");
   conformance->add_option("--programs", o.programs, "random client programs for the correct protocol and pool")
       ->capture_default_str();
   conformance->add_option("--reps", o.reps, "repetitions of each program and counterexample")->capture_default_str();
@@ -601,7 +616,8 @@ int main(int argc, char** argv) {
     const bool c = pool(o, std::cout);
     const bool d = pool_resource(o, std::cout);
     const PartVerdict e = devices(o, std::cout);
-    const bool all = a && b && c && d && e != PartVerdict::Fails;
+    const bool f = correct_protocol(o, std::cout, /*through_tier=*/true);
+    const bool all = a && b && c && d && e != PartVerdict::Fails && f;
     std::cout << "\nverdict: " << (all ? "the model matches the GPU" : "MISMATCH between model and GPU")
               << (e == PartVerdict::Skipped ? " (part 5, devices, skipped: fewer than two GPUs)" : "") << "\n";
     return all ? 0 : 1;

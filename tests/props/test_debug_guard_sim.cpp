@@ -20,6 +20,8 @@
 #include "backend_sim/sim_guard_memory.h"
 #include "model/debug_guard.h"
 #include "model/resource.h"
+#include "props/protocol_property.h"
+#include "props/sim_protocol_property.h"
 #include "tests/props/every_policy.h"
 
 namespace streamcheck {
@@ -37,7 +39,7 @@ struct GuardStep {
   std::uint32_t stream = 0;  // a stream
   std::uint32_t bytes = 1;   // Allocate: size; OutOfBounds: overhang (negative side when `front`)
   Access access = Access::Read;
-  bool front = false;
+  bool front = false;  // OutOfBounds: before the block, not past it; StaleWrite: after a reap
 };
 
 std::string show(const std::vector<GuardStep>& steps) {
@@ -141,18 +143,23 @@ std::optional<std::string> run_guarded(const std::vector<GuardStep>& steps, sim:
         }
         break;
       case GuardStep::Kind::StaleWrite:
-        // A stale pointer written on the block's alloc stream right after its
-        // free: with K >= 1 the block is in quarantine (G-quarantine), so
-        // G-stale must report every byte of it.
+        // A stale pointer written on the block's alloc stream after its free
+        // (with reaps between them, perhaps): with K >= 1 and no later free
+        // the block is still in quarantine (G-quarantine), so G-stale must
+        // report every byte of it.
         if (just_freed && quarantine_frees >= 1) {
+          // Half of them after a reap: it gives back no block that no later
+          // free has passed (G-quarantine), so the block is still poison.
+          if (st.front)
+            if (auto r = tier.reap_pending(); !r) return "reap: " + r.error().to_string();
           write(just_freed->alloc_stream, just_freed->ptr, just_freed->bytes, "stale write");
           expected.emplace_back(GuardFindingKind::WriteAfterFree, just_freed->generation.value, 0, just_freed->bytes);
         }
         just_freed.reset();
         break;
       case GuardStep::Kind::Reap:
+        // A reap gives back no block that no later free has passed.
         if (auto r = tier.reap_pending(); !r) return "reap: " + r.error().to_string();
-        just_freed.reset();
         break;
     }
     for (const auto& f : model.findings())
@@ -215,6 +222,29 @@ RC_GTEST_PROP(DebugGuardSim, CorrectProgramsGetNoFindingsAndNoRaces, ()) {
 // reported, with their bytes.
 RC_GTEST_PROP(DebugGuardSim, EveryPlantedOutOfBoundsAndStaleWriteIsReportedExactly, ()) {
   guarded_programs_property<GuardMutant::None>(true);
+}
+
+/// The core's stateful property (protocol_property.h: P1-P5, P7, P9, event
+/// economy, log fidelity) with the client calling the debug tier, itself or
+/// through a BudgetResource, a LoggingResource, or both; the tier's books
+/// checked against the resource underneath (P3) and any out-of-bounds or
+/// stale-write finding a false alarm. Schedule, pool policy and layer are
+/// generated, as for the resource alone.
+template <GuardMutant M>
+void core_properties_through_the_tier() {
+  const auto choices = *rc::gen::map(props::gen_sim_run_choices(), [](props::SimRunChoices c) {
+    c.layer.guarded = true;
+    return c;
+  });
+  sim::ByteChooser chooser(choices.schedule);
+  sim::DeviceModel model(chooser, sim::PoolPolicy::from_bits(choices.policy));
+  SimBackend backend(model);
+  props::Harness<SimBackend, CorrectProtocol, SimGuardMemory, M> harness(backend, choices.layer);
+  props::check_protocol(harness);
+}
+
+RC_GTEST_PROP(DebugGuardSim, TheCorePropertiesHoldThroughTheTier, ()) {
+  core_properties_through_the_tier<GuardMutant::None>();
 }
 
 /// A small world for the rules one by one.
@@ -298,9 +328,12 @@ TEST(DebugGuardRules, ABlockLeavesQuarantineAfterKFreesAndItsCheckRan) {
   ASSERT_TRUE(w.backend.synchronize_stream(*w.backend.resolve_stream(a)));  // its check ran
   ASSERT_TRUE(w.tier.deallocate(w.tier.allocate(64, a).value()));
   // One later free: not yet (K = 2 must pass).
+  ASSERT_TRUE(w.tier.reap_pending());
   EXPECT_EQ(w.tier.quarantined_blocks(), 2u);
   ASSERT_TRUE(w.tier.deallocate(w.tier.allocate(64, a).value()));
-  EXPECT_EQ(w.tier.quarantined_blocks(), 2u);  // `first` left; the newest came in
+  EXPECT_EQ(w.tier.quarantined_blocks(), 3u);  // a deallocate gives nothing back
+  ASSERT_TRUE(w.tier.reap_pending());
+  EXPECT_EQ(w.tier.quarantined_blocks(), 2u);  // `first` left
   ASSERT_TRUE(w.tier.release_quarantine());
   EXPECT_EQ(w.tier.quarantined_blocks(), 0u);
   EXPECT_TRUE(w.tier.findings().empty());
@@ -320,11 +353,26 @@ TEST(DebugGuardRules, AHostUseOfAFreedBlockIsRefusedAndReported) {
   EXPECT_EQ(findings[0].kind, GuardFindingKind::HostUseAfterFree);
   EXPECT_NE(findings[0].to_string().find("prepare after its deallocate"), std::string::npos) << findings[0].to_string();
   EXPECT_EQ(findings[1].call, "deallocate");
-  // Something never handed out is a misuse, not a finding.
+  // Something never handed out is refused as the core refuses it (P5), but
+  // is no finding: nothing of the tier's was used.
   DeviceBlock stranger = block;
   stranger.ptr += 4096;
-  EXPECT_EQ(w.tier.deallocate(stranger).error().kind, ErrorKind::StreamMisuse);
+  EXPECT_EQ(w.tier.deallocate(stranger).error().kind, ErrorKind::UseAfterFree);
   EXPECT_EQ(w.tier.findings().size(), 2u);
+  // A live block's copy claiming another stream or device is refused and
+  // changes nothing.
+  auto live = w.tier.allocate(32, a).value();
+  DeviceBlock elsewhere = live;
+  elsewhere.alloc_stream = b;
+  EXPECT_EQ(w.tier.deallocate(elsewhere).error().kind, ErrorKind::StreamMisuse);
+  elsewhere = live;
+  elsewhere.device_ordinal += 1;
+  EXPECT_EQ(w.tier.deallocate(elsewhere).error().kind, ErrorKind::Driver);
+  BlockId other_device = BlockId::of(live);
+  other_device.device_ordinal += 1;
+  EXPECT_EQ(w.tier.prepare_block_use(other_device, b, Access::Read).error().kind, ErrorKind::Driver);
+  EXPECT_EQ(w.tier.live_block_count(), 1u);
+  EXPECT_TRUE(w.tier.deallocate(live));
 }
 
 TEST(DebugGuardRules, AFailedCallChangesNothing) {
@@ -388,10 +436,10 @@ std::vector<std::vector<GuardStep>> small_programs() {
       // reads); another block on s1 freed after it, past the quarantine.
       {step(K::Allocate, 0), step(K::Use, 0, Access::Write), step(K::Use, 1), step(K::Use, 2), step(K::Deallocate, 0),
        step(K::Allocate, 1), step(K::Deallocate, 0), step(K::Reap, 0)},
-      // Written on s1, freed, then a stale write on s0 right after the free;
-      // another block freed after it, past the quarantine.
-      {step(K::Allocate, 0), step(K::Use, 1, Access::Write), step(K::Deallocate, 0), step(K::StaleWrite, 0),
-       step(K::Allocate, 1), step(K::Deallocate, 0), step(K::Reap, 0)},
+      // Written on s1, freed and reaped, then a stale write on s0; another
+      // block freed after it, past the quarantine.
+      {step(K::Allocate, 0), step(K::Use, 1, Access::Write), step(K::Deallocate, 0), step(K::Reap, 0),
+       step(K::StaleWrite, 0), step(K::Allocate, 1), step(K::Deallocate, 0), step(K::Reap, 0)},
   };
 }
 
@@ -424,6 +472,12 @@ bool survives_every_property() {
 }
 
 TEST(GuardMutant, GM1) { EXPECT_FALSE(survives_every_property<GuardMutant::GM1>()); }
+// The core's property through the tier finds GM1 too: its poison races
+// with the client's reads on other streams (P1).
+TEST(GuardMutant, GM1ThroughTheCoreProperties) {
+  EXPECT_FALSE(rc::check("the core's properties through the tier",
+                         [] { core_properties_through_the_tier<GuardMutant::GM1>(); }));
+}
 TEST(GuardMutant, GM2) { EXPECT_FALSE(survives_every_property<GuardMutant::GM2>()); }
 
 TEST(DebugGuardExhaustive, TheMutantsAreFoundInSmallProgramsToo) {
