@@ -37,6 +37,8 @@ INSTANTIATE_TYPED_TEST_SUITE_P(GpuPoolResource, ResourceSuite, PoolStacks<GpuDev
 INSTANTIATE_TYPED_TEST_SUITE_P(GpuPoolRecorder, RecorderSuite, PoolStacks<GpuDevice>);
 INSTANTIATE_TYPED_TEST_SUITE_P(GpuPoolMemoryResource, MemoryResourceSuite, PoolStacks<GpuDevice>);
 INSTANTIATE_TYPED_TEST_SUITE_P(GpuGuardMemoryResource, MemoryResourceSuite, GpuGuardStacks);
+using GpuGuardTrackingStacks = GuardTrackingStacks<GpuDevice, CudaGuard>;
+INSTANTIATE_TYPED_TEST_SUITE_P(GpuGuardRecorder, RecorderSuite, GpuGuardTrackingStacks);
 
 }  // namespace
 }  // namespace streamcheck::conformance

@@ -47,6 +47,8 @@ INSTANTIATE_TYPED_TEST_SUITE_P(SimPoolRecorder, RecorderSuite, PoolStacks<SimDev
 INSTANTIATE_TYPED_TEST_SUITE_P(SimPoolMemoryResource, MemoryResourceSuite, PoolStacks<SimDevice>);
 using SimGuardStacks = GuardStacks<SimDevice, SimGuard>;
 INSTANTIATE_TYPED_TEST_SUITE_P(SimGuardMemoryResource, MemoryResourceSuite, SimGuardStacks);
+using SimGuardTrackingStacks = GuardTrackingStacks<SimDevice, SimGuard>;
+INSTANTIATE_TYPED_TEST_SUITE_P(SimGuardRecorder, RecorderSuite, SimGuardTrackingStacks);
 
 }  // namespace
 }  // namespace streamcheck::conformance

@@ -69,7 +69,10 @@ inline bool is_injected_fault(const ResourceError& e) { return e.injected; }
 
 // --- resource stacks: each owns its resources, built on one backend. top()
 // is the resource under test; tracked() (tracking stacks only) the Resource
-// underneath, whose counters the suites read.
+// underneath, whose counters the suites read; tracked_address(block) where
+// that Resource keeps a block of top()'s, and writes_at_allocation whether
+// top()'s allocate already made a tracked write of it (the debug tier's
+// canary fill: the block has a last write from the start).
 
 /// Large enough that no suite case is refused by a BudgetResource.
 inline constexpr std::size_t kAmpleBudget = std::size_t{1} << 34;
@@ -87,8 +90,10 @@ struct BaseStack {
 template <Device D>
 struct TrackingStack : BaseStack<D, Resource<typename D::BackendType>> {
   static constexpr bool tracks = true;
+  static constexpr bool writes_at_allocation = false;
   using BaseStack<D, Resource<typename D::BackendType>>::BaseStack;
   Resource<typename D::BackendType>& tracked() { return this->resource; }
+  std::uint64_t tracked_address(const DeviceBlock& b) const { return b.ptr; }
 };
 
 template <Device D>
@@ -106,6 +111,7 @@ struct PoolStack {
   using BackendType = typename D::BackendType;
   using Pool = StreamOrderedPool<BackendType>;
   static constexpr bool tracks = true;
+  static constexpr bool writes_at_allocation = false;
   explicit PoolStack(BackendType& backend) : pool(backend) { resource.emplace(pool); }
   PoolStack(const PoolStack&) = delete;
   PoolStack& operator=(const PoolStack&) = delete;
@@ -115,6 +121,7 @@ struct PoolStack {
   }
   Resource<Pool>& top() { return *resource; }
   Resource<Pool>& tracked() { return *resource; }
+  std::uint64_t tracked_address(const DeviceBlock& b) const { return b.ptr; }
   /// Before the backend's oracle looks: the pool's cached blocks go back
   /// (the oracle would call them leaks), each on the stream that freed it.
   void settle() { pool.give_back_all(); }
@@ -132,8 +139,10 @@ struct DecoratorStack {
   using DeviceType = typename Lower::DeviceType;
   using BackendType = typename Lower::BackendType;
   static constexpr bool tracks = Lower::tracks;
+  static constexpr bool writes_at_allocation = tracks && Lower::writes_at_allocation;
   explicit DecoratorStack(BackendType& backend) : lower(backend) {}
   auto& tracked() requires Lower::tracks { return lower.tracked(); }
+  std::uint64_t tracked_address(const DeviceBlock& b) const requires Lower::tracks { return lower.tracked_address(b); }
   void settle() requires requires(Lower& l) { l.settle(); }
   { lower.settle(); }
   Lower lower;
@@ -161,21 +170,26 @@ struct LoggingStack : DecoratorStack<Lower> {
 /// The debug tier (model/debug_guard.h) over the stack `Lower`. `Memory`
 /// makes the tier's GuardMemory for the device's backend:
 /// `static std::unique_ptr<Memory::Type> make(BackendType&)`, throwing with
-/// the reason when it cannot. Blocks are offset by the canary, so the tier's
-/// stacks do not expose the Resource underneath: the suites read only the
-/// MemoryResource calls on them.
+/// the reason when it cannot. Blocks are offset by the canary: the Resource
+/// underneath (tracking stacks) keeps each at its address less the canary.
 template <class Lower, class Memory>
 struct GuardStack {
   using DeviceType = typename Lower::DeviceType;
   using BackendType = typename Lower::BackendType;
   using Tier = DebugGuardResource<TopOf<Lower>, typename Memory::Type>;
   static constexpr bool tracks = Lower::tracks;
+  // G-canary: the canaries are filled as a tracked write of the block.
+  static constexpr bool writes_at_allocation = Lower::tracks;
   explicit GuardStack(BackendType& backend) : lower(backend), memory(Memory::make(backend)) {
     tier.emplace(lower.top(), *memory);
   }
   GuardStack(const GuardStack&) = delete;
   GuardStack& operator=(const GuardStack&) = delete;
   Tier& top() { return *tier; }
+  auto& tracked() requires Lower::tracks { return lower.tracked(); }
+  std::uint64_t tracked_address(const DeviceBlock& b) const requires Lower::tracks {
+    return b.ptr - tier->options().canary_bytes;
+  }
   /// The quarantine goes back to the stack below (and so do its caches).
   void settle() {
     const Status released = tier->release_quarantine();
@@ -202,6 +216,13 @@ using AllStacks =
 /// RecorderSuite: the core Resource over the pool is what they read).
 template <Device D>
 using PoolStacks = ::testing::Types<PoolStack<D>, BudgetStack<PoolStack<D>>, LoggingStack<PoolStack<D>>>;
+
+/// The debug tier over the tracking stacks, and decorators over it: what
+/// LaunchRecorder needs (RecorderSuite: the recorder through the tier).
+template <Device D, class Memory>
+using GuardTrackingStacks =
+    ::testing::Types<GuardStack<TrackingStack<D>, Memory>, GuardStack<PoolStack<D>, Memory>,
+                     BudgetStack<GuardStack<TrackingStack<D>, Memory>>, LoggingStack<GuardStack<PoolStack<D>, Memory>>>;
 
 /// The debug tier over the core, over the pool and over NonTrackingResource,
 /// and the decorators over it: what the MemoryResource concept promises.
@@ -234,6 +255,17 @@ class ConformanceTest : public ::testing::Test {
   auto& r() { return stack->top(); }
   /// The Resource under the decorators (tracking stacks only).
   auto& tracked() { return stack->tracked(); }
+  /// How many use events the Resource underneath keeps for `b` (nullopt:
+  /// none live at its address).
+  std::optional<std::size_t> use_events(const DeviceBlock& b) {
+    return tracked().pending_use_event_count(stack->tracked_address(b));
+  }
+  /// What a block must hold after `reads` reading streams since its last
+  /// write, `written` if the client wrote it: its last write (one the stack
+  /// made at allocation too), then one event per reading stream (R1+R2).
+  static std::optional<std::size_t> expected_use_events(std::size_t reads, bool written) {
+    return (written || Stack::writes_at_allocation ? 1 : 0) + reads;
+  }
   /// Allocates through the resource under test; fails the test if refused.
   DeviceBlock alloc(std::size_t bytes = 64, std::optional<StreamId> on = std::nullopt) {
     auto b = r().allocate(bytes, on.value_or(s0));

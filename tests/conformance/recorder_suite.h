@@ -1,6 +1,6 @@
 // Seed 001's acceptance cases for LaunchRecorder, written once and run on
-// every backend (sim, CUDA) and every tracking stack (Resource and each
-// decorator over it): empty recorders, strict and permissive handling of
+// every backend (sim, CUDA) and every tracking stack (Resource, the pool,
+// the debug tier over either, and decorators over them): empty recorders, strict and permissive handling of
 // untracked buffers, the preflight-before-commit order, the uses frozen at
 // preflight, dedup to the strongest access, and the report of a recorder
 // dropped without commit. The backend-independent dedup cases are in
@@ -28,7 +28,6 @@ class RecorderSuite : public ConformanceTest<S> {
     return !st.ok() && st.error().message.find(text) != std::string::npos;
   }
   StreamId launch() const { return this->s1; }
-  std::optional<std::size_t> use_events(const DeviceBlock& b) { return this->tracked().pending_use_event_count(b.ptr); }
 };
 
 TYPED_TEST_SUITE_P(RecorderSuite);
@@ -85,7 +84,7 @@ TYPED_TEST_P(RecorderSuite, PreflightThenCommit) {
   EXPECT_TRUE(rec.committed());
   // The commit recorded the read; the block keeps no allocation-ready event
   // (P-alloc: the preflight's was its own).
-  EXPECT_EQ(this->use_events(buf), std::optional<std::size_t>(1));
+  EXPECT_EQ(this->use_events(buf), this->expected_use_events(1, false));
 }
 
 // The protocol end to end: a write launched on s1 and a read launched on s2,
@@ -124,7 +123,7 @@ TYPED_TEST_P(RecorderSuite, CommitWithoutPreflightRefused) {
   EXPECT_EQ(st.error().kind, ErrorKind::StreamMisuse);
   EXPECT_TRUE(this->contains(st, "without a successful preflight")) << st.error();
   EXPECT_FALSE(rec.committed());
-  EXPECT_EQ(this->use_events(buf), std::optional<std::size_t>(0));  // as allocated: nothing recorded
+  EXPECT_EQ(this->use_events(buf), this->expected_use_events(0, false));  // as allocated: nothing recorded
   ASSERT_TRUE(r.deallocate(buf).ok());
 }
 
@@ -147,7 +146,7 @@ TYPED_TEST_P(RecorderSuite, UseRecordedAfterPreflightFailsCommit) {
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().kind, ErrorKind::StreamMisuse);
   EXPECT_TRUE(this->contains(st, "recorded after preflight")) << st.error();
-  EXPECT_EQ(this->use_events(b), std::optional<std::size_t>(0));  // as allocated: nothing recorded
+  EXPECT_EQ(this->use_events(b), this->expected_use_events(0, false));  // as allocated: nothing recorded
   rec.abandon();
   ASSERT_TRUE(r.deallocate(a).ok());
   ASSERT_TRUE(r.deallocate(b).ok());
@@ -175,8 +174,8 @@ TYPED_TEST_P(RecorderSuite, FreshWriteBeforePreflightAccepted) {
   ASSERT_TRUE(rec.commit(r).ok());
   // One event each: the write, and the read (no allocation-ready event is
   // kept, P-alloc).
-  EXPECT_EQ(this->use_events(fresh), std::optional<std::size_t>(1));
-  EXPECT_EQ(this->use_events(a), std::optional<std::size_t>(1));
+  EXPECT_EQ(this->use_events(fresh), this->expected_use_events(0, true));
+  EXPECT_EQ(this->use_events(a), this->expected_use_events(1, false));
 }
 
 TYPED_TEST_P(RecorderSuite, ReadThenWriteDedupsToOneReadWrite) {
@@ -193,7 +192,7 @@ TYPED_TEST_P(RecorderSuite, ReadThenWriteDedupsToOneReadWrite) {
   ASSERT_TRUE(rec.preflight(r).ok());
   ASSERT_TRUE(rec.commit(r).ok());
   // One writing finish: last_write replaced, no read appended.
-  EXPECT_EQ(this->use_events(buf), std::optional<std::size_t>(1));
+  EXPECT_EQ(this->use_events(buf), this->expected_use_events(0, true));
   ASSERT_TRUE(r.deallocate(buf).ok());
 }
 
@@ -207,7 +206,7 @@ TYPED_TEST_P(RecorderSuite, RepeatedReadsDedupToOneRead) {
   EXPECT_EQ(uses[0].access, Access::Read);
   ASSERT_TRUE(rec.preflight(r).ok());
   ASSERT_TRUE(rec.commit(r).ok());
-  EXPECT_EQ(this->use_events(buf), std::optional<std::size_t>(1));  // one read event
+  EXPECT_EQ(this->use_events(buf), this->expected_use_events(1, false));  // one read event
 }
 
 TYPED_TEST_P(RecorderSuite, DroppedWithoutCommitAfterPreflightIsReported) {
