@@ -289,12 +289,8 @@ class SimBackend {
   };
   const std::vector<LogLineStart>& log_line_starts() const { return log_line_starts_; }
   /// The line set by set_op_origin when `op` was enqueued.
-  std::optional<int> op_origin(OpRef op) const {
-    auto it = op_origins_.find(op);
-    if (it == op_origins_.end()) return std::nullopt;
-    return it->second;
-  }
-  const std::map<OpRef, int>& op_origins() const { return op_origins_; }
+  std::optional<int> op_origin(OpRef op) const { return op_origins_.get(op); }
+  const OpLines& op_origins() const { return op_origins_; }
   /// R14b: the ops enqueued from now on are a graph's, run by the
   /// `launch graph` at `line` (0: no longer); op_launches reads it back.
   void set_graph_launch(int line) { graph_launch_line_ = line; }
@@ -408,7 +404,7 @@ class SimBackend {
   }
 
   void tag(OpRef op) {
-    if (origin_line_) op_origins_[op] = *origin_line_;
+    if (origin_line_) op_origins_.set(op, *origin_line_);
     if (graph_launch_line_) op_launches_[op] = graph_launch_line_;
   }
 
@@ -426,7 +422,7 @@ class SimBackend {
   std::uint32_t next_stream_id_ = 0;
   FaultInjecting faults_;
   std::optional<int> origin_line_;
-  std::map<OpRef, int> op_origins_;
+  OpLines op_origins_;
   int graph_launch_line_ = 0;
   std::map<OpRef, int> op_launches_;  // R14b: a graph's op -> the line of the launch that ran it
   std::vector<LineStart> line_starts_;

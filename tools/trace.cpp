@@ -1289,7 +1289,6 @@ Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const Trac
     }
   } text{std::vector<const std::string*>(static_cast<std::size_t>(last_line) + 1, nullptr)};
   for (const auto& st : trace.statements) text.by_line[static_cast<std::size_t>(source(st).line)] = &source(st).text;
-  for (const auto& [op, line] : backend.op_origins()) exec.set_origin(op, OpOrigin{line, *text.at(line)});
   // R14b: a graph's op is its captured statement, run by a launch: say which.
   for (const auto& [op, launch] : backend.op_launches())
     exec.set_origin(op, OpOrigin{backend.op_origin(op).value_or(0),
@@ -1309,9 +1308,12 @@ Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const Trac
   for (const auto& q : backend.query_answers()) queries.push_back(QueryAnswer{q.line, q.done, q.after_choices});
   exec.set_choices(std::move(choices), std::move(queries));
   std::vector<Execution::LogStart> log_starts;
-  for (const auto& start : backend.log_line_starts())
-    log_starts.push_back({start.first_entry, OpOrigin{start.line, *text.at(start.line)}});
+  for (const auto& start : backend.log_line_starts()) {
+    (void)text.at(start.line);  // a line the trace has
+    log_starts.push_back({start.first_entry, start.line});
+  }
   exec.set_log_starts(std::move(log_starts));
+  exec.set_origins(backend.op_origins(), std::move(text.by_line));
   exec.set_model(std::move(model));
   return exec;
 }
@@ -1321,10 +1323,17 @@ const sim::DeviceModel& Execution::model() const {
   return *model_;
 }
 
+OpOrigin Execution::origin_at(int line) const {
+  const auto i = static_cast<std::size_t>(line);
+  if (i >= line_texts_.size() || line_texts_[i] == nullptr)
+    throw std::logic_error("Execution: internal error: no statement at line " + std::to_string(line));
+  return OpOrigin{line, *line_texts_[i]};
+}
+
 std::optional<OpOrigin> Execution::origin(sim::OpRef op) const {
-  auto it = origins_.find(op);
-  if (it == origins_.end()) return std::nullopt;
-  return it->second;
+  if (auto it = special_origins_.find(op); it != special_origins_.end()) return it->second;
+  if (auto line = origin_lines_.get(op)) return origin_at(*line);
+  return std::nullopt;
 }
 
 std::optional<OpOrigin> Execution::log_origin(std::size_t entry) const {
@@ -1333,13 +1342,13 @@ std::optional<OpOrigin> Execution::log_origin(std::size_t entry) const {
   auto after = std::upper_bound(log_starts_.begin(), log_starts_.end(), entry,
                                 [](std::size_t e, const LogStart& s) { return e < s.first_entry; });
   if (after == log_starts_.begin()) return std::nullopt;
-  return std::prev(after)->statement;
+  return origin_at(std::prev(after)->line);
 }
 
 std::set<int> Execution::executed_lines() const {
   std::set<int> out;
   for (const LogStart& s : log_starts_)
-    if (s.statement.line != 0) out.insert(s.statement.line);
+    if (s.line != 0) out.insert(s.line);
   return out;
 }
 

@@ -597,7 +597,9 @@ class Execution {
   void add_note(Note note) { notes_.push_back(std::move(note)); }
   void made_buffer(const std::string& name, TraceBuffer buffer) { buffers_[name] = buffer; }
   void took_branch(BranchTaken branch) { branches_.push_back(branch); }
-  void set_origin(sim::OpRef op, OpOrigin origin) { origins_[op] = std::move(origin); }
+  /// An origin that is not its line's statement alone (R14b: a graph's op
+  /// and the launch that ran it); it wins over set_origins'.
+  void set_origin(sim::OpRef op, OpOrigin origin) { special_origins_[op] = std::move(origin); }
   void set_model(std::unique_ptr<sim::DeviceModel> model) { model_ = std::move(model); }
   /// R9c: stream `newer` (as reports call it) was created at `line` with
   /// the handle `older` had.
@@ -615,19 +617,29 @@ class Execution {
   /// cudaFree), which the trace never declares (pictures label it as such).
   std::optional<sim::StreamIndex> plain_alloc_stream() const { return plain_alloc_stream_; }
   void set_plain_alloc_stream(sim::StreamIndex s) { plain_alloc_stream_ = s; }
-  /// The statement of each run of log entries: `statement` made the entries
-  /// from `first_entry` up to the next start's.
+  /// The statement of each run of log entries: the one at `line` made the
+  /// entries from `first_entry` up to the next start's.
   struct LogStart {
     std::size_t first_entry;
-    OpOrigin statement;
+    int line;
   };
   void set_log_starts(std::vector<LogStart> starts) { log_starts_ = std::move(starts); }
+  /// Where the ops came from: a line per op, and the statement text of each
+  /// line (pointers into the trace the run ran, which must outlive this
+  /// record; origin() copies the text out).
+  void set_origins(sim::OpLines lines, std::vector<const std::string*> texts) {
+    origin_lines_ = std::move(lines);
+    line_texts_ = std::move(texts);
+  }
 
  private:
   std::unique_ptr<sim::DeviceModel> model_;
   std::vector<Note> notes_;
   std::map<std::string, TraceBuffer> buffers_;
-  std::map<sim::OpRef, OpOrigin> origins_;
+  OpOrigin origin_at(int line) const;
+  sim::OpLines origin_lines_;
+  std::vector<const std::string*> line_texts_;  // by line; null where no statement is
+  std::map<sim::OpRef, OpOrigin> special_origins_;
   std::vector<ChoicePoint> choices_;
   std::vector<QueryAnswer> query_answers_;
   std::vector<BranchTaken> branches_;
@@ -650,7 +662,8 @@ struct TraceRunOptions {
 };
 
 /// Runs `trace` once on the simulator, the schedule chosen by `chooser`
-/// (which must outlive the returned record: its model refers to it).
+/// (both must outlive the returned record: its model refers to the chooser,
+/// its ops' origins to the trace's statement texts).
 /// `on_model` sees the simulated device before the first statement runs.
 Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const TraceRunOptions& options,
                            const std::function<void(const sim::DeviceModel&)>& on_model = {});

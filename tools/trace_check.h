@@ -70,7 +70,8 @@ Report replay_trace(const Trace& trace, const ScheduleToReplay& replay);
 Report replay_trace(const Trace& trace, const std::string& schedule, const TraceCheckOptions& options);
 
 /// One schedule (the seed's, or a schedule to replay), kept for rendering;
-/// the chooser lives as long as the run that refers to it.
+/// the chooser lives as long as the run that refers to it, and the trace
+/// must (the run's origins point into its statements).
 struct HeldRun {
   std::unique_ptr<sim::Chooser> chooser;
   std::unique_ptr<Execution> run;

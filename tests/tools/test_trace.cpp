@@ -166,7 +166,8 @@ TEST(TraceInterpreter, AResourcePoolHandsFreedBlocksOutAgainInOrder) {
   EXPECT_EQ(r.verdict(), Verdict::Clean) << report_text(r);
   EXPECT_TRUE(r.notes.empty()) << report_text(r);
   sim::RandomChooser chooser(1);
-  const Execution run = run_on_simulator(parse_trace(text, "t.trace"), chooser, {}, {});
+  const Trace trace = parse_trace(text, "t.trace");  // outlives the run, which points into it
+  const Execution run = run_on_simulator(trace, chooser, {}, {});
   EXPECT_EQ(run.buffers().at("B").ptr, run.buffers().at("A").ptr);
   EXPECT_EQ(run.buffers().at("C").ptr, run.buffers().at("A").ptr);
   EXPECT_EQ(run.buffers().at("E").ptr, run.buffers().at("D").ptr);
