@@ -120,8 +120,8 @@ void RaceChecker::check(OpRef q, Checked& checked) {
 }
 
 void RaceChecker::executed(OpRef r) {
-  const OpRecord& rec = record(r);
-  for (const auto& acc : rec.accesses) {
+  OpRecord& rec = record(r);
+  for (auto& acc : rec.accesses) {
     if (!reads(acc.access.access)) continue;
     for (const auto& expected : acc.expected) {
       const std::uint64_t stamp = expected.second;  // a named copy: clang 14 cannot capture a structured binding
@@ -130,6 +130,9 @@ void RaceChecker::executed(OpRef r) {
                           if (v != stamp) mismatches_.push_back(ValueMismatch{r, ByteRange{lo, hi}, stamp, v});
                         });
     }
+    // An op executes once: what its reads had to see is not asked again,
+    // and its memory goes back now rather than with the whole run.
+    std::vector<std::pair<ByteRange, std::uint64_t>>().swap(acc.expected);
   }
   if (!rec.changes_memory) return;
   for (const auto& acc : rec.accesses)
