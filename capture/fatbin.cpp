@@ -78,34 +78,81 @@ EmbeddedPtx ptx_of_fatbin(const unsigned char* data, std::size_t size) {
   return out;
 }
 
-EmbeddedPtx embedded_ptx(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw std::runtime_error(file.string() + ": cannot be read");
-  auto fail = [&](const std::string& why) { return std::runtime_error(file.string() + ": " + why); };
-  Elf64_Ehdr elf{};
-  if (!in.read(reinterpret_cast<char*>(&elf), sizeof elf) || std::memcmp(elf.e_ident, ELFMAG, SELFMAG) != 0 ||
-      elf.e_ident[EI_CLASS] != ELFCLASS64)
-    throw fail("not a 64-bit ELF file");
-  if (elf.e_shentsize != sizeof(Elf64_Shdr) || elf.e_shstrndx >= elf.e_shnum) return {};
-  std::vector<Elf64_Shdr> sections(elf.e_shnum);
-  in.seekg(static_cast<std::streamoff>(elf.e_shoff));
-  if (!in.read(reinterpret_cast<char*>(sections.data()),
-               static_cast<std::streamsize>(sections.size() * sizeof(Elf64_Shdr))))
-    throw fail("its section headers are cut off");
-  auto contents = [&](const Elf64_Shdr& s) {
+namespace {
+
+/// A 64-bit ELF file's section headers, and the bytes of any section read
+/// on demand; every failure names the file.
+class ElfSections {
+ public:
+  explicit ElfSections(const std::filesystem::path& file) : file_(file), in_(file, std::ios::binary) {
+    if (!in_) throw std::runtime_error(file.string() + ": cannot be read");
+    Elf64_Ehdr elf{};
+    if (!in_.read(reinterpret_cast<char*>(&elf), sizeof elf) || std::memcmp(elf.e_ident, ELFMAG, SELFMAG) != 0 ||
+        elf.e_ident[EI_CLASS] != ELFCLASS64)
+      throw fail("not a 64-bit ELF file");
+    if (elf.e_shentsize != sizeof(Elf64_Shdr) || elf.e_shstrndx >= elf.e_shnum) return;  // no sections
+    headers_.resize(elf.e_shnum);
+    in_.seekg(static_cast<std::streamoff>(elf.e_shoff));
+    if (!in_.read(reinterpret_cast<char*>(headers_.data()),
+                  static_cast<std::streamsize>(headers_.size() * sizeof(Elf64_Shdr))))
+      throw fail("its section headers are cut off");
+    names_ = contents(headers_[elf.e_shstrndx]);
+  }
+  const std::vector<Elf64_Shdr>& headers() const { return headers_; }
+  std::string name(const Elf64_Shdr& s) const {
+    if (s.sh_name >= names_.size()) return {};
+    return text_until_nul(names_.data() + s.sh_name, names_.size() - s.sh_name);
+  }
+  std::vector<unsigned char> contents(const Elf64_Shdr& s) {
+    if (s.sh_type == SHT_NOBITS) return {};
     std::vector<unsigned char> bytes(s.sh_size);
-    in.seekg(static_cast<std::streamoff>(s.sh_offset));
-    if (!in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size())))
+    in_.seekg(static_cast<std::streamoff>(s.sh_offset));
+    if (!in_.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size())))
       throw fail("a section is cut off");
     return bytes;
-  };
-  const std::vector<unsigned char> names = contents(sections[elf.e_shstrndx]);
+  }
+  std::runtime_error fail(const std::string& why) const { return std::runtime_error(file_.string() + ": " + why); }
+
+ private:
+  std::filesystem::path file_;
+  std::ifstream in_;
+  std::vector<Elf64_Shdr> headers_;
+  std::vector<unsigned char> names_;
+};
+
+}  // namespace
+
+DynamicLinks dynamic_links(const std::filesystem::path& file) {
+  ElfSections elf(file);
+  DynamicLinks out;
+  for (const auto& s : elf.headers()) {
+    if (s.sh_type != SHT_DYNAMIC) continue;
+    if (s.sh_link >= elf.headers().size()) throw elf.fail("its dynamic section names no string table");
+    const std::vector<unsigned char> strings = elf.contents(elf.headers()[s.sh_link]);
+    const std::vector<unsigned char> bytes = elf.contents(s);
+    auto text = [&](std::uint64_t offset) {
+      if (offset >= strings.size()) throw elf.fail("a dynamic entry points past its string table");
+      return text_until_nul(strings.data() + offset, strings.size() - offset);
+    };
+    for (std::size_t at = 0; at + sizeof(Elf64_Dyn) <= bytes.size(); at += sizeof(Elf64_Dyn)) {
+      Elf64_Dyn d{};
+      std::memcpy(&d, bytes.data() + at, sizeof d);
+      if (d.d_tag == DT_NULL) break;
+      if (d.d_tag == DT_NEEDED) out.needed.push_back(text(d.d_un.d_val));
+      if (d.d_tag == DT_RPATH) out.rpath = text(d.d_un.d_val);
+      if (d.d_tag == DT_RUNPATH) out.runpath = text(d.d_un.d_val);
+    }
+  }
+  return out;
+}
+
+EmbeddedPtx embedded_ptx(const std::filesystem::path& file) {
+  ElfSections elf(file);
+  auto fail = [&](const std::string& why) { return elf.fail(why); };
   EmbeddedPtx out;
-  for (const auto& s : sections) {
-    if (s.sh_name >= names.size() || s.sh_type == SHT_NOBITS) continue;
-    const std::string name = text_until_nul(names.data() + s.sh_name, names.size() - s.sh_name);
-    if (name != ".nv_fatbin") continue;
-    const std::vector<unsigned char> bytes = contents(s);
+  for (const auto& s : elf.headers()) {
+    if (s.sh_type == SHT_NOBITS || elf.name(s) != ".nv_fatbin") continue;
+    const std::vector<unsigned char> bytes = elf.contents(s);
     try {
       EmbeddedPtx found = ptx_of_fatbin(bytes.data(), bytes.size());
       for (auto& m : found.modules) out.modules.push_back(std::move(m));

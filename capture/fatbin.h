@@ -34,4 +34,16 @@ EmbeddedPtx embedded_ptx(const std::filesystem::path& file);
 /// The same, from the bytes of one `.nv_fatbin` section.
 EmbeddedPtx ptx_of_fatbin(const unsigned char* data, std::size_t size);
 
+/// What an ELF program or library asks of the dynamic loader: the
+/// libraries it needs (DT_NEEDED) and where it says to look for them
+/// (DT_RPATH, DT_RUNPATH: colon-separated lists, as written). Empty for a
+/// file without a dynamic section (a static program). Throws
+/// std::runtime_error, with the file's name, as embedded_ptx does.
+struct DynamicLinks {
+  std::vector<std::string> needed;
+  std::string rpath;
+  std::string runpath;
+};
+DynamicLinks dynamic_links(const std::filesystem::path& file);
+
 }  // namespace streamcheck::capture

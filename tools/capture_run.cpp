@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "capture/fatbin.h"
@@ -91,6 +93,62 @@ bool is_elf(const fs::path& file) {
                                                      4) == 0;
 }
 
+/// The directories of a DT_RPATH or DT_RUNPATH list, $ORIGIN as the
+/// directory of the file that names them (the loader's meaning).
+std::vector<fs::path> search_dirs(const std::string& list, const fs::path& origin) {
+  std::vector<fs::path> dirs;
+  std::string::size_type start = 0;
+  while (start <= list.size()) {
+    const auto end = std::min(list.find(':', start), list.size());
+    std::string dir = list.substr(start, end - start);
+    for (const char* token : {"${ORIGIN}", "$ORIGIN"})
+      for (auto at = dir.find(token); at != std::string::npos; at = dir.find(token))
+        dir.replace(at, std::string_view(token).size(), origin.string());
+    if (!dir.empty()) dirs.emplace_back(dir);
+    start = end + 1;
+  }
+  return dirs;
+}
+
+}  // namespace
+
+std::vector<fs::path> linked_libraries(const fs::path& file) {
+  std::vector<fs::path> found;
+  std::set<fs::path> seen{fs::weakly_canonical(file)};
+  std::vector<fs::path> to_read{file};
+  const char* env = std::getenv("LD_LIBRARY_PATH");
+  while (!to_read.empty()) {
+    const fs::path current = to_read.back();
+    to_read.pop_back();
+    const capture::DynamicLinks links = capture::dynamic_links(current);
+    const fs::path origin = fs::absolute(current).parent_path();
+    // The loader's order: RPATH (only without RUNPATH), LD_LIBRARY_PATH,
+    // RUNPATH; the system's directories and ld.so.cache after them are not
+    // searched here.
+    std::vector<fs::path> dirs;
+    if (links.runpath.empty())
+      for (auto& d : search_dirs(links.rpath, origin)) dirs.push_back(std::move(d));
+    if (env)
+      for (auto& d : search_dirs(env, origin)) dirs.push_back(std::move(d));
+    for (auto& d : search_dirs(links.runpath, origin)) dirs.push_back(std::move(d));
+    for (const auto& name : links.needed) {
+      for (const auto& dir : dirs) {
+        const fs::path candidate = dir / name;
+        std::error_code ec;
+        if (!fs::is_regular_file(candidate, ec) || !is_elf(candidate)) continue;
+        if (seen.insert(fs::weakly_canonical(candidate)).second) {
+          found.push_back(candidate);
+          to_read.push_back(candidate);
+        }
+        break;
+      }
+    }
+  }
+  return found;
+}
+
+namespace {
+
 /// The --ptx files and the program's own fat binary, derived. A program
 /// that is not ELF (a script) has no PTX of its own.
 PtxDerivation derive_kernel_accesses(const CaptureOptions& options) {
@@ -102,17 +160,36 @@ PtxDerivation derive_kernel_accesses(const CaptureOptions& options) {
 
 }  // namespace
 
-PtxDerivation derive_from_ptx(const std::vector<std::string>& files) {
+PtxDerivation derive_from_ptx(const std::vector<std::string>& named) {
   PtxDerivation out;
   std::vector<std::string> sources;
-  for (const auto& file : files) {
+  // Each ELF file named brings the libraries it links from its own
+  // directories (RPATH, LD_LIBRARY_PATH, RUNPATH), where a program's
+  // kernels may live; each file is read once.
+  std::vector<std::pair<std::string, std::string>> files;  // file, the file that links it ("" if named)
+  std::set<fs::path> listed;
+  for (const auto& file : named) {
     if (!fs::exists(file)) throw CaptureError(file + ": no such file");
+    if (!listed.insert(fs::weakly_canonical(file)).second) continue;
+    files.emplace_back(file, "");
+    if (!is_elf(file)) continue;
+    try {
+      for (const auto& lib : linked_libraries(file))
+        if (listed.insert(fs::weakly_canonical(lib)).second) files.emplace_back(lib.string(), file);
+    } catch (const std::exception& e) {  // a cut-off ELF file
+      throw CaptureError(file + ": " + e.what());
+    }
+  }
+  for (const auto& [file, linked_by] : files) {
     try {
       if (is_elf(file)) {
         const capture::EmbeddedPtx embedded = capture::embedded_ptx(file);
         for (const auto& module : embedded.modules)
           for (const auto& k : capture::derive_ptx_accesses(module)) out.table.add(k);
-        sources.push_back(file + (embedded.modules.empty() ? " (no PTX in it)" : "'s fat binary"));
+        // A linked library without PTX (libc, most libraries) is not worth a word.
+        if (!linked_by.empty() && embedded.modules.empty() && embedded.undecodable == 0) continue;
+        sources.push_back(file + (embedded.modules.empty() ? " (no PTX in it)" : "'s fat binary") +
+                          (linked_by.empty() ? "" : " (linked by " + linked_by + ")"));
         if (embedded.undecodable > 0)
           out.lines.push_back(std::to_string(embedded.undecodable) + " PTX module(s) of " + file +
                               " are compressed in a way this streamcheck does not read: their kernels' accesses "

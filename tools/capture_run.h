@@ -3,6 +3,7 @@
 // (CUDA_INJECTION64_PATH) and hands back the trace it wrote, for `explore`.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -53,9 +54,18 @@ struct PtxDerivation {
 };
 
 /// Derives the kernels of each file: an ELF file's fat binary (a program,
-/// a shared library) or PTX text. Throws CaptureError for a missing file,
+/// a shared library, and those of the libraries it links that
+/// linked_libraries finds) or PTX text. Throws CaptureError for a missing file,
 /// text that is not PTX, or a cut-off ELF file or fat binary.
 PtxDerivation derive_from_ptx(const std::vector<std::string>& files);
+/// The shared libraries the ELF program or library `file` links (DT_NEEDED,
+/// and theirs) that the dynamic loader finds in the directories the files
+/// name themselves (DT_RPATH, DT_RUNPATH, $ORIGIN expanded) or in
+/// LD_LIBRARY_PATH, in the loader's order; each once. Libraries found only
+/// in the system's directories (ld.so.cache, /lib, /usr/lib) are not
+/// listed: a kernel there needs `--ptx` (docs/CAPTURE.md). Throws
+/// std::runtime_error for a file that is not ELF or is cut short.
+std::vector<std::filesystem::path> linked_libraries(const std::filesystem::path& file);
 
 /// `streamcheck kernels FILE...`: the derivation as a --kernels file
 /// (docs/CAPTURE.md), a parameter not derived written readwrites and marked.
