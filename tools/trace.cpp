@@ -125,8 +125,11 @@ class Parser {
   }
   bool peek(std::string_view word) const { return pos_ < toks_.size() && toks_[pos_].text == word; }
   bool at_end() const { return pos_ >= toks_.size(); }
+  // The messages below are made only when they are said: a statement's
+  // words are read a million times in a large trace.
   void expect(std::string_view word) {
-    const Token& t = next(fmt::format("'{}'", word).c_str());
+    if (at_end()) fail(end_col_, fmt::format("expected '{}' at the end of the line", word));
+    const Token& t = toks_[pos_++];
     if (t.text != word) fail(t.col, fmt::format("expected '{}', found '{}'", word, shown_input(t.text)));
   }
   void expect_end() {
@@ -135,7 +138,8 @@ class Parser {
   }
 
   std::string new_name(NameKind kind) {
-    const Token& t = next(fmt::format("{} name", to_string(kind)).c_str());
+    if (at_end()) fail(end_col_, fmt::format("expected {} name at the end of the line", to_string(kind)));
+    const Token& t = toks_[pos_++];
     check_name_syntax(t);
     predeclared(t);
     auto it = names_.find(t.text);
@@ -726,11 +730,14 @@ class Parser {
     return st;
   }
   /// A stream another thread captures cannot be used here.
-  void not_captured_elsewhere(const std::string& stream, int col) const {
+  /// `col`: where to point at when it is; the column of the stream's
+  /// name in the statement when not given (found only then).
+  void not_captured_elsewhere(const std::string& stream, std::optional<int> col = std::nullopt) const {
     if (auto it = capturing_.find(stream); it != capturing_.end() && it->second != thread_)
-      fail(col, fmt::format("{} is being captured by thread {} (line {}): another thread cannot use it before that "
-                            "thread's 'capture end'",
-                            stream, it->second, captures_.at(it->second).begin_line));
+      fail(col ? *col : col_of(stream),
+           fmt::format("{} is being captured by thread {} (line {}): another thread cannot use it before that "
+                       "thread's 'capture end'",
+                       stream, it->second, captures_.at(it->second).begin_line));
   }
   /// The column of the first token after the statement word that names `name`.
   int col_of(const std::string& name) const {
@@ -756,9 +763,9 @@ class Parser {
           using S = std::decay_t<decltype(st)>;
           if constexpr (requires { st.stream; }) {
             if constexpr (std::is_same_v<std::decay_t<decltype(st.stream)>, std::string>)
-              not_captured_elsewhere(st.stream, col_of(st.stream));
+              not_captured_elsewhere(st.stream);
             else if (st.stream)
-              not_captured_elsewhere(*st.stream, col_of(*st.stream));
+              not_captured_elsewhere(*st.stream);
           }
           if constexpr (std::is_same_v<S, ast::Launch> || std::is_same_v<S, ast::Copy> ||
                         std::is_same_v<S, ast::Callback>) {
