@@ -266,7 +266,10 @@ class LayeredResource {
   /// The address the backend handed out for `block`: the debug tier hands
   /// out the middle of its block, past the front canary.
   std::uint64_t backend_address(const DeviceBlock& block) const {
-    return guarded() ? block.ptr - tier_books()->canary_bytes : block.ptr;
+    if constexpr (kCanGuard) {
+      if (tiers_.tier) return block.ptr - tiers_.tier->options().canary_bytes;
+    }
+    return block.ptr;
   }
   /// The debug tier's books (nullopt without it).
   std::optional<TierBooks> tier_books() const {

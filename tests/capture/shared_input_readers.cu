@@ -8,10 +8,19 @@
 // (expected.txt: shared_input_readers@no-ptx).
 #include "corpus.h"
 
+#ifdef STREAMCHECK_KERNEL_IN_LIBRARY
+// shared_library_readers.cu: the same program, its kernel in a library.
+void launch_library_scale_into(float* in, float* out, float factor, int n, int blocks, int threads,
+                               cudaStream_t stream);
+#define SCALE_INTO(in, out, factor, stream) \
+  launch_library_scale_into(in, out, factor, kElements, kBlocks, kThreads, stream)
+#else
 __global__ void scale_into(float* in, float* out, float factor, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = in[i] * factor;
 }
+#define SCALE_INTO(in, out, factor, stream) scale_into<<<kBlocks, kThreads, 0, stream>>>(in, out, factor, kElements)
+#endif
 
 int main() {
   cudaStream_t s1, s2, s3;
@@ -30,8 +39,8 @@ int main() {
   CHECK(cudaEventRecord(produced, s1));
   CHECK(cudaStreamWaitEvent(s2, produced, 0));
   CHECK(cudaStreamWaitEvent(s3, produced, 0));
-  scale_into<<<kBlocks, kThreads, 0, s2>>>(a, b, 2.0f, kElements);
-  scale_into<<<kBlocks, kThreads, 0, s3>>>(a, c, 3.0f, kElements);
+  SCALE_INTO(a, b, 2.0f, s2);
+  SCALE_INTO(a, c, 3.0f, s3);
   CHECK(cudaEventRecord(done2, s2));
   CHECK(cudaEventRecord(done3, s3));
   CHECK(cudaStreamWaitEvent(s1, done2, 0));

@@ -5,43 +5,5 @@
 // stream waits for both before freeing. Expected: clean, with the kernel's
 // accesses derived from the library's PTX; `--no-ptx` gives the signature's
 // data race (expected.txt: shared_library_readers@no-ptx).
-#include "corpus.h"
-
-void launch_library_scale_into(float* in, float* out, float factor, int n, int blocks, int threads,
-                               cudaStream_t stream);
-
-int main() {
-  cudaStream_t s1, s2, s3;
-  cudaEvent_t produced, done2, done3;
-  CHECK(cudaStreamCreate(&s1));
-  CHECK(cudaStreamCreate(&s2));
-  CHECK(cudaStreamCreate(&s3));
-  CHECK(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
-  CHECK(cudaEventCreateWithFlags(&done2, cudaEventDisableTiming));
-  CHECK(cudaEventCreateWithFlags(&done3, cudaEventDisableTiming));
-  float *a = nullptr, *b = nullptr, *c = nullptr;
-  CHECK(cudaMallocAsync(&a, kElements * sizeof(float), s1));
-  CHECK(cudaMallocAsync(&b, kElements * sizeof(float), s1));
-  CHECK(cudaMallocAsync(&c, kElements * sizeof(float), s1));
-  produce<<<kBlocks, kThreads, 0, s1>>>(a, kElements);
-  CHECK(cudaEventRecord(produced, s1));
-  CHECK(cudaStreamWaitEvent(s2, produced, 0));
-  CHECK(cudaStreamWaitEvent(s3, produced, 0));
-  launch_library_scale_into(a, b, 2.0f, kElements, kBlocks, kThreads, s2);
-  launch_library_scale_into(a, c, 3.0f, kElements, kBlocks, kThreads, s3);
-  CHECK(cudaEventRecord(done2, s2));
-  CHECK(cudaEventRecord(done3, s3));
-  CHECK(cudaStreamWaitEvent(s1, done2, 0));
-  CHECK(cudaStreamWaitEvent(s1, done3, 0));
-  CHECK(cudaFreeAsync(a, s1));
-  CHECK(cudaFreeAsync(b, s1));
-  CHECK(cudaFreeAsync(c, s1));
-  CHECK(cudaStreamSynchronize(s1));
-  CHECK(cudaEventDestroy(produced));
-  CHECK(cudaEventDestroy(done2));
-  CHECK(cudaEventDestroy(done3));
-  CHECK(cudaStreamDestroy(s1));
-  CHECK(cudaStreamDestroy(s2));
-  CHECK(cudaStreamDestroy(s3));
-  return 0;
-}
+#define STREAMCHECK_KERNEL_IN_LIBRARY
+#include "shared_input_readers.cu"
