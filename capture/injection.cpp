@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -21,12 +22,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
+#include "capture/fatbin.h"
 #include "capture/kernel_access.h"
 #include "capture/ptx_access.h"
 #include "capture/trace_writer.h"
@@ -45,6 +50,13 @@ struct KernelHandleLaunchParams {
   void** args;
   size_t sharedMem;
   cudaStream_t stream;
+};
+// __cudaGetKernel (the <<<>>> stub's first call): the kernel handle it
+// returns for the host stub at entryFuncAddr, which tells whose file the
+// kernel is in.
+struct GetKernelParams {
+  cudaKernel_t* kernelPtr;
+  const void* entryFuncAddr;
 };
 
 /// How one parameter is read out of a launch's `args`.
@@ -77,7 +89,15 @@ struct Capture {
   ParamInfoFn func_param_info = nullptr;    // cuFuncGetParamInfo
   ParamInfoFn kernel_param_info = nullptr;  // cuKernelGetParamInfo
   FuncBySymbolFn func_by_symbol = nullptr;  // cudaGetFuncBySymbol
-  bool verbose = false;                     // STREAMCHECK_CAPTURE_VERBOSE
+  /// The host stub of each kernel handle __cudaGetKernel returned.
+  std::unordered_map<const void*, const void*> stub_of_kernel;
+  /// ELF files whose PTX is in `ptx` (canonical names): those `streamcheck
+  /// capture` read before the run (STREAMCHECK_PTX_READ) and those read here.
+  std::unordered_set<std::string> ptx_files_read;
+  /// Read the PTX of a launched kernel's file when no table has the kernel
+  /// (off with STREAMCHECK_NO_PTX=1, as `capture --no-ptx` sets).
+  bool ptx_at_run_time = true;
+  bool verbose = false;  // STREAMCHECK_CAPTURE_VERBOSE
   std::string out_path;
   bool written = false;
   /// Every runtime call the program made, by callback id: the trace's
@@ -114,6 +134,75 @@ Handle handle(const void* p) { return reinterpret_cast<Handle>(p); }
 bool ends_with(const char* s, const char* suffix) {
   const std::size_t n = std::strlen(s), m = std::strlen(suffix);
   return n >= m && std::strcmp(s + n - m, suffix) == 0;
+}
+
+/// Adds the kernels of `file`'s PTX to the table, once per file; a note
+/// says which file was read here, or why it could not be.
+void read_ptx_of(Capture& c, const std::filesystem::path& file) {
+  std::error_code ec;
+  const std::string name = std::filesystem::weakly_canonical(file, ec).string();
+  if (ec || !c.ptx_files_read.insert(name).second) return;
+  try {
+    const EmbeddedPtx embedded = embedded_ptx(name);
+    std::size_t kernels = 0;
+    for (const auto& module : embedded.modules)
+      for (const auto& k : derive_ptx_accesses(module))
+        if (c.ptx.find(k.symbol) == nullptr) {
+          c.ptx.add(k);
+          ++kernels;
+        }
+    if (kernels > 0)
+      c.writer.note("kernel accesses derived from the PTX of " + name +
+                    " when the program first launched a kernel of it (a library it opened, or one in the system's "
+                    "directories)");
+  } catch (const std::exception& e) {
+    c.writer.note(std::string("PTX not read: ") + e.what());
+  }
+}
+
+/// The file a loaded object came from: the program's for the program
+/// itself (the loader names it ""), none for one without a file
+/// (linux-vdso.so.1).
+std::optional<std::filesystem::path> object_file(const char* loader_name) {
+  if (loader_name == nullptr || loader_name[0] == '\0') return std::filesystem::path("/proc/self/exe");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(loader_name, ec)) return std::nullopt;
+  return std::filesystem::path(loader_name);
+}
+
+/// The files of the loaded objects: every one, or (`address` given) the one
+/// whose segments hold that address.
+std::vector<std::filesystem::path> loaded_files(const void* address = nullptr) {
+  struct Search {
+    std::uintptr_t address;
+    std::vector<std::filesystem::path> files;
+  } search{reinterpret_cast<std::uintptr_t>(address), {}};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        auto& s = *static_cast<Search*>(data);
+        bool holds = s.address == 0;
+        for (int i = 0; i < info->dlpi_phnum && !holds; ++i) {
+          const ElfW(Phdr)& segment = info->dlpi_phdr[i];
+          const std::uintptr_t start = info->dlpi_addr + segment.p_vaddr;
+          holds = segment.p_type == PT_LOAD && s.address >= start && s.address < start + segment.p_memsz;
+        }
+        if (!holds) return 0;
+        if (auto file = object_file(info->dlpi_name)) s.files.push_back(std::move(*file));
+        return s.address == 0 ? 0 : 1;  // one object holds an address
+      },
+      &search);
+  return search.files;
+}
+
+/// For a kernel no table has: the PTX of the file its host stub is in, or,
+/// where the stub is not known, of every loaded file not read yet. Covers
+/// what `streamcheck capture` cannot see before the run: libraries opened
+/// with dlopen, and those in the system's directories.
+void read_ptx_at_launch(Capture& c, const void* stub) {
+  std::vector<std::filesystem::path> files =
+      stub != nullptr ? loaded_files(stub) : std::vector<std::filesystem::path>{};
+  if (files.empty()) files = loaded_files();
+  for (const auto& file : files) read_ptx_of(c, file);
 }
 
 /// The parameters of a kernel, from the sidecar table or annotations, its
@@ -158,6 +247,15 @@ KernelInfo describe_kernel(Capture& c, const char* symbol, const void* function,
   // kernel's PTX does through each parameter (`streamcheck capture` derived
   // it from the program's fat binary before running it).
   const PtxKernel* derived = listed == nullptr && symbol != nullptr ? c.ptx.find(symbol) : nullptr;
+  if (derived == nullptr && listed == nullptr && symbol != nullptr && c.ptx_at_run_time) {
+    const void* stub = function;
+    if (is_kernel_handle) {
+      const auto it = c.stub_of_kernel.find(function);
+      stub = it != c.stub_of_kernel.end() ? it->second : nullptr;
+    }
+    read_ptx_at_launch(c, stub);
+    derived = c.ptx.find(symbol);
+  }
   if (derived != nullptr && derived->params.size() != count) {
     c.writer.note("a kernel whose PTX has a number of parameters other than the driver's: its PTX is not used");
     derived = nullptr;
@@ -405,6 +503,11 @@ void on_runtime_exit(Capture& c, CUpti_CallbackId id, const CUpti_CallbackData* 
       launch(c, cb, p->func, false, p->args, stream_arg(p->stream, pt));
       return;
     }
+    case CUPTI_RUNTIME_TRACE_CBID___cudaGetKernel_v13000: {
+      SC_PARAMS(GetKernelParams);
+      if (p->kernelPtr != nullptr) c.stub_of_kernel[*p->kernelPtr] = p->entryFuncAddr;
+      return;
+    }
     case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000:
     case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000: {
       SC_PARAMS(KernelHandleLaunchParams);
@@ -637,6 +740,16 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
     c->out_path += "." + pid;
   if (!load_table_from_env("STREAMCHECK_KERNELS", c->table) || !load_table_from_env("STREAMCHECK_PTX_KERNELS", c->ptx))
     return 0;
+  if (const char* read = std::getenv("STREAMCHECK_PTX_READ"); read != nullptr) {
+    std::string_view list(read);
+    while (!list.empty()) {
+      const auto end = std::min(list.find(':'), list.size());
+      if (end > 0) c->ptx_files_read.emplace(list.substr(0, end));
+      list.remove_prefix(std::min(end + 1, list.size()));
+    }
+  }
+  const char* no_ptx = std::getenv("STREAMCHECK_NO_PTX");
+  c->ptx_at_run_time = no_ptx == nullptr || std::strcmp(no_ptx, "1") != 0;
   // The driver is loaded (it is loading us): find what it has by name, so
   // that an older driver without them still captures.
   c->verbose = std::getenv("STREAMCHECK_CAPTURE_VERBOSE") != nullptr;

@@ -184,6 +184,7 @@ PtxDerivation derive_from_ptx(const std::vector<std::string>& named) {
     try {
       if (is_elf(file)) {
         const capture::EmbeddedPtx embedded = capture::embedded_ptx(file);
+        out.elf_files_read.push_back(fs::weakly_canonical(file).string());
         for (const auto& module : embedded.modules)
           for (const auto& k : capture::derive_ptx_accesses(module)) out.table.add(k);
         // A linked library without PTX (libc, most libraries) is not worth a word.
@@ -302,7 +303,8 @@ CaptureResult run_capture(const CaptureOptions& options) {
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string_view entry(*e);
     if (entry.starts_with("CUDA_INJECTION64_PATH=") || entry.starts_with("STREAMCHECK_CAPTURE_OUT=") ||
-        entry.starts_with("STREAMCHECK_KERNELS=") || entry.starts_with("STREAMCHECK_PTX_KERNELS="))
+        entry.starts_with("STREAMCHECK_KERNELS=") || entry.starts_with("STREAMCHECK_PTX_KERNELS=") ||
+        entry.starts_with("STREAMCHECK_PTX_READ=") || entry.starts_with("STREAMCHECK_NO_PTX="))
       continue;
     env_text.emplace_back(entry);
   }
@@ -310,6 +312,16 @@ CaptureResult run_capture(const CaptureOptions& options) {
   env_text.push_back("STREAMCHECK_CAPTURE_OUT=" + trace.string());
   if (!kernels.empty()) env_text.push_back("STREAMCHECK_KERNELS=" + kernels);
   if (!ptx_kernels.empty()) env_text.push_back("STREAMCHECK_PTX_KERNELS=" + ptx_kernels);
+  // The files read here, which the capture library need not read again when
+  // it looks for a launched kernel's PTX (capture/injection.cpp); or none
+  // read at all (--no-ptx).
+  if (options.derive_from_ptx) {
+    std::string read;
+    for (const auto& file : derived.elf_files_read) read += (read.empty() ? "" : ":") + file;
+    env_text.push_back("STREAMCHECK_PTX_READ=" + read);
+  } else {
+    env_text.push_back("STREAMCHECK_NO_PTX=1");
+  }
   env_text.erase(std::remove_if(env_text.begin(), env_text.end(),
                                 [](const std::string& e) { return e.starts_with("STREAMCHECK_CAPTURE_ROOT_PID="); }),
                  env_text.end());

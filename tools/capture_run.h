@@ -51,6 +51,10 @@ struct CaptureResult {
 struct PtxDerivation {
   capture::PtxKernelTable table;
   std::vector<std::string> lines;
+  /// Every ELF file whose fat binary was read, as the loader would name it
+  /// (canonical): the capture library reads the PTX of the others a program
+  /// launches kernels from (dlopen, the system's directories) itself.
+  std::vector<std::string> elf_files_read;
 };
 
 /// Derives the kernels of each file: an ELF file's fat binary (a program,

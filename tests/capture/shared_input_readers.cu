@@ -8,12 +8,35 @@
 // (expected.txt: shared_input_readers@no-ptx).
 #include "corpus.h"
 
-#ifdef STREAMCHECK_KERNEL_IN_LIBRARY
+#if defined(STREAMCHECK_KERNEL_IN_LIBRARY)
 // shared_library_readers.cu: the same program, its kernel in a library.
 void launch_library_scale_into(float* in, float* out, float factor, int n, int blocks, int threads,
                                cudaStream_t stream);
 #define SCALE_INTO(in, out, factor, stream) \
   launch_library_scale_into(in, out, factor, kElements, kBlocks, kThreads, stream)
+#elif defined(STREAMCHECK_KERNEL_OPENED)
+// dlopen_library_readers.cu: the same program, its kernel in a library it
+// opens with dlopen from its own directory (no DT_NEEDED entry names it).
+#include <dlfcn.h>
+
+#include <filesystem>
+
+using LaunchScaleInto = void (*)(float*, float*, float, int, int, int, cudaStream_t);
+LaunchScaleInto opened_launch_scale_into() {
+  static LaunchScaleInto launch = [] {
+    const auto lib = std::filesystem::read_symlink("/proc/self/exe").parent_path() / "libstreamcheck_corpus_kernels.so";
+    void* handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+    void* symbol = handle != nullptr ? dlsym(handle, "streamcheck_corpus_launch_scale_into") : nullptr;
+    if (symbol == nullptr) {
+      std::fprintf(stderr, "cannot open %s: %s\n", lib.c_str(), dlerror());
+      std::exit(1);
+    }
+    return reinterpret_cast<LaunchScaleInto>(symbol);
+  }();
+  return launch;
+}
+#define SCALE_INTO(in, out, factor, stream) \
+  opened_launch_scale_into()(in, out, factor, kElements, kBlocks, kThreads, stream)
 #else
 __global__ void scale_into(float* in, float* out, float factor, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
