@@ -32,6 +32,9 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(CudaBackendOptions opti
 }
 
 Status CudaBackend::init() {
+  // Null without a driver: init_gpu then fails with the driver's reason,
+  // before any call that uses driver_.
+  driver_ = Driver::get(nullptr);
   auto g = std::make_unique<Gpu>();
   if (auto st = init_gpu(*g, options_.device_ordinal); !st) return st;
   gpus_.emplace(0, std::move(g));
@@ -336,12 +339,13 @@ Status CudaBackend::record_event(Event& e, StreamRef s) {
                                    "not the stream's); refused here before the call, as this backend replays both "
                                    "devices in one context");
   }
-  return cuda::record_event(e.ref().get(), s.get());
+  // EventRef and StreamRef are never null: straight to the driver.
+  return checked(driver_->api().event_record(e.ref().get(), s.get()), "cuEventRecord");
 }
 
 Status CudaBackend::wait_event(StreamRef s, const Event& e) {
   if (auto f = enter("wait_event")) return *f;
-  return cuda::wait_event(s.get(), e.ref().get());
+  return checked(driver_->api().stream_wait_event(s.get(), e.ref().get(), CU_EVENT_WAIT_DEFAULT), "cuStreamWaitEvent");
 }
 
 Result<std::uint64_t> CudaBackend::alloc_async(std::size_t bytes, StreamRef s) {
@@ -349,8 +353,8 @@ Result<std::uint64_t> CudaBackend::alloc_async(std::size_t bytes, StreamRef s) {
   if (auto live = std::exchange(collision_, std::nullopt)) return *live;  // a broken driver: allocates nothing
   CUdeviceptr ptr = 0;
   Gpu& g = gpu_of(s);  // R13: the stream's device's pool
-  if (auto st = driver().check(driver().api().mem_alloc_from_pool_async(&ptr, bytes, g.pool, s.get()),
-                               "cuMemAllocFromPoolAsync");
+  if (auto st =
+          checked(driver_->api().mem_alloc_from_pool_async(&ptr, bytes, g.pool, s.get()), "cuMemAllocFromPoolAsync");
       !st)
     return st.error();
   live_allocations_[ptr] = LiveAllocation{bytes, &g};
@@ -378,7 +382,7 @@ Status CudaBackend::free_async(std::uint64_t ptr, StreamRef s) {
     check(s, ptr, it->second.bytes, spin);
     stamp(s, ptr, it->second.bytes, kFreedStampBit | next_stamp_++, 0);
   }
-  if (auto st = driver().check(driver().api().mem_free_async(ptr, s.get()), "cuMemFreeAsync"); !st) return st;
+  if (auto st = checked(driver_->api().mem_free_async(ptr, s.get()), "cuMemFreeAsync"); !st) return st;
   live_allocations_.erase(it);
   if (options_.stamp_pool_ops) {
     // Reap's promise (P3 reap ordering) is checked against this fence: an

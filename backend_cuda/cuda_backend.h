@@ -365,11 +365,19 @@ class CudaBackend {
   /// Every Backend call begins here: the hook of on_next_call, then the
   /// fault point.
   std::optional<ResourceError> enter(const char* call) {
-    if (auto hook = std::exchange(next_call_hook_, nullptr)) hook();
+    if (next_call_hook_) std::exchange(next_call_hook_, nullptr)();  // tests only: test first, move when set
     return faults_.fault_at(call);
+  }
+  /// A hot-path driver call's result: the driver is the one init() found,
+  /// and a Status with a message is made only when the call failed.
+  Status checked(CUresult r, const char* call) const {
+    if (r == CUDA_SUCCESS) [[likely]]
+      return {};
+    return driver_->check(r, call);
   }
 
   CudaBackendOptions options_;
+  const Driver* driver_ = nullptr;  // init(): the loaded driver, asked once
   /// By trace device (GpuPerDevice) or just device 0 (OneGpu). Declared
   /// first: what the members below lease from these goes back first.
   std::map<DeviceNumber, std::unique_ptr<Gpu>> gpus_;

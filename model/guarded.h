@@ -13,6 +13,7 @@
 // guards need not be explored in both orders. Guarded::lock() tells "the
 // whole value" (written, or read through a const Guarded); GuardedMap tells
 // the entry each call touches. Other mutexes (std::mutex) hear nothing.
+#include <atomic>
 #include <concepts>
 #include <cstdint>
 #include <functional>
@@ -103,6 +104,12 @@ class GuardedMap {
       tell(key, true);
       return map_->find(key);
     }
+    /// The entry `found` (from find) for a caller that now changes it: the
+    /// same as find_for_update of its key, without looking the key up again.
+    iterator for_update(const_iterator found) const requires kWritable {
+      tell(found->first, true);
+      return map_->erase(found, found);  // erases nothing: a const_iterator made mutable
+    }
     bool contains(const key_type& key) const {
       tell(key, false);
       return map_->contains(key);
@@ -141,7 +148,12 @@ class GuardedMap {
 
    private:
     friend class GuardedMap;
-    Access(Mutex& mutex, M& map) : lock_(mutex), mutex_(&mutex), map_(&map) { tell_guarded_keyed(mutex); }
+    Access(Mutex& mutex, M& map, std::atomic<int>& holders)
+        : lock_(mutex), mutex_(&mutex), map_(&map), holders_(&holders) {
+      tell_guarded_keyed(mutex);
+      // Changed only under the mutex: a load and a store, no locked RMW.
+      holders_->store(holders_->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
     static std::uint64_t key_bits(const key_type& key) {
       if constexpr (std::integral<key_type>)
         return static_cast<std::uint64_t>(key);
@@ -156,17 +168,29 @@ class GuardedMap {
     std::lock_guard<Mutex> lock_;
     Mutex* mutex_;
     M* map_;
+    std::atomic<int>* holders_;
+
+   public:
+    ~Access() {  // before lock_ lets go
+      holders_->store(holders_->load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+    }
   };
 
   GuardedMap() = default;
   GuardedMap(const GuardedMap&) = delete;
   GuardedMap& operator=(const GuardedMap&) = delete;
 
-  Access<Map> lock() { return Access<Map>(mutex_, map_); }
-  Access<const Map> lock() const { return Access<const Map>(mutex_, map_); }
+  Access<Map> lock() { return Access<Map>(mutex_, map_, holders_); }
+  Access<const Map> lock() const { return Access<const Map>(mutex_, map_, holders_); }
+  /// Whether a critical section is open on this map now (a count, not the
+  /// mutex: asking costs no lock and cannot block). For test hooks that run
+  /// "another thread's" calls from inside a backend call: such a thread
+  /// would wait at this lock, so it cannot land there.
+  bool locked() const { return holders_.load(std::memory_order_relaxed) > 0; }
 
  private:
   mutable Mutex mutex_;
+  mutable std::atomic<int> holders_{0};
   Map map_;
 };
 

@@ -77,6 +77,10 @@ class Resource {
   /// nullopt when nothing is live there.
   std::optional<std::size_t> pending_use_event_count(std::uint64_t ptr) const;
   std::size_t live_block_count() const;
+  /// Whether a call is inside the block map's critical section right now:
+  /// a test hook running another thread's calls from inside a backend call
+  /// asks it (props/harness.h), since such a thread would wait at the lock.
+  bool block_map_locked() const { return live_.locked(); }
 
  private:
   using Event = typename B::Event;
@@ -108,6 +112,19 @@ class Resource {
     if constexpr (P::has(MutantId::M6)) return event_stream != alloc_stream;
     (void)alloc_stream;
     return event_stream != use_stream;
+  }
+  /// The event `entry` holds for a use of this kind on `stream`: a read's
+  /// among the reads, a write's as last_write; null when it holds none.
+  template <class Entry>
+  static auto* same_stream_event(Entry& entry, StreamId stream, Access access) {
+    decltype(&*entry.last_write) found = nullptr;
+    if (writes(access)) {
+      if (entry.last_write && entry.last_write->stream == stream) found = &*entry.last_write;
+    } else {
+      for (auto& r : entry.reads)
+        if (r.stream == stream) found = &r;
+    }
+    return found;
   }
   ResourceError collision(std::uint64_t ptr) const {
     return ResourceError::driver(where("allocate") + ": pointer collision on allocation at address " +
@@ -238,6 +255,25 @@ Status Resource<B, P>::finish_block_use(BlockId id, StreamId use_stream, Access 
     auto live = live_.lock();
     auto it = live.find(id.ptr);
     if (it == live.end() || it->second.generation != id.generation) return ResourceError::use_after_free(id.generation);
+    // P-rerecord: the block already holds an event of this use's kind on
+    // this stream (a read's among the reads, or a write's as last_write):
+    // recording that same event again now captures everything the old
+    // record did and this use too (R1: one stream's work is ordered), and a
+    // wait already queued on it keeps what it captured then (R2). So the
+    // event is re-recorded in place, under the lock (a concurrent use
+    // of the block must not see it moved), instead of a new one leased and
+    // the old one given back. A failed record leaves the block's events
+    // as they were. (M11 re-records one event across streams: wrong; M16
+    // keeps every read's event: no re-record.)
+    if constexpr (!P::has(MutantId::M11) && !P::has(MutantId::M16) && !P::has(MutantId::M5)) {
+      if (same_stream_event(it->second, use_stream, access) != nullptr) {
+        LiveEntry& entry = live.for_update(it)->second;  // the same entry, now told as changed
+        auto again = backend_.record_event(same_stream_event(entry, use_stream, access)->event, s.value());
+        if (!again) return ResourceError::driver_caused_by(where("finish_block_use") + ": record event", again.error());
+        if (writes(access)) entry.reads.clear();  // P-finish (write): its event subsumes them
+        return {};
+      }
+    }
   }
   // Record outside the lock: the driver call may block.
   auto ev = backend_.create_event();

@@ -717,7 +717,16 @@ class Harness {
       auto other_allocate = [&](std::size_t bytes, StreamId stream) {
         return front_.serialises_calls() ? res_.allocate(bytes, stream) : front_.allocate(bytes, stream);
       };
-      b_.on_next_call([&] {
+      // A thread arriving while the finish holds the core's block lock (it
+      // re-records an event in place there: P-rerecord) waits for it: the
+      // other thread's calls land at the first backend call outside it.
+      bool waited_for_the_lock = false;
+      std::function<void()> other_thread = [&] {
+        if (res_.block_map_locked()) {
+          waited_for_the_lock = true;
+          b_.on_next_call(other_thread);
+          return;
+        }
         label_next_pool_op(fmt::format("free {}", name(*n)));
         if (!checked("deallocate (other thread)", [&] { return other_deallocate(old); }).ok()) return;
         model_.deallocated(*n);
@@ -733,14 +742,26 @@ class Harness {
         reused = model_.allocated();
         blocks_[*reused] = r.value();
         after_other_thread = snapshot();
-      });
+      };
+      b_.on_next_call(other_thread);
       const Status finished = front_.finish_block_use(id, s, o.access);
-      b_.on_next_call(nullptr);  // not fired when the finish made no backend call
+      b_.on_next_call(nullptr);  // not fired when the finish made no backend call outside the lock
       if (!after_other_thread) {
-        if (std::find(model_.live().begin(), model_.live().end(), *n) != model_.live().end())
+        const bool live = std::find(model_.live().begin(), model_.live().end(), *n) != model_.live().end();
+        if (live && waited_for_the_lock) {
+          // The finish made its calls under the lock: the other thread got
+          // the lock after it, and frees and allocates now.
+          say("  [the finish made its backend calls under the resource's lock: the other thread waited for it and "
+              "runs after it]");
+          if (!finished.ok() && !finished.error().injected)
+            problem(Property::UnexpectedError,
+                    fmt::format("finish of live {} failed: {}", name(*n), finished.error().to_string()));
+          other_thread();
+        } else if (live) {
           problem(Property::UnexpectedError,
                   fmt::format("finish of live {} made no backend call ({})", name(*n),
                               finished.ok() ? std::string("succeeded") : finished.error().to_string()));
+        }
         return;
       }
       const std::string meanwhile = reused ? fmt::format("after {} took its place{}", name(*reused),

@@ -146,6 +146,29 @@ TEST(P8, CorrectCoreExhaustiveTwoThreadsByThreeCalls) {
   EXPECT_TRUE(r.exhaustive);
 }
 
+// P-rerecord under two threads: each uses shared b0 twice the same way on
+// its own stream, so every second finish re-records its stream's event in
+// place under the block lock, while the other thread's prepare waits on it,
+// its finish re-records its own, or its deallocate retires the events.
+// Exhaustive and clean: no schedule deadlocks on the lock the finish now
+// holds across its record, and P8's invariants hold in every one. (That
+// only the same stream's event is re-recorded is the protocol properties'
+// to check: ProtocolSim fails when a read re-records another stream's.)
+TEST(P8, RerecordedEventsUnderTwoThreads) {
+  ConcurrentProgram p;
+  p.shared_blocks = {256};
+  p.threads = {{use_shared(0, Access::Read), use_shared(0, Access::Read), use_shared(0, Access::Write),
+                use_shared(0, Access::Write), free_shared(0)},
+               {use_shared(0, Access::Read), use_shared(0, Access::Read), free_shared(0), reap()}};
+  P8Options options;
+  options.max_runs = 200'000;
+  const P8Result r = explore_concurrent<CorrectProtocol>(p, options);
+  std::cout << "re-records, 2 threads: " << r.executions << " executions, exhaustive " << (r.exhaustive ? "yes" : "no")
+            << "\n";
+  EXPECT_FALSE(r.violation) << show(p) << *r.violation << "\nschedule " << r.schedule;
+  EXPECT_TRUE(r.exhaustive);
+}
+
 // Three and four host threads: exhaustive on small programs.
 TEST(P8, CorrectCoreExhaustiveThreeAndFourThreads) {
   ConcurrentProgram three;
