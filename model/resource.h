@@ -264,7 +264,8 @@ Status Resource<B, P>::finish_block_use(BlockId id, StreamId use_stream, Access 
     // of the block must not see it moved), instead of a new one leased and
     // the old one given back. A failed record leaves the block's events
     // as they were. (M11 re-records one event across streams: wrong; M16
-    // keeps every read's event: no re-record.)
+    // keeps every read's event and M5 makes a read replace last_write: both
+    // keep their own finish, so they do not re-record.)
     if constexpr (!P::has(MutantId::M11) && !P::has(MutantId::M16) && !P::has(MutantId::M5)) {
       if (same_stream_event(it->second, use_stream, access) != nullptr) {
         LiveEntry& entry = live.for_update(it)->second;  // the same entry, now told as changed

@@ -67,7 +67,8 @@ PtxDerivation derive_from_ptx(const std::vector<std::string>& files);
 /// name themselves (DT_RPATH, DT_RUNPATH, $ORIGIN expanded) or in
 /// LD_LIBRARY_PATH, in the loader's order; each once. Libraries found only
 /// in the system's directories (ld.so.cache, /lib, /usr/lib) are not
-/// listed: a kernel there needs `--ptx` (docs/CAPTURE.md). Throws
+/// listed: the capture library reads a kernel's file there when the kernel
+/// is first launched (docs/CAPTURE.md). Throws
 /// std::runtime_error for a file that is not ELF or is cut short.
 std::vector<std::filesystem::path> linked_libraries(const std::filesystem::path& file);
 
