@@ -1,7 +1,8 @@
 // HB checking throughput and HB query cost (SPEC §8), side by side:
 //   - the vector-clock checker driven directly (BM_HbCheckModel),
-//   - the same program as a trace, checked (BM_TraceCheck) and parsed +
-//     checked (BM_TraceParseAndCheck) as `streamcheck check` does,
+//   - the same program as a trace, checked (BM_TraceCheck), parsed alone
+//     (BM_TraceParse) and parsed + checked (BM_TraceParseAndCheck) as
+//     `streamcheck check` does,
 //   - "does a happen before b" by vector clocks (BM_HbQueryVectorClock) and
 //     by Boost.Graph reachability on the same run (BM_HbQueryBoostGraph),
 //     the test oracle.
@@ -52,6 +53,16 @@ void BM_TraceCheck(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
 BENCHMARK(BM_TraceCheck)->Arg(4096)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
+
+void BM_TraceParse(benchmark::State& state) {
+  const std::string text = workload_trace(static_cast<std::uint64_t>(state.range(0)));
+  for (auto _ : state) {
+    const tools::Trace trace = tools::parse_trace(text, "bench");
+    benchmark::DoNotOptimize(trace.statements.size());
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_TraceParse)->Arg(4096)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
 
 void BM_TraceParseAndCheck(benchmark::State& state) {
   const std::string text = workload_trace(static_cast<std::uint64_t>(state.range(0)));

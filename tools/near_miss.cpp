@@ -8,6 +8,8 @@
 #include <string>
 #include <variant>
 
+#include "tools/name_map.h"
+
 namespace streamcheck::tools {
 
 namespace {
@@ -25,8 +27,7 @@ std::pair<std::vector<std::size_t>::const_iterator, std::vector<std::size_t>::co
 
 const std::vector<std::size_t> kNone;
 
-const std::vector<std::size_t>& positions_of(const std::map<std::string, std::vector<std::size_t>>& m,
-                                             const std::string& key) {
+const std::vector<std::size_t>& positions_of(const NameMap<std::vector<std::size_t>>& m, const std::string& key) {
   auto it = m.find(key);
   return it == m.end() ? kNone : it->second;
 }
@@ -185,21 +186,26 @@ class NearMissAnalysis::Program {
   template <class Other>
   void index(std::size_t, const Other&) {}
   void index_raw(std::size_t i, const std::vector<AccessList>& lists) {
-    std::set<std::string> named;
+    // Each buffer once: a kernel names a handful, so a scan of those
+    // before it beats a set made for every launch of the trace.
+    std::vector<const std::string*> named;
     for (const auto& list : lists)
-      for (const auto& ref : list.refs)
-        if (named.insert(ref.buffer).second) raw_uses_[ref.buffer].push_back(i);
+      for (const auto& ref : list.refs) {
+        if (std::any_of(named.begin(), named.end(), [&](const std::string* n) { return *n == ref.buffer; })) continue;
+        named.push_back(&ref.buffer);
+        raw_uses_[ref.buffer].push_back(i);
+      }
   }
 
   const Trace& t_;
-  std::vector<int> lines_;                                       // statement -> its line (ascending)
-  std::map<std::string, std::size_t> stream_decls_;              // stream -> its declaration
-  std::map<std::string, std::vector<std::size_t>> records_;      // event -> its records
-  std::map<std::string, std::vector<std::size_t>> event_uses_;   // event -> waits, syncs, queries of it
-  std::map<std::string, std::vector<std::size_t>> waits_on_;     // stream -> the waits on it
-  std::set<std::string> blocks_;                                 // buffers made by `allocate`
-  std::map<std::string, std::vector<std::size_t>> block_calls_;  // block -> allocate, deallocate, prepare, finish
-  std::map<std::string, std::vector<std::size_t>> raw_uses_;     // buffer -> launches and copies naming it
+  std::vector<int> lines_;                         // statement -> its line (ascending)
+  NameMap<std::size_t> stream_decls_;              // stream -> its declaration
+  NameMap<std::vector<std::size_t>> records_;      // event -> its records
+  NameMap<std::vector<std::size_t>> event_uses_;   // event -> waits, syncs, queries of it
+  NameMap<std::vector<std::size_t>> waits_on_;     // stream -> the waits on it
+  NameSet blocks_;                                 // buffers made by `allocate`
+  NameMap<std::vector<std::size_t>> block_calls_;  // block -> allocate, deallocate, prepare, finish
+  NameMap<std::vector<std::size_t>> raw_uses_;     // buffer -> launches and copies naming it
 };
 
 namespace {

@@ -15,6 +15,7 @@
 
 #include "backend_sim/sim_backend.h"
 #include "model/trace_keywords.h"
+#include "tools/name_map.h"
 #include "tools/trace_interpreter.h"
 
 namespace streamcheck::tools {
@@ -23,8 +24,10 @@ namespace streamcheck::tools {
 
 namespace {
 
+/// A word of the line being parsed: a view into the trace's text, which
+/// outlives the parse (a std::string per word was a fifth of parsing).
 struct Token {
-  std::string text;
+  std::string_view text;
   int col;  // 1-based
 };
 
@@ -78,6 +81,9 @@ class Parser {
   }
 
   Trace parse() {
+    // One statement a line at most: growing the vector moved every
+    // statement parsed so far again and again.
+    trace_.statements.reserve(static_cast<std::size_t>(std::count(text_.begin(), text_.end(), '\n')) + 1);
     std::size_t start = 0;
     int line_no = 0;
     while (start <= text_.size()) {
@@ -144,18 +150,18 @@ class Parser {
     predeclared(t);
     auto it = names_.find(t.text);
     // A buffer may be made again; a stream or event once its `destroy` came (R9).
-    const bool again =
-        it != names_.end() && it->second == kind && (kind == NameKind::Buffer || destroyed_.erase(t.text) > 0);
+    const bool again = it != names_.end() && it->second == kind &&
+                       (kind == NameKind::Buffer || destroyed_.erase(std::string(t.text)) > 0);
     if (it != names_.end() && !again)
       fail(t.col, fmt::format("'{}' is already declared as {}{}", shown_input(t.text), with_article(it->second),
                               kind == it->second ? fmt::format(" (destroy {} {} first to make a new one)",
                                                                to_string(kind), shown_input(t.text))
                                                  : ""));
-    names_[t.text] = kind;
-    return t.text;
+    names_.insert_or_assign(std::string(t.text), kind);
+    return std::string(t.text);
   }
   void check_name_syntax(const Token& t) const {
-    const std::string& s = t.text;
+    const std::string_view s = t.text;
     const bool ok = !s.empty() && (std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_') &&
                     std::all_of(s.begin(), s.end(), [](char c) {
                       return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
@@ -198,7 +204,7 @@ class Parser {
       return default_stream(fmt::format("{}{}{}", kPerThreadStream, kThreadMark, thread_), StreamKind::Blocking,
                             current_device());
     if (kind == NameKind::Stream && t.text == kPlainAllocationStream) return legacy_of(current_device());
-    return t.text;
+    return std::string(t.text);
   }
   /// How reports call default stream `name` on `device`; notes its first use.
   std::string default_stream(const std::string& name, StreamKind kind, DeviceNumber device) {
@@ -377,7 +383,7 @@ class Parser {
         continue;
       }
       if (c == ',' || c == '=') {
-        toks_.push_back(Token{std::string(1, c), static_cast<int>(i) + 1});
+        toks_.push_back(Token{line.substr(i, 1), static_cast<int>(i) + 1});
         ++i;
         end_col_ = static_cast<int>(i) + 1;
         continue;
@@ -386,7 +392,7 @@ class Parser {
       while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r' && line[i] != '#' &&
              line[i] != ',' && line[i] != '=')
         ++i;
-      toks_.push_back(Token{std::string(line.substr(start, i - start)), static_cast<int>(start) + 1});
+      toks_.push_back(Token{line.substr(start, i - start), static_cast<int>(start) + 1});
       end_col_ = static_cast<int>(i) + 1;
     }
   }
@@ -400,7 +406,7 @@ class Parser {
     thread_ = src.thread;
     if (toks_[0].text[0] == '@') {
       const Token t = toks_[0];
-      const std::string name = t.text.substr(1);
+      const std::string name(t.text.substr(1));
       auto it = names_.find(name);
       if (it == names_.end())
         fail(t.col,
@@ -413,7 +419,13 @@ class Parser {
       if (at_end()) fail(end_col_, fmt::format("expected a statement after '{}'", shown_input(t.text)));
     }
     const Token kw = toks_[pos_++];
-    for (std::size_t i = 0; i < toks_.size(); ++i) src.text += (i && toks_[i].text != "," ? " " : "") + toks_[i].text;
+    std::size_t text_bytes = 0;
+    for (const Token& t : toks_) text_bytes += t.text.size() + 1;
+    src.text.reserve(text_bytes);
+    for (std::size_t i = 0; i < toks_.size(); ++i) {
+      if (i && toks_[i].text != ",") src.text += ' ';
+      src.text += toks_[i].text;
+    }
     const auto keyword = trace_language::statement_keyword(kw.text);
     if (!keyword) {
       std::string hint;
@@ -958,7 +970,7 @@ class Parser {
   /// one branch only (using it after the `end` is an error), or by two
   /// statements that give back differently (giving it back after the `end`
   /// is an error).
-  void made_in_both_branches(const std::string& name, int col, bool giving_back = false) const {
+  void made_in_both_branches(std::string_view name, int col, bool giving_back = false) const {
     if (auto it = maybe_made_.find(name); it != maybe_made_.end() && (giving_back || !it->second.only_giving_back))
       fail(col, fmt::format("'{}' {}", shown_input(name), it->second.why));
   }
@@ -1060,7 +1072,7 @@ class Parser {
   std::string kernel_name(const char* what) {
     const Token& n = next(what);
     check_name_syntax(n);
-    return n.text;
+    return std::string(n.text);
   }
 
   void pool_switch() {
@@ -1118,7 +1130,7 @@ class Parser {
   std::string_view text_;
   std::string file_;
   Trace trace_;
-  std::map<std::string, NameKind, std::less<>> names_;
+  NameMap<NameKind> names_;
   /// The statement that makes a buffer of kind `made_by`, and the one that
   /// gives it back.
   struct MadeAndGivenBack {
@@ -1156,14 +1168,14 @@ class Parser {
                             name, maker(b.made_by), b.line, giver_back(b.made_by), name, statement, maker(made_by)));
     return name;
   }
-  std::map<std::string, BufferInfo, std::less<>> buffers_;
-  std::map<std::string, DeviceNumber> thread_device_;  // R13: each thread's current device (`device N`)
-  std::map<std::string, OpenCapture> captures_;        // R14: each thread's open capture
-  std::map<std::string, std::string> capturing_;       // R14: stream -> the thread whose capture holds it
-  std::map<std::string, GraphInfo> graphs_;            // R14: each graph, from its `capture end`
-  std::map<std::string, DeviceNumber> stream_device_;  // R13: each stream's device, by the name use_name returns
-  std::optional<int> first_run_line_;                  // the first statement that is not a declaration
-  std::map<std::string, int, std::less<>> spawned_;    // thread -> the line of its `spawn`
+  NameMap<BufferInfo> buffers_;
+  NameMap<DeviceNumber> thread_device_;              // R13: each thread's current device (`device N`)
+  std::map<std::string, OpenCapture> captures_;      // R14: each thread's open capture
+  NameMap<std::string> capturing_;                   // R14: stream -> the thread whose capture holds it
+  std::map<std::string, GraphInfo> graphs_;          // R14: each graph, from its `capture end`
+  NameMap<DeviceNumber> stream_device_;              // R13: each stream's device, by the name use_name returns
+  std::optional<int> first_run_line_;                // the first statement that is not a declaration
+  std::map<std::string, int, std::less<>> spawned_;  // thread -> the line of its `spawn`
   /// What the parser knows of an open `if` block.
   struct Block {
     int if_line = 0;
@@ -1179,9 +1191,9 @@ class Parser {
     std::string why;
     bool only_giving_back = false;  // made on every path, by statements that give back differently
   };
-  std::map<std::string, Unsure, std::less<>> maybe_made_;
-  std::set<std::string, std::less<>> destroyed_;  // streams and events destroyed, not declared again (R9)
-  std::string thread_{kMainThread};               // the thread of the statement being parsed
+  NameMap<Unsure> maybe_made_;
+  NameSet destroyed_;                // streams and events destroyed, not declared again (R9)
+  std::string thread_{kMainThread};  // the thread of the statement being parsed
   /// Per thread, the mutexes it holds at this point of its statements, with
   /// the line and column of their `lock`.
   std::map<std::string, std::map<std::string, std::pair<int, int>>> held_;

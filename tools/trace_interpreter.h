@@ -37,6 +37,7 @@
 #include "model/mutants.h"
 #include "model/pool_backend.h"
 #include "model/resource.h"
+#include "tools/name_map.h"
 #include "tools/trace.h"
 
 namespace streamcheck::tools {
@@ -308,10 +309,19 @@ class TraceInterpreter {
     std::size_t next = 0;
     bool started = false;
     std::optional<typename B::HostThread> handle;
-    std::optional<Mark> start;                 // the spawner's release, acquired by the first statement
-    std::optional<Mark> end;                   // the release after the last statement, for `join`
-    std::map<int, std::size_t> index_of_line;  // statement line -> position in `statements` (R11 jumps)
+    std::optional<Mark> start;  // the spawner's release, acquired by the first statement
+    std::optional<Mark> end;    // the release after the last statement, for `join`
+    std::vector<int> lines;     // the line of each statement, ascending (file order)
     bool done() const { return next == statements.size(); }
+    /// The position in `statements` of the statement on `line` (R11 jumps):
+    /// a binary search, where a tree of every line was a heap node each.
+    std::size_t index_of_line(int line) const {
+      const auto it = std::lower_bound(lines.begin(), lines.end(), line);
+      if (it == lines.end() || *it != line)
+        throw std::logic_error(
+            fmt::format("the interpreter jumped to line {}, which holds no statement of thread {}", line, name));
+      return static_cast<std::size_t>(it - lines.begin());
+    }
     const Statement& next_statement() const { return *statements[next]; }
   };
   struct MutexState {
@@ -336,13 +346,14 @@ class TraceInterpreter {
       }
     for (const Statement& st : trace_.statements) {
       HostRun& run = runs_.at(run_index_.at(source(st).thread));
-      run.index_of_line[source(st).line] = run.statements.size();
+      run.lines.push_back(source(st).line);
       run.statements.push_back(&st);
       if (const auto* join = std::get_if<ast::Join>(&st)) joined_.insert(join->target);
     }
     std::optional<std::size_t> last;
+    std::vector<std::size_t> ready;  // made once: a vector a statement was a malloc each
     for (;;) {
-      std::vector<std::size_t> ready;
+      ready.clear();
       std::size_t with_work = 0;
       for (std::size_t t = 0; t < runs_.size(); ++t) {
         with_work += runs_[t].done() ? 0 : 1;
@@ -403,7 +414,7 @@ class TraceInterpreter {
     // Labels name what one statement makes; the next one names its own.
     b_.set_op_label({});
     b_.set_event_label({});
-    run.next = jump_ ? run.index_of_line.at(*std::exchange(jump_, std::nullopt)) : run.next + 1;
+    run.next = jump_ ? run.index_of_line(*std::exchange(jump_, std::nullopt)) : run.next + 1;
     if (run.done() && joined_.contains(run.name)) run.end = release();  // R6b
   }
 
@@ -1021,7 +1032,7 @@ class TraceInterpreter {
   /// The line of the statement after the one on `line`, on the running thread.
   int next_line_after(int line) const {
     const HostRun& run = runs_[current_];
-    return source(*run.statements.at(run.index_of_line.at(line) + 1)).line;
+    return source(*run.statements.at(run.index_of_line(line) + 1)).line;
   }
   void step(const ast::Launch& st, TraceResource*) {
     b_.launch(stream(st.stream), kernel_accesses(st.accesses), st.kernel);
@@ -1258,17 +1269,17 @@ class TraceInterpreter {
   std::function<void(StreamId)> pool_stream_removed_;
   Execution exec_;
   StreamId legacy_{};
-  std::map<std::string, StreamId> streams_;
-  std::map<std::string, StreamId> host_streams_;       // host thread -> its host stream (R12)
-  std::map<std::string, StreamShape> stream_shapes_;   // R8, R13: for footprints
-  std::map<std::string, DeviceNumber> event_devices_;  // R13: each event's device, for `record`
-  std::map<int, std::vector<GraphNode>> captured_;     // R14a: the nodes of each open capture, by its begin line
-  std::map<std::string, GraphRun> graphs_;             // R14: each graph, from its `capture end`
-  std::map<std::string, int> destroyed_;               // stream or event -> the line of its `destroy` (R9)
-  std::map<std::string, int> incarnations_;            // stream or event -> how many times declared (R9)
-  std::map<std::string, typename B::Event> events_;
+  NameMap<StreamId> streams_;
+  NameMap<StreamId> host_streams_;                  // host thread -> its host stream (R12)
+  NameMap<StreamShape> stream_shapes_;              // R8, R13: for footprints
+  NameMap<DeviceNumber> event_devices_;             // R13: each event's device, for `record`
+  std::map<int, std::vector<GraphNode>> captured_;  // R14a: the nodes of each open capture, by its begin line
+  NameMap<GraphRun> graphs_;                        // R14: each graph, from its `capture end`
+  NameMap<int> destroyed_;                          // stream or event -> the line of its `destroy` (R9)
+  NameMap<int> incarnations_;                       // stream or event -> how many times declared (R9)
+  NameMap<typename B::Event> events_;
   std::vector<HostRun> runs_;  // main first, then the declared threads in file order
-  std::map<std::string, std::size_t> run_index_;
+  NameMap<std::size_t> run_index_;
   std::set<std::string> joined_;  // threads some `join` waits for
   /// Resource blocks by (ptr, generation): where each was deallocated, for
   /// the debug tier's notes.
@@ -1278,14 +1289,14 @@ class TraceInterpreter {
   };
   std::map<std::pair<std::uint64_t, std::uint64_t>, FreedBlock> freed_blocks_;
   std::size_t current_ = 0;  // the thread running the current statement
-  std::map<std::string, MutexState> mutexes_;
-  std::map<std::string, std::deque<Mark>> channels_;
-  std::map<std::string, std::uint32_t> object_index_;  // footprint objects by name
-  bool cut_ = false;                                   // the run was cut (B::host_run_cut)
-  std::optional<int> jump_;  // R11: the line the running thread goes on at, set by `if done` / `else`
-  std::map<std::string, DeviceBlock> blocks_;
-  std::map<std::string, std::string> missing_;  // buffer or event -> why the run has none
-  std::map<std::string, int> freed_;            // buffer -> the line that gave it back (free, subfree)
+  NameMap<MutexState> mutexes_;
+  NameMap<std::deque<Mark>> channels_;
+  NameMap<std::uint32_t> object_index_;  // footprint objects by name
+  bool cut_ = false;                     // the run was cut (B::host_run_cut)
+  std::optional<int> jump_;              // R11: the line the running thread goes on at, set by `if done` / `else`
+  NameMap<DeviceBlock> blocks_;
+  NameMap<std::string> missing_;  // buffer or event -> why the run has none
+  NameMap<int> freed_;            // buffer -> the line that gave it back (free, subfree)
   // --- R10: user-space allocators
   struct LiveBlock {
     std::uint64_t lo = 0, hi = 0;  // the block's device addresses
@@ -1302,9 +1313,9 @@ class TraceInterpreter {
     std::vector<typename B::Event> events;  // recorded at the subfree on each record_stream stream
   };
   std::map<std::string, LiveBlock> live_blocks_;
-  std::map<std::string, std::vector<RecordedUse>> recorded_uses_;
-  std::vector<PendingBlock> pending_;               // given back with record_stream, not handed out again yet
-  std::map<std::string, std::string> carved_from_;  // sub-block -> the outermost buffer it was carved from
+  NameMap<std::vector<RecordedUse>> recorded_uses_;
+  std::vector<PendingBlock> pending_;  // given back with record_stream, not handed out again yet
+  NameMap<std::string> carved_from_;   // sub-block -> the outermost buffer it was carved from
 };
 
 }  // namespace streamcheck::tools
