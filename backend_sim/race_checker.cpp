@@ -1,6 +1,9 @@
 #include "backend_sim/race_checker.h"
 
 #include <algorithm>
+#include <limits>
+#include <span>
+#include <stdexcept>
 
 namespace streamcheck::sim {
 
@@ -20,6 +23,12 @@ std::string_view to_string(FindingKind k) {
   return "?";
 }
 
+std::uint32_t RaceChecker::position(std::size_t size) {
+  if (size >= std::numeric_limits<std::uint32_t>::max())
+    throw std::length_error("RaceChecker: more than 2^32 accesses or expected stamps in one run; split the trace");
+  return static_cast<std::uint32_t>(size);
+}
+
 void RaceChecker::enqueued(OpRef q, const std::vector<OpAccess>& accesses, bool changes_memory) {
   if (ops_.size() <= q.stream.value) ops_.resize(q.stream.value + 1);
   auto& on_stream = ops_[q.stream.value];
@@ -27,8 +36,10 @@ void RaceChecker::enqueued(OpRef q, const std::vector<OpAccess>& accesses, bool 
   OpRecord& rec = on_stream[q.index];
   rec.stamp = next_stamp_++;
   rec.changes_memory = changes_memory;
-  for (const OpAccess& a : accesses) rec.accesses.push_back(Checked{a, {}});
-  for (Checked& acc : rec.accesses) check(q, acc);
+  rec.accesses_begin = position(checked_.size());
+  rec.accesses_count = position(accesses.size());
+  for (const OpAccess& a : accesses) checked_.push_back(Checked{a});
+  for (std::size_t i = rec.accesses_begin; i < checked_.size(); ++i) check(q, i);
 }
 
 bool RaceChecker::ordered(const ShadowAccess& p, OpRef q, AllocationIndex q_allocation) const {
@@ -70,8 +81,11 @@ void RaceChecker::report(FindingKind kind, OpRef first, std::optional<OpRef> sec
   findings_.push_back(Finding{kind, first, second, {bytes}, definite});
 }
 
-void RaceChecker::check(OpRef q, Checked& checked) {
-  const OpAccess& acc = checked.access;
+void RaceChecker::check(OpRef q, std::size_t checked) {
+  // A copy: expected_ and findings_ grow below, checked_ does not, but the
+  // access is read after every callback.
+  const OpAccess acc = checked_[checked].access;
+  checked_[checked].expected_begin = position(expected_.size());
   // A kernel ordered after the free of its block, or of a block it is a
   // sub-block of (R10a), uses freed memory whatever else orders it. A
   // sub-block is given back by the host (R10b): a kernel enqueued after
@@ -97,7 +111,7 @@ void RaceChecker::check(OpRef q, Checked& checked) {
     bool keeps_last_write = false;
     if (sh.last_write) {
       if (ordered(*sh.last_write, q, acc.allocation)) {
-        if (reads(acc.access)) checked.expected.emplace_back(seg, record(sh.last_write->op).stamp);
+        if (reads(acc.access)) expected_.push_back(Expected{seg, record(sh.last_write->op).stamp});
       } else if (released_before(*sh.last_write, q, acc.allocation)) {
         keeps_last_write = true;
       } else if (sh.last_write->op != q) {
@@ -117,25 +131,29 @@ void RaceChecker::check(OpRef q, Checked& checked) {
     else
       sh.reads.push_back(ShadowAccess{q, acc.allocation});
   });
+  Checked& done = checked_[checked];
+  done.expected_count = position(expected_.size() - done.expected_begin);
+  if (done.expected_count > 0) ++expected_pending_;
 }
 
 void RaceChecker::executed(OpRef r) {
-  OpRecord& rec = record(r);
-  for (auto& acc : rec.accesses) {
-    if (!reads(acc.access.access)) continue;
-    for (const auto& expected : acc.expected) {
-      const std::uint64_t stamp = expected.second;  // a named copy: clang 14 cannot capture a structured binding
-      memory_.for_range(expected.first.lo, expected.first.hi, 0,
+  const OpRecord& rec = record(r);
+  for (Checked& acc : accesses_of(rec)) {
+    if (acc.expected_count == 0) continue;  // only reads have stamps to see
+    for (const Expected& expected :
+         std::span<const Expected>(expected_).subspan(acc.expected_begin, acc.expected_count))
+      memory_.for_range(expected.bytes.lo, expected.bytes.hi, 0,
                         [&](std::uint64_t lo, std::uint64_t hi, std::uint64_t& v) {
-                          if (v != stamp) mismatches_.push_back(ValueMismatch{r, ByteRange{lo, hi}, stamp, v});
+                          if (v != expected.stamp)
+                            mismatches_.push_back(ValueMismatch{r, ByteRange{lo, hi}, expected.stamp, v});
                         });
-    }
     // An op executes once: what its reads had to see is not asked again,
-    // and its memory goes back now rather than with the whole run.
-    std::vector<std::pair<ByteRange, std::uint64_t>>().swap(acc.expected);
+    // and once no read waits for its stamps the storage starts over.
+    acc.expected_count = 0;
+    if (--expected_pending_ == 0) expected_.clear();
   }
   if (!rec.changes_memory) return;
-  for (const auto& acc : rec.accesses)
+  for (const Checked& acc : accesses_of(rec))
     if (writes(acc.access.access))
       memory_.for_range(acc.access.range.lo, acc.access.range.hi, 0,
                         [&](std::uint64_t, std::uint64_t, std::uint64_t& v) { v = rec.stamp; });
@@ -144,7 +162,8 @@ void RaceChecker::executed(OpRef r) {
 std::vector<OpAccess> RaceChecker::accesses(OpRef r) const {
   std::vector<OpAccess> out;
   if (r.stream.value >= ops_.size() || r.index >= ops_[r.stream.value].size()) return out;
-  for (const Checked& c : ops_[r.stream.value][r.index].accesses) out.push_back(c.access);
+  const OpRecord& rec = ops_[r.stream.value][r.index];
+  for (std::uint32_t i = 0; i < rec.accesses_count; ++i) out.push_back(checked_[rec.accesses_begin + i].access);
   return out;
 }
 
