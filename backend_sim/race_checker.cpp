@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <span>
 #include <stdexcept>
 
 namespace streamcheck::sim {
@@ -85,7 +84,7 @@ void RaceChecker::check(OpRef q, std::size_t checked) {
   // A copy: expected_ and findings_ grow below, checked_ does not, but the
   // access is read after every callback.
   const OpAccess acc = checked_[checked].access;
-  checked_[checked].expected_begin = position(expected_.size());
+  checked_[checked].expected_begin = position(std::size_t{expected_base_} + expected_.size());
   // A kernel ordered after the free of its block, or of a block it is a
   // sub-block of (R10a), uses freed memory whatever else orders it. A
   // sub-block is given back by the host (R10b): a kernel enqueued after
@@ -132,31 +131,39 @@ void RaceChecker::check(OpRef q, std::size_t checked) {
       sh.reads.push_back(ShadowAccess{q, acc.allocation});
   });
   Checked& done = checked_[checked];
-  done.expected_count = position(expected_.size() - done.expected_begin);
-  if (done.expected_count > 0) ++expected_pending_;
+  done.expected_count = position(std::size_t{expected_base_} + expected_.size() - done.expected_begin);
 }
 
 void RaceChecker::executed(OpRef r) {
   const OpRecord& rec = record(r);
-  for (Checked& acc : accesses_of(rec)) {
+  const std::size_t end = std::size_t{rec.accesses_begin} + rec.accesses_count;
+  for (std::size_t i = rec.accesses_begin; i < end; ++i) {
+    Checked& acc = checked_[i];
     if (acc.expected_count == 0) continue;  // only reads have stamps to see
-    for (const Expected& expected :
-         std::span<const Expected>(expected_).subspan(acc.expected_begin, acc.expected_count))
+    for (std::size_t e = acc.expected_begin; e < std::size_t{acc.expected_begin} + acc.expected_count; ++e) {
+      Expected& expected = expected_[e - expected_base_];
       memory_.for_range(expected.bytes.lo, expected.bytes.hi, 0,
                         [&](std::uint64_t lo, std::uint64_t hi, std::uint64_t& v) {
                           if (v != expected.stamp)
                             mismatches_.push_back(ValueMismatch{r, ByteRange{lo, hi}, expected.stamp, v});
                         });
+      expected.stamp = 0;  // seen
+    }
     // An op executes once: what its reads had to see is not asked again,
-    // and once no read waits for its stamps the storage starts over.
+    // and the stamps no read waits for any more go.
     acc.expected_count = 0;
-    if (--expected_pending_ == 0) expected_.clear();
+    while (!expected_.empty() && expected_.front().stamp == 0) {
+      expected_.pop_front();
+      ++expected_base_;
+    }
   }
   if (!rec.changes_memory) return;
-  for (const Checked& acc : accesses_of(rec))
-    if (writes(acc.access.access))
-      memory_.for_range(acc.access.range.lo, acc.access.range.hi, 0,
+  for (std::size_t i = rec.accesses_begin; i < end; ++i) {
+    const OpAccess& acc = checked_[i].access;
+    if (writes(acc.access))
+      memory_.for_range(acc.range.lo, acc.range.hi, 0,
                         [&](std::uint64_t, std::uint64_t, std::uint64_t& v) { v = rec.stamp; });
+  }
 }
 
 std::vector<OpAccess> RaceChecker::accesses(OpRef r) const {

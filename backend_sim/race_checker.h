@@ -10,8 +10,8 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <optional>
-#include <span>
 #include <utility>
 #include <vector>
 
@@ -80,14 +80,15 @@ class RaceChecker {
   std::vector<std::pair<ByteRange, std::optional<OpRef>>> last_writes(ByteRange range) const;
 
  private:
-  /// What the checker keeps of each op and access lives in three flat
-  /// vectors, an op's and an access's parts found by position: a vector of
-  /// its own per op and per read was two heap blocks an op, and the
-  /// largest part of the checker's time at 1 M ops was the allocator and
-  /// the fresh pages it asked for (docs/PERFORMANCE.md, "HB checking").
+  /// What the checker keeps of each access and read lives in two deques,
+  /// an op's and an access's parts found by position: a vector of its own
+  /// per op and per read was two heap blocks an op, and the largest part of
+  /// the checker's time at 1 M ops was the allocator and the fresh pages it
+  /// asked for (docs/PERFORMANCE.md, "HB checking"). Deques, not vectors:
+  /// they grow by small blocks the allocator reuses, never by copying all.
   struct Checked {
     OpAccess access;
-    std::uint32_t expected_begin = 0;  // P2: the stamps this read must see, in expected_
+    std::uint32_t expected_begin = 0;  // P2: the stamps this read must see, from position expected_base_ on
     std::uint32_t expected_count = 0;
   };
   struct OpRecord {
@@ -111,10 +112,6 @@ class RaceChecker {
 
   OpRecord& record(OpRef r) { return ops_.at(r.stream.value).at(r.index); }
   void check(OpRef q, std::size_t checked);
-  /// The checked accesses of an op, in checked_.
-  std::span<Checked> accesses_of(const OpRecord& rec) {
-    return std::span<Checked>(checked_).subspan(rec.accesses_begin, rec.accesses_count);
-  }
   static std::uint32_t position(std::size_t size);
   bool ordered(const ShadowAccess& p, OpRef q, AllocationIndex q_allocation) const;
   /// Whether two allocations share live bytes: the same one, or one a
@@ -129,9 +126,12 @@ class RaceChecker {
   const HbState& hb_;
   const Pool& pool_;
   std::vector<std::vector<OpRecord>> ops_;  // [stream][index]
-  std::vector<Checked> checked_;            // every op's accesses, in enqueue order
-  std::vector<Expected> expected_;          // P2: every read's stamps to see; cleared when all have executed
-  std::size_t expected_pending_ = 0;        // reads with stamps in expected_ that have not executed
+  std::deque<Checked> checked_;             // every op's accesses, in enqueue order
+  /// P2: the stamps reads not executed yet must see, from position
+  /// expected_base_ on; an executed read's are marked seen (stamp 0: no
+  /// write leaves it) and dropped from the front.
+  std::deque<Expected> expected_;
+  std::uint32_t expected_base_ = 0;
   IntervalMap<Shadow> shadow_;
   IntervalMap<std::uint64_t> memory_;  // P2: the stamp each byte holds
   std::uint64_t next_stamp_ = 1;
