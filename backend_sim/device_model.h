@@ -172,7 +172,7 @@ class DeviceModel {
   const std::vector<LogEntry>& log() const { return hb_.log(); }
   std::uint32_t op_count(StreamIndex stream) const { return hb_.op_count(stream); }
   OpKind op_kind(OpRef op) const { return hb_.op(op).kind; }
-  const std::string& op_label(OpRef op) const { return hb_.op(op).label; }
+  const std::string& op_label(OpRef op) const { return hb_.label(op); }
   std::uint32_t allocation_count() const { return pool_.count(); }
   ReuseKind allocation_reuse(AllocationIndex allocation) const { return pool_.allocation(allocation).reuse; }
   ByteRange allocation_range(AllocationIndex allocation) const { return pool_.allocation(allocation).range; }

@@ -137,7 +137,9 @@ OpRef HbState::enqueue(StreamIndex s, OpKind kind, std::string label, std::optio
   default_stream_barrier(st);  // R8
   st.vc.tick(st.agent);        // R1: the own component counts this stream's ops
   const OpRef ref{s, static_cast<std::uint32_t>(st.ops.size())};
-  st.ops.push_back(Op{kind, std::move(label), st.vc, pool_dep, std::nullopt});
+  auto [interned, fresh] = label_ids_.try_emplace(std::move(label), static_cast<std::uint32_t>(labels_.size()));
+  if (fresh) labels_.push_back(interned->first);
+  st.ops.push_back(Op{kind, interned->second, st.vc, pool_dep, std::nullopt});
   log_.push_back(LogEntry{LogEntry::Kind::Enqueue, current_host_, s, {}, ref, pool_dep, {}, 0});
   return ref;
 }

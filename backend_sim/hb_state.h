@@ -43,6 +43,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "backend_sim/ids.h"
@@ -86,7 +87,10 @@ class HbState {
   /// What HB knows of one op.
   struct Op {
     OpKind kind;
-    std::string label;
+    /// The op's label, interned: label(op) reads it. A program's ops have a
+    /// few labels (its kernel names) and a std::string in each op was a
+    /// fifth of its record.
+    std::uint32_t label_id;
     VectorClock vc;                           // the op's clock: what it is ordered after
     std::optional<OpRef> pool_dep;            // execution dependency inserted by the pool (not HB)
     std::optional<std::uint64_t> completion;  // index in the execution order, once executed
@@ -153,6 +157,7 @@ class HbState {
 
   // --- queries
   const Op& op(OpRef r) const { return streams_.at(r.stream.value).ops.at(r.index); }
+  const std::string& label(OpRef r) const { return labels_.at(op(r).label_id); }
   bool happens_before(OpRef a, OpRef b) const;
   /// True when the current host thread is ordered after op `a`.
   bool host_after(OpRef a) const;
@@ -205,7 +210,9 @@ class HbState {
   HostThread current_host_;
   AgentId next_agent_ = 0;  // streams and host threads share one numbering
   std::vector<LogEntry> log_;
-  std::map<std::size_t, VectorClock> releases_;  // HostRelease entry -> the releaser's clock
+  std::map<std::size_t, VectorClock> releases_;               // HostRelease entry -> the releaser's clock
+  std::vector<std::string> labels_;                           // every op label, once
+  std::unordered_map<std::string, std::uint32_t> label_ids_;  // label -> its position in labels_
 };
 
 }  // namespace streamcheck::sim
