@@ -81,9 +81,9 @@ void RaceChecker::report(FindingKind kind, OpRef first, std::optional<OpRef> sec
 }
 
 void RaceChecker::check(OpRef q, std::size_t checked) {
-  // A copy: expected_ and findings_ grow below, checked_ does not, but the
-  // access is read after every callback.
-  const OpAccess acc = checked_[checked].access;
+  // checked_ does not grow while an access is checked (only expected_ and
+  // findings_ do), and a deque's elements stay where they are anyway.
+  const OpAccess& acc = checked_[checked].access;
   checked_[checked].expected_begin = position(std::size_t{expected_base_} + expected_.size());
   // A kernel ordered after the free of its block, or of a block it is a
   // sub-block of (R10a), uses freed memory whatever else orders it. A
