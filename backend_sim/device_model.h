@@ -169,7 +169,7 @@ class DeviceModel {
   std::vector<std::pair<ByteRange, std::optional<OpRef>>> last_writes(ByteRange range) const {
     return race_.last_writes(range);
   }
-  const std::vector<LogEntry>& log() const { return hb_.log(); }
+  const Log& log() const { return hb_.log(); }
   std::uint32_t op_count(StreamIndex stream) const { return hb_.op_count(stream); }
   OpKind op_kind(OpRef op) const { return hb_.op(op).kind; }
   const std::string& op_label(OpRef op) const { return hb_.label(op); }

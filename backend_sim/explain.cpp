@@ -45,7 +45,7 @@ std::string host_action(const DeviceModel& model, const LogEntry& entry) {
     case LogEntry::Kind::HostRelease:
       return "hand off to another host thread";
     case LogEntry::Kind::HostAcquire:
-      return fmt::format("take over from host{}", model.log().at(*entry.released_by).host.value);
+      return fmt::format("take over from host{}", model.log().at(*entry.released_by()).host.value);
   }
   return "?";
 }

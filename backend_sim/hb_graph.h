@@ -25,7 +25,7 @@
 //       an op or mark on a blocking stream (StreamKind), both within one
 //       device (R13a: StreamShape::device); a device sync (R4) covers the
 //       streams of its device only (R13c).
-// Pool-inserted waits (LogEntry::pool_wait) are deliberately left out: they
+// Pool-inserted waits (LogEntry::pool_wait()) are deliberately left out: they
 // order execution, but user code must not rely on them (R7).
 //
 // Limitation: the log does not record host-thread creation itself, so a
@@ -74,8 +74,7 @@ struct HbNode {
 /// on_edge(HbRule, HbNode from, HbNode to) for each edge, in program order,
 /// every node before the edges that reach it.
 template <class OnNode, class OnEdge>
-void visit_hb(const std::vector<LogEntry>& log, const std::vector<StreamShape>& streams, OnNode&& on_node,
-              OnEdge&& on_edge) {
+void visit_hb(const Log& log, const std::vector<StreamShape>& streams, OnNode&& on_node, OnEdge&& on_edge) {
   using Side = HbNode::Side;
   std::vector<std::optional<std::size_t>> stream_last(streams.size());  // per stream: its last stream-side entry
   std::map<DeviceNumber, std::size_t> legacy;                           // each device's legacy default stream (R13a)
@@ -112,7 +111,7 @@ void visit_hb(const std::vector<LogEntry>& log, const std::vector<StreamShape>& 
     const auto sync_after = [&](std::size_t covered) { on_edge(HbRule::R4, HbNode{covered, Side::Stream}, host); };
     switch (entry.kind) {
       case LogEntry::Kind::Enqueue:
-        stream_node(HbRule::R1);  // entry.pool_wait is deliberately not an edge
+        stream_node(HbRule::R1);  // entry.pool_wait() is deliberately not an edge
         break;
       case LogEntry::Kind::Record:
         stream_node(HbRule::R2);
@@ -129,7 +128,7 @@ void visit_hb(const std::vector<LogEntry>& log, const std::vector<StreamShape>& 
         break;
       case LogEntry::Kind::SyncDevice:
         for (std::size_t s = 0; s < streams.size(); ++s)
-          if (stream_last[s] && streams[s].device == entry.device) sync_after(*stream_last[s]);  // R13c
+          if (stream_last[s] && streams[s].device == entry.device()) sync_after(*stream_last[s]);  // R13c
         break;
       case LogEntry::Kind::SyncEvent:
       case LogEntry::Kind::QueryDone:
@@ -139,7 +138,7 @@ void visit_hb(const std::vector<LogEntry>& log, const std::vector<StreamShape>& 
       case LogEntry::Kind::HostRelease:
         break;  // orders nothing by itself
       case LogEntry::Kind::HostAcquire:
-        on_edge(HbRule::R6, HbNode{*entry.released_by, Side::Host}, host);
+        on_edge(HbRule::R6, HbNode{*entry.released_by(), Side::Host}, host);
         break;
     }
   }
@@ -147,7 +146,7 @@ void visit_hb(const std::vector<LogEntry>& log, const std::vector<StreamShape>& 
 
 /// visit_hb for a caller that wants the edges only.
 template <class OnEdge>
-void visit_hb_edges(const std::vector<LogEntry>& log, const std::vector<StreamShape>& streams, OnEdge&& on_edge) {
+void visit_hb_edges(const Log& log, const std::vector<StreamShape>& streams, OnEdge&& on_edge) {
   visit_hb(
       log, streams, [](HbNode) {}, on_edge);
 }

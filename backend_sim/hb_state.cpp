@@ -112,7 +112,7 @@ void HbState::host_tick() { hosts_.at(current_host_.value).tick(host_agents_.at(
 std::size_t HbState::host_release() {
   host_tick();
   const std::size_t entry = log_.size();
-  log_.push_back(LogEntry{LogEntry::Kind::HostRelease, current_host_, {}, {}, {}, {}, {}, 0});
+  log_.push_back(LogEntry::host_call(LogEntry::Kind::HostRelease, current_host_, {}, {}));
   releases_.emplace(entry, host_clock());
   return entry;
 }
@@ -123,11 +123,11 @@ void HbState::host_acquire(std::size_t entry) {
     throw std::out_of_range(fmt::format("DeviceModel: log entry {} is not a host release", entry));
   host_tick();
   host_joins(it->second);  // R6: ordered after the releaser's past
-  log_.push_back(LogEntry{LogEntry::Kind::HostAcquire, current_host_, {}, {}, {}, {}, entry, 0});
+  log_.push_back(LogEntry::host_acquire(current_host_, entry));
 }
 
 void HbState::log_host(LogEntry::Kind kind, StreamIndex stream, EventIndex event) {
-  log_.push_back(LogEntry{kind, current_host_, stream, event, {}, {}, {}, 0});
+  log_.push_back(LogEntry::host_call(kind, current_host_, stream, event));
 }
 
 OpRef HbState::enqueue(StreamIndex s, OpKind kind, std::string label, std::optional<OpRef> pool_dep) {
@@ -140,7 +140,7 @@ OpRef HbState::enqueue(StreamIndex s, OpKind kind, std::string label, std::optio
   auto [interned, fresh] = label_ids_.try_emplace(std::move(label), static_cast<std::uint32_t>(labels_.size()));
   if (fresh) labels_.push_back(interned->first);
   st.ops.push_back(Op{kind, interned->second, st.vc, pool_dep, std::nullopt});
-  log_.push_back(LogEntry{LogEntry::Kind::Enqueue, current_host_, s, {}, ref, pool_dep, {}, 0});
+  log_.push_back(LogEntry::enqueue(current_host_, ref, pool_dep));
   return ref;
 }
 
@@ -184,8 +184,7 @@ void HbState::sync_device(DeviceNumber device) {
   host_tick();
   for (const Stream& st : streams_)
     if (st.device == device) host_joins(st.vc);  // R4, R13c: that device's streams only
-  log_host(LogEntry::Kind::SyncDevice, {}, {});
-  log_.back().device = device;
+  log_.push_back(LogEntry::sync_device(current_host_, device));
 }
 
 bool HbState::query_event(EventIndex event) {

@@ -40,6 +40,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -55,6 +56,10 @@ namespace streamcheck::sim {
 enum class OpKind : std::uint8_t { Alloc, Free, Kernel };
 
 /// One API call, in program order, for the HB-graph oracle and renderers.
+/// One is kept per call of a run, so it is 32 bytes: the three fields only
+/// one kind uses (an enqueue's pool wait, an acquire's release, a device
+/// synchronize's device) share one word, read through accessors that say
+/// which kind has them.
 struct LogEntry {
   enum class Kind : std::uint8_t {
     Enqueue,
@@ -69,18 +74,66 @@ struct LogEntry {
     HostAcquire,  // R6: the host thread is ordered after a release (released_by)
   };
   Kind kind;
+
+ private:
+  enum class Detail : std::uint8_t { None, PoolWait, ReleasedBy, Device };
+  Detail detail_kind_ = Detail::None;  // declared here, it fills kind's padding
+
+ public:
   HostThread host;
   StreamIndex stream;
   EventIndex event;
   OpRef op{};
+
+  static LogEntry enqueue(HostThread host, OpRef op, std::optional<OpRef> pool_wait) {
+    LogEntry e(Kind::Enqueue, host, op.stream, {}, op);
+    if (pool_wait) e.set_detail(Detail::PoolWait, (std::uint64_t{pool_wait->stream.value} << 32) | pool_wait->index);
+    return e;
+  }
+  static LogEntry host_call(Kind kind, HostThread host, StreamIndex stream, EventIndex event) {
+    return LogEntry(kind, host, stream, event, {});
+  }
+  static LogEntry sync_device(HostThread host, DeviceNumber device) {
+    LogEntry e(Kind::SyncDevice, host, {}, {}, {});
+    e.set_detail(Detail::Device, device);
+    return e;
+  }
+  static LogEntry host_acquire(HostThread host, std::size_t released_by) {
+    LogEntry e(Kind::HostAcquire, host, {}, {}, {});
+    e.set_detail(Detail::ReleasedBy, released_by);
+    return e;
+  }
+
   /// For an Enqueue of a pool allocation with an internal dependency: the
   /// free the pool made it wait for (not a user-visible HB edge).
-  std::optional<OpRef> pool_wait;
+  std::optional<OpRef> pool_wait() const {
+    if (detail_kind_ != Detail::PoolWait) return std::nullopt;
+    return OpRef{StreamIndex{static_cast<std::uint32_t>(detail_ >> 32)}, static_cast<std::uint32_t>(detail_)};
+  }
   /// For a HostAcquire: the HostRelease entry it is ordered after.
-  std::optional<std::size_t> released_by;
-  /// For a SyncDevice: the device synchronized (R13c).
-  DeviceNumber device = 0;
+  std::optional<std::size_t> released_by() const {
+    if (detail_kind_ != Detail::ReleasedBy) return std::nullopt;
+    return static_cast<std::size_t>(detail_);
+  }
+  /// For a SyncDevice: the device synchronized (R13c); 0 for any other kind.
+  DeviceNumber device() const {
+    return detail_kind_ == Detail::Device ? static_cast<DeviceNumber>(detail_) : DeviceNumber{0};
+  }
+
+ private:
+  LogEntry(Kind k, HostThread h, StreamIndex s, EventIndex e, OpRef o) : kind(k), host(h), stream(s), event(e), op(o) {}
+  void set_detail(Detail kind, std::uint64_t value) {
+    detail_kind_ = kind;
+    detail_ = value;
+  }
+  std::uint64_t detail_ = 0;
 };
+static_assert(sizeof(LogEntry) <= 32, "a LogEntry is kept per API call of a run: keep it at 32 bytes");
+
+/// The API log of a run: a deque, so that a long run grows it by blocks
+/// (a vector doubling it copied every entry and, at its peak, held twice
+/// the memory).
+using Log = std::deque<LogEntry>;
 
 class HbState {
  public:
@@ -171,7 +224,7 @@ class HbState {
   /// True when op `r` may execute: it is its stream's next op, and all it is
   /// ordered after, and the pool's dependency, have executed.
   bool ready(OpRef r) const;
-  const std::vector<LogEntry>& log() const { return log_; }
+  const Log& log() const { return log_; }
 
  private:
   struct Stream {
@@ -179,8 +232,8 @@ class HbState {
     StreamKind kind = StreamKind::NonBlocking;
     DeviceNumber device = 0;
     AgentId agent;
-    VectorClock vc;  // clock of the next op: joins of waits and host actions
-    std::vector<Op> ops;
+    VectorClock vc;              // clock of the next op: joins of waits and host actions
+    std::deque<Op> ops;          // by blocks: a vector doubling it copied every op
     std::uint32_t executed = 0;  // ops[0..executed) have executed
   };
   struct Event {
@@ -209,7 +262,7 @@ class HbState {
   std::vector<AgentId> host_agents_;
   HostThread current_host_;
   AgentId next_agent_ = 0;  // streams and host threads share one numbering
-  std::vector<LogEntry> log_;
+  Log log_;
   std::map<std::size_t, VectorClock> releases_;               // HostRelease entry -> the releaser's clock
   std::vector<std::string> labels_;                           // every op label, once
   std::unordered_map<std::string, std::uint32_t> label_ids_;  // label -> its position in labels_

@@ -81,8 +81,7 @@ std::optional<std::vector<std::size_t>> covering_entries(const TracedClock& targ
 
 }  // namespace
 
-std::vector<RedundantSync> find_redundant_syncs(const std::vector<LogEntry>& log,
-                                                const std::vector<StreamShape>& stream_shapes) {
+std::vector<RedundantSync> find_redundant_syncs(const Log& log, const std::vector<StreamShape>& stream_shapes) {
   const auto stream_count = static_cast<std::uint32_t>(stream_shapes.size());
   std::set<HostThread> threads;
   for (const LogEntry& e : log) threads.insert(e.host);
@@ -150,7 +149,7 @@ std::vector<RedundantSync> find_redundant_syncs(const std::vector<LogEntry>& log
       case LogEntry::Kind::SyncDevice: {
         TracedClock all = none;
         for (std::uint32_t u = 0; u < stream_count; ++u)
-          if (stream_shapes[u].device == e.device) all.join(streams[u], std::nullopt);  // R13c: one device's
+          if (stream_shapes[u].device == e.device()) all.join(streams[u], std::nullopt);  // R13c: one device's
         host_sync(all, std::nullopt, std::nullopt);
         break;
       }
@@ -161,7 +160,7 @@ std::vector<RedundantSync> find_redundant_syncs(const std::vector<LogEntry>& log
         released.insert_or_assign(i, host);
         break;
       case LogEntry::Kind::HostAcquire:
-        host.join(released.at(*e.released_by), std::nullopt);  // R6
+        host.join(released.at(*e.released_by()), std::nullopt);  // R6
         break;
     }
   }

@@ -72,7 +72,6 @@ struct RedundantSync {
 /// Every redundant wait and sync of the log, in log order.
 /// `stream_shapes`: every stream's kind and device, by index (a device
 /// sync covers its own device's streams, R13c).
-std::vector<RedundantSync> find_redundant_syncs(const std::vector<LogEntry>& log,
-                                                const std::vector<StreamShape>& stream_shapes);
+std::vector<RedundantSync> find_redundant_syncs(const Log& log, const std::vector<StreamShape>& stream_shapes);
 
 }  // namespace streamcheck::sim
