@@ -152,9 +152,10 @@ void DeviceModel::complete_through(StreamIndex stream, std::uint32_t count) {
   while (hb_.executed_count(stream) < count) {
     const OpRef r{stream, hb_.executed_count(stream)};
     const HbState::Op& o = hb_.op(r);
+    const HbState::OpClock clock = hb_.op_clock(r);
     for (std::uint32_t u = 0; u < hb_.stream_count(); ++u) {
       const StreamIndex other{u};
-      const std::uint32_t need = hb_.covered_count(o.vc, other);
+      const std::uint32_t need = hb_.covered_count(clock, other);
       if (other != stream && hb_.executed_count(other) < need) complete_through(other, need);
     }
     if (o.pool_dep && !hb_.completed(*o.pool_dep)) complete_through(o.pool_dep->stream, o.pool_dep->index + 1);

@@ -137,9 +137,16 @@ OpRef HbState::enqueue(StreamIndex s, OpKind kind, std::string label, std::optio
   default_stream_barrier(st);  // R8
   st.vc.tick(st.agent);        // R1: the own component counts this stream's ops
   const OpRef ref{s, static_cast<std::uint32_t>(st.ops.size())};
+  if (st.vc.get(st.agent) != ref.index + 1)
+    throw std::logic_error(fmt::format("HbState: internal error: op {} of stream {} counts {} ops of its stream",
+                                       ref.index, s.value, st.vc.get(st.agent)));
   auto [interned, fresh] = label_ids_.try_emplace(std::move(label), static_cast<std::uint32_t>(labels_.size()));
   if (fresh) labels_.push_back(interned->first);
-  st.ops.push_back(Op{kind, interned->second, st.vc, pool_dep, std::nullopt});
+  // The op's clock by difference (Op::clock_base): a new base only when
+  // another stream's component changed.
+  if (st.clock_bases.empty() || !same_other_streams(st.clock_bases.back(), st.vc, st)) st.clock_bases.push_back(st.vc);
+  st.ops.push_back(
+      Op{kind, interned->second, static_cast<std::uint32_t>(st.clock_bases.size() - 1), pool_dep, std::nullopt});
   log_.push_back(LogEntry::enqueue(current_host_, ref, pool_dep));
   return ref;
 }
@@ -210,7 +217,22 @@ bool HbState::covers(const VectorClock& vc, OpRef a) const {
   return vc.covers(stream(a.stream).agent, a.index + 1);
 }
 
-bool HbState::happens_before(OpRef a, OpRef b) const { return a != b && covers(op(b).vc, a); }
+HbState::OpClock HbState::op_clock(OpRef r) const {
+  const Stream& own = stream(r.stream);
+  const Op& o = own.ops.at(r.index);
+  return OpClock(own.agent, r.index + 1, own.clock_bases.at(o.clock_base));
+}
+
+bool HbState::same_other_streams(const VectorClock& a, const VectorClock& b, const Stream& own) const {
+  for (const Stream& other : streams_)
+    if (&other != &own && a.get(other.agent) != b.get(other.agent)) return false;
+  return true;
+}
+
+bool HbState::happens_before(OpRef a, OpRef b) const {
+  (void)op(a);  // validates a
+  return a != b && op_clock(b).get(stream(a.stream).agent) >= a.index + 1;
+}
 
 bool HbState::host_after(OpRef a) const { return covers(host_clock(), a); }
 
@@ -229,8 +251,9 @@ bool HbState::ready(OpRef r) const {
   const Stream& own = stream(r.stream);
   if (r.index != own.executed) return false;
   const Op& o = own.ops.at(r.index);
+  const OpClock clock = op_clock(r);
   for (std::uint32_t u = 0; u < streams_.size(); ++u)
-    if (u != r.stream.value && streams_[u].executed < o.vc.get(streams_[u].agent)) return false;
+    if (u != r.stream.value && streams_[u].executed < clock.get(streams_[u].agent)) return false;
   return !o.pool_dep || completed(*o.pool_dep);
 }
 

@@ -144,7 +144,16 @@ class HbState {
     /// few labels (its kernel names) and a std::string in each op was a
     /// fifth of its record.
     std::uint32_t label_id;
-    VectorClock vc;                           // the op's clock: what it is ordered after
+    /// The op's clock (what it is ordered after), kept by difference and
+    /// only at the streams' components: every query of an op's clock asks
+    /// how many ops of a stream it covers (happens_before, ready; a host
+    /// thread's component of it is never read), and consecutive ops of a
+    /// stream differ there only in their own stream's until a wait, a
+    /// barrier (R8) or a host synchronize changes another one. So a full
+    /// clock (80 bytes) is kept per change, not per op (OpClock): the own
+    /// stream's component is the op's index + 1 (R1), every other stream's
+    /// is the stream's clock_bases[clock_base]'s.
+    std::uint32_t clock_base;
     std::optional<OpRef> pool_dep;            // execution dependency inserted by the pool (not HB)
     std::optional<std::uint64_t> completion;  // index in the execution order, once executed
   };
@@ -221,6 +230,25 @@ class HbState {
   bool executed_all(const VectorClock& vc) const;
   /// How many ops of stream `s` the clock is ordered after.
   std::uint32_t covered_count(const VectorClock& vc, StreamIndex s) const { return vc.get(stream(s).agent); }
+  /// An op's clock at the streams' components (Op::clock_base says how it
+  /// is kept), read through covered_count. It refers to the HbState's
+  /// records: use it at once.
+  class OpClock {
+   private:
+    friend class HbState;
+    OpClock(AgentId own_agent, std::uint32_t own_count, const VectorClock& base)
+        : own_agent_(own_agent), own_count_(own_count), base_(&base) {}
+    /// Only a stream's agent: the base's host components are stale.
+    std::uint32_t get(AgentId stream_agent) const {
+      return stream_agent == own_agent_ ? own_count_ : base_->get(stream_agent);  // R1
+    }
+    AgentId own_agent_;
+    std::uint32_t own_count_;
+    const VectorClock* base_;
+  };
+  OpClock op_clock(OpRef r) const;
+  /// How many ops of stream `s` op clock `c` is ordered after.
+  std::uint32_t covered_count(const OpClock& c, StreamIndex s) const { return c.get(stream(s).agent); }
   /// True when op `r` may execute: it is its stream's next op, and all it is
   /// ordered after, and the pool's dependency, have executed.
   bool ready(OpRef r) const;
@@ -232,9 +260,10 @@ class HbState {
     StreamKind kind = StreamKind::NonBlocking;
     DeviceNumber device = 0;
     AgentId agent;
-    VectorClock vc;              // clock of the next op: joins of waits and host actions
-    std::deque<Op> ops;          // by blocks: a vector doubling it copied every op
-    std::uint32_t executed = 0;  // ops[0..executed) have executed
+    VectorClock vc;                       // clock of the next op: joins of waits and host actions
+    std::deque<Op> ops;                   // by blocks: a vector doubling it copied every op
+    std::deque<VectorClock> clock_bases;  // the ops' clocks, one per change (Op::clock_base)
+    std::uint32_t executed = 0;           // ops[0..executed) have executed
   };
   struct Event {
     std::string name;
@@ -251,6 +280,8 @@ class HbState {
   /// R8: orders the next stream-side node of `s` after the work the legacy
   /// default stream and the blocking streams must wait for.
   void default_stream_barrier(Stream& s);
+  /// True when the clocks agree on every stream's component but `own`'s.
+  bool same_other_streams(const VectorClock& a, const VectorClock& b, const Stream& own) const;
   void host_joins(const VectorClock& vc) { hosts_.at(current_host_.value).join(vc); }
   void log_host(LogEntry::Kind kind, StreamIndex stream, EventIndex event);
 
