@@ -40,13 +40,13 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "backend_sim/chunked_deque.h"
 #include "backend_sim/ids.h"
 #include "backend_sim/vector_clock.h"
 #include "model/types.h"
@@ -130,10 +130,10 @@ struct LogEntry {
 };
 static_assert(sizeof(LogEntry) <= 32, "a LogEntry is kept per API call of a run: keep it at 32 bytes");
 
-/// The API log of a run: a deque, so that a long run grows it by blocks
-/// (a vector doubling it copied every entry and, at its peak, held twice
-/// the memory).
-using Log = std::deque<LogEntry>;
+/// The API log of a run: a deque, so that a long run grows it by chunks (a
+/// vector doubling it copied every entry and, at its peak, held twice the
+/// memory).
+using Log = ChunkedDeque<LogEntry>;
 
 class HbState {
  public:
@@ -260,10 +260,10 @@ class HbState {
     StreamKind kind = StreamKind::NonBlocking;
     DeviceNumber device = 0;
     AgentId agent;
-    VectorClock vc;                       // clock of the next op: joins of waits and host actions
-    std::deque<Op> ops;                   // by blocks: a vector doubling it copied every op
-    std::deque<VectorClock> clock_bases;  // the ops' clocks, one per change (Op::clock_base)
-    std::uint32_t executed = 0;           // ops[0..executed) have executed
+    VectorClock vc;                         // clock of the next op: joins of waits and host actions
+    ChunkedDeque<Op> ops;                   // by blocks: a vector doubling it copied every op
+    ChunkedDeque<VectorClock> clock_bases;  // the ops' clocks, one per change (Op::clock_base)
+    std::uint32_t executed = 0;             // ops[0..executed) have executed
   };
   struct Event {
     std::string name;

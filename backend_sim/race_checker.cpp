@@ -31,7 +31,7 @@ std::uint32_t RaceChecker::position(std::size_t size) {
 void RaceChecker::enqueued(OpRef q, const std::vector<OpAccess>& accesses, bool changes_memory) {
   if (ops_.size() <= q.stream.value) ops_.resize(q.stream.value + 1);
   auto& on_stream = ops_[q.stream.value];
-  on_stream.resize(std::max<std::size_t>(on_stream.size(), q.index + 1));
+  while (on_stream.size() <= q.index) on_stream.push_back(OpRecord{});
   OpRecord& rec = on_stream[q.index];
   rec.stamp = next_stamp_++;
   rec.changes_memory = changes_memory;

@@ -10,12 +10,12 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "backend_sim/byte_range.h"
+#include "backend_sim/chunked_deque.h"
 #include "backend_sim/hb_state.h"
 #include "backend_sim/ids.h"
 #include "backend_sim/interval_map.h"
@@ -125,12 +125,12 @@ class RaceChecker {
 
   const HbState& hb_;
   const Pool& pool_;
-  std::vector<std::vector<OpRecord>> ops_;  // [stream][index]
-  std::deque<Checked> checked_;             // every op's accesses, in enqueue order
+  std::vector<ChunkedDeque<OpRecord>> ops_;  // [stream][index]
+  ChunkedDeque<Checked> checked_;            // every op's accesses, in enqueue order
   /// P2: the stamps reads not executed yet must see, from position
   /// expected_base_ on; an executed read's are marked seen (stamp 0: no
   /// write leaves it) and dropped from the front.
-  std::deque<Expected> expected_;
+  ChunkedDeque<Expected> expected_;
   std::uint32_t expected_base_ = 0;
   IntervalMap<Shadow> shadow_;
   IntervalMap<std::uint64_t> memory_;  // P2: the stamp each byte holds
