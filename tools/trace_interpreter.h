@@ -311,16 +311,17 @@ class TraceInterpreter {
     std::optional<typename B::HostThread> handle;
     std::optional<Mark> start;  // the spawner's release, acquired by the first statement
     std::optional<Mark> end;    // the release after the last statement, for `join`
-    std::vector<int> lines;     // the line of each statement, ascending (file order)
     bool done() const { return next == statements.size(); }
     /// The position in `statements` of the statement on `line` (R11 jumps):
-    /// a binary search, where a tree of every line was a heap node each.
+    /// a binary search by line (the statements are in file order), where a
+    /// tree of every line was a heap node each.
     std::size_t index_of_line(int line) const {
-      const auto it = std::lower_bound(lines.begin(), lines.end(), line);
-      if (it == lines.end() || *it != line)
+      const auto line_of = [](const Statement* st) { return source(*st).line; };
+      const auto it = std::ranges::lower_bound(statements, line, {}, line_of);
+      if (it == statements.end() || line_of(*it) != line)
         throw std::logic_error(
             fmt::format("the interpreter jumped to line {}, which holds no statement of thread {}", line, name));
-      return static_cast<std::size_t>(it - lines.begin());
+      return static_cast<std::size_t>(it - statements.begin());
     }
     const Statement& next_statement() const { return *statements[next]; }
   };
@@ -337,16 +338,15 @@ class TraceInterpreter {
   /// buffer, stream or event no thread has made yet waits for it (the
   /// pointer's hand-off is no ordering: `send`/`receive` orders it).
   void run_statements(TraceResource* resource) {
-    runs_.push_back(HostRun{"main", {}, 0, true, b_.main_host_thread(), std::nullopt, std::nullopt, {}});
+    runs_.push_back(HostRun{"main", {}, 0, true, b_.main_host_thread(), std::nullopt, std::nullopt});
     run_index_["main"] = 0;
     for (const Statement& st : trace_.statements)
       if (const auto* decl = std::get_if<ast::ThreadDecl>(&st)) {
         run_index_[decl->name] = runs_.size();
-        runs_.push_back(HostRun{decl->name, {}, 0, false, std::nullopt, std::nullopt, std::nullopt, {}});
+        runs_.push_back(HostRun{decl->name, {}, 0, false, std::nullopt, std::nullopt, std::nullopt});
       }
     for (const Statement& st : trace_.statements) {
       HostRun& run = runs_.at(run_index_.at(source(st).thread));
-      run.lines.push_back(source(st).line);
       run.statements.push_back(&st);
       if (const auto* join = std::get_if<ast::Join>(&st)) joined_.insert(join->target);
     }
