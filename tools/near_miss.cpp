@@ -186,6 +186,10 @@ class NearMissAnalysis::Program {
   template <class Other>
   void index(std::size_t, const Other&) {}
   void index_raw(std::size_t i, const std::vector<AccessList>& lists) {
+    // Only resource_fix reads this index (last_raw_use), and only in a
+    // trace that uses the resource: any other trace would pay a hash
+    // insert per buffer of every launch for nothing.
+    if (!t_.uses_resource) return;
     // Each buffer once: a kernel names a handful, so a scan of those
     // before it beats a set made for every launch of the trace.
     std::vector<const std::string*> named;

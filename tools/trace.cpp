@@ -269,11 +269,13 @@ class Parser {
     BufferRef r;
     const auto bracket = t.text.find('[');
     r.buffer = t.text.substr(0, bracket);
-    if (trace_language::is_keyword(t.text))
+    auto it = names_.find(r.buffer);
+    // A declared name is no keyword (declarations refuse keywords), so only
+    // a name not found is searched among the keywords, for a clearer error.
+    if (it == names_.end() && trace_language::is_keyword(t.text))
       fail(t.col, fmt::format("expected a buffer, found the keyword '{}' (',' separates the buffers of one access: "
                               "'reads A, B writes C')",
                               t.text));
-    auto it = names_.find(r.buffer);
     if (it == names_.end())
       fail(t.col, fmt::format("unknown buffer '{}' (declare it with 'buffer {} BYTES')", shown_input(r.buffer),
                               shown_input(r.buffer)));
@@ -971,6 +973,7 @@ class Parser {
   /// statements that give back differently (giving it back after the `end`
   /// is an error).
   void made_in_both_branches(std::string_view name, int col, bool giving_back = false) const {
+    if (maybe_made_.empty()) return;  // outside 'if' blocks: no name hashed for nothing
     if (auto it = maybe_made_.find(name); it != maybe_made_.end() && (giving_back || !it->second.only_giving_back))
       fail(col, fmt::format("'{}' {}", shown_input(name), it->second.why));
   }
@@ -1297,8 +1300,6 @@ Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const Trac
   if (const auto plain = backend.resolve_stream(interpreter.plain_alloc_stream())) exec.set_plain_alloc_stream(*plain);
   // Line -> statement text, indexed by line (a map of a million lines was a
   // tree walk per op: docs/PERFORMANCE.md, "HB checking").
-  int last_line = 0;
-  for (const auto& st : trace.statements) last_line = std::max(last_line, source(st).line);
   struct LineTexts {
     std::vector<const std::string*> by_line;
     const std::string* at(int line) const {
@@ -1306,8 +1307,16 @@ Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const Trac
       if (i >= by_line.size() || by_line[i] == nullptr) throw std::out_of_range("no statement at that line");
       return by_line[i];
     }
-  } text{std::vector<const std::string*>(static_cast<std::size_t>(last_line) + 1, nullptr)};
-  for (const auto& st : trace.statements) text.by_line[static_cast<std::size_t>(source(st).line)] = &source(st).text;
+  } text;
+  // One pass over the statements (lines ascend in a parsed trace, so the
+  // table grows once per statement at most, amortized).
+  text.by_line.reserve(trace.statements.empty() ? 1
+                                                : static_cast<std::size_t>(source(trace.statements.back()).line) + 1);
+  for (const auto& st : trace.statements) {
+    const auto line = static_cast<std::size_t>(source(st).line);
+    if (line >= text.by_line.size()) text.by_line.resize(line + 1, nullptr);
+    text.by_line[line] = &source(st).text;
+  }
   // R14b: a graph's op is its captured statement, run by a launch: say which.
   for (const auto& [op, launch] : backend.op_launches())
     exec.set_origin(op, OpOrigin{backend.op_origin(op).value_or(0),

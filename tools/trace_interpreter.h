@@ -340,14 +340,23 @@ class TraceInterpreter {
   void run_statements(TraceResource* resource) {
     runs_.push_back(HostRun{"main", {}, 0, true, b_.main_host_thread(), std::nullopt, std::nullopt});
     run_index_["main"] = 0;
-    for (const Statement& st : trace_.statements)
+    // One pass over the statements (a million of them do not fit in a
+    // cache): a thread is declared before any statement of it (the parser
+    // checks), and a thread's statements come in runs, so the last thread's
+    // index is kept instead of hashing the name of every statement.
+    const std::string* last_thread = nullptr;
+    std::size_t last_run = 0;
+    for (const Statement& st : trace_.statements) {
       if (const auto* decl = std::get_if<ast::ThreadDecl>(&st)) {
         run_index_[decl->name] = runs_.size();
         runs_.push_back(HostRun{decl->name, {}, 0, false, std::nullopt, std::nullopt, std::nullopt});
       }
-    for (const Statement& st : trace_.statements) {
-      HostRun& run = runs_.at(run_index_.at(source(st).thread));
-      run.statements.push_back(&st);
+      const std::string& thread = source(st).thread;
+      if (last_thread == nullptr || *last_thread != thread) {
+        last_run = run_index_.at(thread);
+        last_thread = &thread;
+      }
+      runs_[last_run].statements.push_back(&st);
       if (const auto* join = std::get_if<ast::Join>(&st)) joined_.insert(join->target);
     }
     std::optional<std::size_t> last;
@@ -674,6 +683,7 @@ class TraceInterpreter {
   /// R9b: the stream or event `st` names that was destroyed (and not
   /// declared again), with where; the statement is not run.
   std::optional<std::string> destroyed_use(const Statement& st) const {
+    if (destroyed_.empty()) return std::nullopt;  // the common case: no name hashed for nothing
     std::optional<std::string> out;
     const auto check = [&](const std::string& name, const char* kind) {
       if (auto it = destroyed_.find(name); !out && it != destroyed_.end())
@@ -1186,6 +1196,9 @@ class TraceInterpreter {
 
   std::vector<KernelAccess> kernel_accesses(const std::vector<AccessList>& lists) const {
     std::vector<KernelAccess> out;
+    std::size_t refs = 0;
+    for (const auto& list : lists) refs += list.refs.size();
+    out.reserve(refs);
     for (const auto& list : lists)
       for (const auto& r : list.refs) {
         const TraceBuffer& b = exec_.buffers().at(r.buffer);
@@ -1206,6 +1219,7 @@ class TraceInterpreter {
 
   /// Why `st` cannot run: it names a buffer or event the run could not make.
   std::optional<std::string> missing(const Statement& st) const {
+    if (missing_.empty()) return std::nullopt;  // the common case: no name hashed for nothing
     const auto check = [&](const std::string& name) -> std::optional<std::string> {
       auto it = missing_.find(name);
       if (it == missing_.end()) return std::nullopt;
