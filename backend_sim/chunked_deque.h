@@ -6,18 +6,22 @@
 // std::deque grows by 512-byte blocks, so it made a malloc every dozen
 // records and a free of each when the run ended (5 % of the checker's time at
 // 1 M ops), it allocates a block even while empty, and its index divides by
-// a block size that is not a power of two. Here the first chunk holds
-// 2^kFirstLog2 elements and each next one as many as all before it, up to
-// 2^kChunkLog2 a chunk (a small run makes a few small allocations; a long one
-// one per 2^kChunkLog2 records); an index is found with a shift; elements
-// never move once added (references stay valid, as with std::deque).
+// a block size that is not a power of two. Here every chunk holds
+// 2^kChunkLog2 elements, so an index is a shift and a mask (the checker
+// indexes these records more than anything else: chunks of 8, 8, 16, ... 256
+// cost it 8-16 %, docs/PERFORMANCE.md), and elements never move once added
+// (references stay valid, as with std::deque). A chunk's storage goes back
+// to a small cache of its thread when the chunk is freed, and the next
+// chunk of that element type takes it from there: the explorer's fresh
+// model per run then reuses the last run's chunks instead of allocating
+// them again (a malloc, and the heap's trim and page faults, each run).
 // pop_front drops elements from the front; they are destroyed with their
 // chunk, when the last of it is popped.
 #pragma once
 
-#include <bit>
 #include <cstddef>
 #include <iterator>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -25,12 +29,76 @@
 
 namespace streamcheck::sim {
 
-template <class T, std::size_t kChunkLog2 = 8, std::size_t kFirstLog2 = 3>
+namespace chunk_storage {
+
+/// An allocator that keeps up to kKept freed blocks of kElements T in a
+/// cache of the thread, for the next block of that size; other sizes, and
+/// every block under AddressSanitizer (which must see each free), go to
+/// the heap.
+template <class T, std::size_t kElements>
+class Recycling {
+ public:
+  using value_type = T;
+  template <class U>
+  struct rebind {
+    using other = Recycling<U, kElements>;
+  };
+  Recycling() = default;
+  template <class U>
+  explicit Recycling(const Recycling<U, kElements>&) {}
+
+  T* allocate(std::size_t n) {
+    if (kRecycles && n == kElements) {
+      auto& blocks = cache().blocks;
+      if (!blocks.empty()) {
+        T* p = blocks.back();
+        blocks.pop_back();
+        return p;
+      }
+    }
+    return std::allocator<T>().allocate(n);
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    if (kRecycles && n == kElements) {
+      auto& blocks = cache().blocks;
+      if (blocks.size() < kKept) {
+        blocks.push_back(p);  // reserved to kKept: no allocation, no throw
+        return;
+      }
+    }
+    std::allocator<T>().deallocate(p, n);
+  }
+  friend bool operator==(const Recycling&, const Recycling&) { return true; }
+
+ private:
+  static constexpr std::size_t kKept = 64;
+#if defined(__SANITIZE_ADDRESS__)
+  static constexpr bool kRecycles = false;
+#else
+  static constexpr bool kRecycles = true;
+#endif
+  struct Cache {
+    std::vector<T*> blocks;
+    Cache() { blocks.reserve(kKept); }
+    ~Cache() {
+      for (T* p : blocks) std::allocator<T>().deallocate(p, kElements);
+    }
+    Cache(const Cache&) = delete;
+    Cache& operator=(const Cache&) = delete;
+  };
+  static Cache& cache() {
+    thread_local Cache c;
+    return c;
+  }
+};
+
+}  // namespace chunk_storage
+
+template <class T, std::size_t kChunkLog2 = 8>
 class ChunkedDeque {
-  static_assert(kFirstLog2 <= kChunkLog2);
   static constexpr std::size_t kChunk = std::size_t{1} << kChunkLog2;
-  static constexpr std::size_t kFirst = std::size_t{1} << kFirstLog2;
   static constexpr std::size_t kMask = kChunk - 1;
+  using Chunk = std::vector<T, chunk_storage::Recycling<T, kChunk>>;
 
  public:
   template <bool kConst>
@@ -83,19 +151,20 @@ class ChunkedDeque {
 
   void push_back(T value) {
     // By place, not by the last chunk's fill: popping frees chunks.
-    const Place p = place(front_ + size_);
-    if (p.chunk == chunks_.size()) {
+    const std::size_t at = front_ + size_;
+    const std::size_t chunk = at >> kChunkLog2;
+    if (chunk == chunks_.size()) {
       chunks_.emplace_back();
-      chunks_.back().reserve(capacity(p.chunk));  // never grown past: its elements stay where they are
+      chunks_.back().reserve(kChunk);  // never grown past: its elements stay where they are
     }
-    chunks_[p.chunk].push_back(std::move(value));
+    chunks_[chunk].push_back(std::move(value));
     ++size_;
   }
   void pop_front() {
     if (size_ == 0) throw std::out_of_range("ChunkedDeque: pop_front of an empty deque");
     --size_;
-    const std::size_t chunk = place(front_++).chunk;
-    if (place(front_).chunk != chunk) std::vector<T>().swap(chunks_[chunk]);  // all of it popped: freed
+    const std::size_t chunk = front_++ >> kChunkLog2;
+    if ((front_ >> kChunkLog2) != chunk) Chunk().swap(chunks_[chunk]);  // all of it popped: freed
   }
 
   iterator begin() { return iterator(this, 0); }
@@ -104,36 +173,15 @@ class ChunkedDeque {
   const_iterator end() const { return const_iterator(this, size_); }
 
  private:
-  struct Place {
-    std::size_t chunk;
-    std::size_t offset;
-  };
-  /// Where the element `at` places from the first one ever pushed lives:
-  /// chunk 0 holds [0, kFirst), chunk k <= kChunkLog2 - kFirstLog2 holds
-  /// [2^(kFirstLog2 + k - 1), 2^(kFirstLog2 + k)), and each chunk after
-  /// them kChunk elements.
-  static Place place(std::size_t at) {
-    if (at < kFirst) return {0, at};
-    if (at < kChunk) {
-      const auto k = static_cast<std::size_t>(std::bit_width(at >> kFirstLog2));
-      return {k, at - (std::size_t{1} << (kFirstLog2 + k - 1))};
-    }
-    return {kChunkLog2 - kFirstLog2 + (at >> kChunkLog2), at & kMask};
-  }
-  static std::size_t capacity(std::size_t chunk) {
-    if (chunk == 0) return kFirst;
-    if (chunk <= kChunkLog2 - kFirstLog2) return std::size_t{1} << (kFirstLog2 + chunk - 1);
-    return kChunk;
-  }
   T& element(std::size_t i) {
-    const Place p = place(front_ + i);
-    return chunks_[p.chunk][p.offset];
+    const std::size_t at = front_ + i;
+    return chunks_[at >> kChunkLog2][at & kMask];
   }
 
-  // Each reserved to its capacity. A vector (an empty one allocates
-  // nothing, where a std::deque allocates a block at once: the explorer
-  // makes a model per run); moving a chunk's vector moves no element.
-  std::vector<std::vector<T>> chunks_;
+  // A vector (an empty one allocates nothing, where a std::deque allocates
+  // a block at once: the explorer makes a model per run); moving a chunk's
+  // vector moves no element.
+  std::vector<Chunk> chunks_;
   std::size_t front_ = 0;  // the number of elements ever popped: the front's place in the chunks
   std::size_t size_ = 0;
 };

@@ -1,5 +1,6 @@
 // ChunkedDeque: indexing across chunks, references that stay valid while it
-// grows, and pop_front dropping whole chunks.
+// grows, pop_front dropping whole chunks, and a dropped deque's chunks
+// serving the next one.
 #include "backend_sim/chunked_deque.h"
 
 #include <gtest/gtest.h>
@@ -12,9 +13,9 @@
 namespace streamcheck::sim {
 namespace {
 
-// Chunks of 1, 1, 2 and then 4 elements, so that a few pushes cross
-// several chunk boundaries of both kinds.
-using Small = ChunkedDeque<std::string, 2, 0>;
+// Chunks of 4 elements, so that a few pushes cross several chunk
+// boundaries.
+using Small = ChunkedDeque<std::string, 2>;
 
 TEST(ChunkedDeque, IndexesAndIteratesInPushOrderAcrossChunks) {
   Small d;
@@ -43,7 +44,7 @@ TEST(ChunkedDeque, ReferencesStayValidWhileItGrows) {
 TEST(ChunkedDeque, PopFrontShiftsIndexesAndEmptiesCleanly) {
   Small d;
   for (int i = 0; i < 10; ++i) d.push_back(std::to_string(i));
-  for (int i = 0; i < 5; ++i) d.pop_front();  // past the first three chunks
+  for (int i = 0; i < 5; ++i) d.pop_front();  // past the first chunk
   ASSERT_EQ(d.size(), 5u);
   EXPECT_EQ(d[0], "5");
   EXPECT_EQ(d.back(), "9");
@@ -58,13 +59,35 @@ TEST(ChunkedDeque, PopFrontShiftsIndexesAndEmptiesCleanly) {
 
 TEST(ChunkedDeque, EmptiedAtAChunkBoundaryTakesNewElementsInTheNextChunk) {
   Small d;
-  for (int i = 0; i < 8; ++i) d.push_back(std::to_string(i));  // chunks of 1, 1, 2 and 4: all full
+  for (int i = 0; i < 8; ++i) d.push_back(std::to_string(i));  // two chunks of 4: both full
   while (!d.empty()) d.pop_front();                            // every chunk freed
   d.push_back("next");
   d.push_back("after");
   ASSERT_EQ(d.size(), 2u);
   EXPECT_EQ(d[0], "next");
   EXPECT_EQ(d[1], "after");
+}
+
+// A chunk's storage is recycled (chunk_storage::Recycling): the next deque
+// gets the chunks the last one freed, and sees only its own elements in
+// them, each made and destroyed once.
+TEST(ChunkedDeque, ChunksOfADroppedDequeServeTheNextOneWithItsOwnElements) {
+  std::vector<const std::string*> old_chunks;
+  {
+    Small d;
+    for (int i = 0; i < 12; ++i) d.push_back("an old value long enough for the heap " + std::to_string(i));
+    old_chunks = {&d[0], &d[4], &d[8]};
+  }
+  Small d;
+  for (int i = 0; i < 6; ++i) d.push_back("new " + std::to_string(i));
+#if !defined(__SANITIZE_ADDRESS__)  // under AddressSanitizer every chunk is a fresh allocation
+  EXPECT_NE(std::find(old_chunks.begin(), old_chunks.end(), &d[0]), old_chunks.end());
+#endif
+  ASSERT_EQ(d.size(), 6u);
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(d[i], "new " + std::to_string(i));
+  while (!d.empty()) d.pop_front();  // the popped chunks go back to the cache too
+  d.push_back("after");
+  EXPECT_EQ(d.front(), "after");
 }
 
 }  // namespace
