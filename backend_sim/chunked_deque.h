@@ -69,6 +69,8 @@ class Recycling {
     std::allocator<T>().deallocate(p, n);
   }
   friend bool operator==(const Recycling&, const Recycling&) { return true; }
+  /// Blocks this thread keeps for the next allocations of kElements T.
+  static std::size_t cached() { return cache().blocks.size(); }
 
  private:
   static constexpr std::size_t kKept = 64;
