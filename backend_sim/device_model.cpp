@@ -10,7 +10,8 @@ namespace streamcheck::sim {
 
 OpRef DeviceModel::launch(StreamIndex stream, const std::vector<KernelAccess>& accesses, std::string label) {
   hb_.check_stream(stream);
-  std::vector<OpAccess> touched;
+  std::vector<OpAccess>& touched = touched_;
+  touched.clear();
   for (const auto& a : accesses) {
     if (a.bytes == 0) throw std::invalid_argument(fmt::format("DeviceModel::launch: zero-byte access in '{}'", label));
     const AllocationIndex alloc = a.allocation ? AllocationIndex{*a.allocation} : pool_.containing(a.ptr);
@@ -35,7 +36,7 @@ std::optional<AllocResult> DeviceModel::alloc(StreamIndex stream, std::uint64_t 
     complete_through(a.fence->stream, a.fence->index + 1);
   const OpRef ref = hb_.enqueue(stream, OpKind::Alloc, std::move(label), a.pool_dep());
   pool_.set_alloc_op(*id, ref);
-  race_.enqueued(ref, {OpAccess{a.range, Access::Write, *id}});
+  race_.enqueued(ref, OpAccess{a.range, Access::Write, *id});
   return AllocResult{a.range.lo, *id, a.reuse};
 }
 
@@ -45,7 +46,7 @@ bool DeviceModel::free(StreamIndex stream, std::uint64_t ptr, std::string label)
   if (!id) return false;
   const OpRef ref = hb_.enqueue(stream, OpKind::Free, std::move(label), std::nullopt);
   pool_.freed(*id, ref);  // R7: the range becomes a reuse candidate
-  race_.enqueued(ref, {OpAccess{pool_.allocation(*id).range, Access::Write, *id}});
+  race_.enqueued(ref, OpAccess{pool_.allocation(*id).range, Access::Write, *id});
   return true;
 }
 
@@ -56,7 +57,7 @@ std::optional<AllocResult> DeviceModel::suballoc(StreamIndex stream, AllocationI
   const AllocationIndex id = pool_.sub_allocated(parent, block, bytes, stream);
   const OpRef ref = hb_.enqueue(stream, OpKind::Alloc, std::move(label), std::nullopt);
   pool_.set_alloc_op(id, ref);
-  race_.enqueued(ref, {OpAccess{block, Access::Write, id}});
+  race_.enqueued(ref, OpAccess{block, Access::Write, id});
   return AllocResult{block.lo, id, ReuseKind::SubAllocated};
 }
 
@@ -70,7 +71,7 @@ bool DeviceModel::subfree(StreamIndex stream, AllocationIndex block, std::vector
   // Giving a block back to its allocator changes no byte: the value oracle
   // (P2) must not see it as a write, or a recorded stream's read that runs
   // after it would look wrong (R10c).
-  race_.enqueued(ref, {OpAccess{a.range, Access::Write, block}}, /*changes_memory=*/false);
+  race_.enqueued(ref, OpAccess{a.range, Access::Write, block}, /*changes_memory=*/false);
   return true;
 }
 
@@ -84,7 +85,7 @@ AllocResult DeviceModel::host_alloc(StreamIndex host_stream, std::uint64_t bytes
   const AllocationIndex id = pool_.host_allocated(bytes, host_stream);
   const OpRef ref = hb_.enqueue(host_stream, OpKind::Alloc, std::move(label), std::nullopt);
   pool_.set_alloc_op(id, ref);
-  race_.enqueued(ref, {OpAccess{pool_.allocation(id).range, Access::Write, id}});
+  race_.enqueued(ref, OpAccess{pool_.allocation(id).range, Access::Write, id});
   sync_stream(host_stream);
   return AllocResult{pool_.allocation(id).range.lo, id, ReuseKind::HostMemory};
 }
@@ -95,7 +96,7 @@ bool DeviceModel::host_free(StreamIndex host_stream, std::uint64_t ptr, std::str
   if (!id || pool_.allocation(*id).reuse != ReuseKind::HostMemory) return false;
   const OpRef ref = hb_.enqueue(host_stream, OpKind::Free, std::move(label), std::nullopt);
   pool_.host_freed(*id, ref);
-  race_.enqueued(ref, {OpAccess{pool_.allocation(*id).range, Access::Write, *id}});
+  race_.enqueued(ref, OpAccess{pool_.allocation(*id).range, Access::Write, *id});
   sync_stream(host_stream);
   return true;
 }
@@ -158,7 +159,8 @@ void DeviceModel::complete_through(StreamIndex stream, std::uint32_t count) {
       const std::uint32_t need = hb_.covered_count(clock, other);
       if (other != stream && hb_.executed_count(other) < need) complete_through(other, need);
     }
-    if (o.pool_dep && !hb_.completed(*o.pool_dep)) complete_through(o.pool_dep->stream, o.pool_dep->index + 1);
+    if (o.has_pool_dep)
+      if (const OpRef dep = *hb_.pool_dep(r); !hb_.completed(dep)) complete_through(dep.stream, dep.index + 1);
     execute(r);
   }
 }

@@ -161,7 +161,7 @@ class DeviceModel {
   /// Position of op `a` in the execution order of this run (0 = the first op
   /// the simulated schedule completed); nullopt while it has not executed.
   /// For renderers (tools/render.h): the order the schedule chose, not HB.
-  std::optional<std::uint64_t> completion_index(OpRef a) const { return hb_.op(a).completion; }
+  std::optional<std::uint64_t> completion_index(OpRef a) const { return hb_.completion(a); }
   const std::vector<Finding>& findings() const { return race_.findings(); }
   const std::vector<ValueMismatch>& value_mismatches() const { return race_.value_mismatches(); }
   /// The bytes op `a` touches, and how (tools/producers.h reads them).
@@ -194,6 +194,7 @@ class DeviceModel {
   DeviceProgress progress_;
   RaceChecker race_{hb_, pool_};
   std::uint64_t next_completion_ = 0;  // ops executed so far
+  std::vector<OpAccess> touched_;      // launch's scratch: a launch's accesses, without a heap block each
   bool finished_ = false;
 };
 

@@ -27,21 +27,21 @@ std::string describe(const DeviceModel& model, OpRef op) {
 std::string host_action(const DeviceModel& model, const LogEntry& entry) {
   switch (entry.kind) {
     case LogEntry::Kind::Enqueue:
-      return "enqueue " + describe(model, entry.op);
+      return "enqueue " + describe(model, entry.op());
     case LogEntry::Kind::Record:
-      return fmt::format("record {} on {}", model.event_name(entry.event), model.stream_name(entry.stream));
+      return fmt::format("record {} on {}", model.event_name(entry.event()), model.stream_name(entry.stream));
     case LogEntry::Kind::Wait:
-      return fmt::format("{} waits for {}", model.stream_name(entry.stream), model.event_name(entry.event));
+      return fmt::format("{} waits for {}", model.stream_name(entry.stream), model.event_name(entry.event()));
     case LogEntry::Kind::SyncStream:
       return "synchronize " + model.stream_name(entry.stream);
     case LogEntry::Kind::SyncEvent:
-      return "synchronize " + model.event_name(entry.event);
+      return "synchronize " + model.event_name(entry.event());
     case LogEntry::Kind::SyncDevice:
       return "synchronize device";
     case LogEntry::Kind::QueryDone:
-      return fmt::format("query {} -> done", model.event_name(entry.event));
+      return fmt::format("query {} -> done", model.event_name(entry.event()));
     case LogEntry::Kind::QueryNotDone:
-      return fmt::format("query {} -> not done", model.event_name(entry.event));
+      return fmt::format("query {} -> not done", model.event_name(entry.event()));
     case LogEntry::Kind::HostRelease:
       return "hand off to another host thread";
     case LogEntry::Kind::HostAcquire:

@@ -25,7 +25,7 @@
 //       an op or mark on a blocking stream (StreamKind), both within one
 //       device (R13a: StreamShape::device); a device sync (R4) covers the
 //       streams of its device only (R13c).
-// Pool-inserted waits (LogEntry::pool_wait()) are deliberately left out: they
+// Pool-inserted waits (HbState::pool_dep) are deliberately left out: they
 // order execution, but user code must not rely on them (R7).
 //
 // Limitation: the log does not record host-thread creation itself, so a
@@ -111,15 +111,15 @@ void visit_hb(const Log& log, const std::vector<StreamShape>& streams, OnNode&& 
     const auto sync_after = [&](std::size_t covered) { on_edge(HbRule::R4, HbNode{covered, Side::Stream}, host); };
     switch (entry.kind) {
       case LogEntry::Kind::Enqueue:
-        stream_node(HbRule::R1);  // entry.pool_wait() is deliberately not an edge
+        stream_node(HbRule::R1);  // the op's pool_dep is deliberately not an edge
         break;
       case LogEntry::Kind::Record:
         stream_node(HbRule::R2);
-        capture[entry.event] = i;
+        capture[entry.event()] = i;
         break;
       case LogEntry::Kind::Wait: {
         const HbNode mark = stream_node(HbRule::R1);
-        if (auto it = capture.find(entry.event); it != capture.end())
+        if (auto it = capture.find(entry.event()); it != capture.end())
           on_edge(HbRule::R3, HbNode{it->second, Side::Stream}, mark);
         break;
       }
@@ -132,7 +132,7 @@ void visit_hb(const Log& log, const std::vector<StreamShape>& streams, OnNode&& 
         break;
       case LogEntry::Kind::SyncEvent:
       case LogEntry::Kind::QueryDone:
-        if (auto it = capture.find(entry.event); it != capture.end()) sync_after(it->second);
+        if (auto it = capture.find(entry.event()); it != capture.end()) sync_after(it->second);
         break;
       case LogEntry::Kind::QueryNotDone:
       case LogEntry::Kind::HostRelease:
@@ -208,15 +208,15 @@ class HbGraph {
       }
       Node node{NodeKind::Op, entry.host, entry.stream, {}, {}, n.entry};
       if (entry.kind == LogEntry::Kind::Enqueue) {
-        node.op = entry.op;
-        node.label = describe(model, entry.op);
+        node.op = entry.op();
+        node.label = describe(model, entry.op());
       } else {
         const bool record = entry.kind == LogEntry::Kind::Record;
         node.kind = record ? NodeKind::Record : NodeKind::Wait;
-        node.label = (record ? "record " : "wait ") + model.event_name(entry.event);
+        node.label = (record ? "record " : "wait ") + model.event_name(entry.event());
       }
       stream_vertex[n.entry] = add(std::move(node));
-      if (entry.kind == LogEntry::Kind::Enqueue) ops_[entry.op] = stream_vertex[n.entry];
+      if (entry.kind == LogEntry::Kind::Enqueue) ops_[entry.op()] = stream_vertex[n.entry];
     };
     visit_hb(log, model.hb().stream_shapes(), on_node, [&](HbRule rule, HbNode from, HbNode to) {
       boost::add_edge(vertex_of(from), vertex_of(to), Edge{rule}, g_);

@@ -2,9 +2,16 @@
 
 #include <fmt/core.h>
 
+#include <limits>
 #include <stdexcept>
 
 namespace streamcheck::sim {
+
+LogEntry LogEntry::host_acquire(HostThread host, std::size_t released_by) {
+  if (released_by >= std::numeric_limits<std::uint32_t>::max())
+    throw std::length_error("HbState: a host release past the 2^32nd API call of a run; split the trace");
+  return LogEntry(Kind::HostAcquire, host, {}, static_cast<std::uint32_t>(released_by));
+}
 
 HbState::HbState() { create_host_thread(); }
 
@@ -146,8 +153,9 @@ OpRef HbState::enqueue(StreamIndex s, OpKind kind, std::string label, std::optio
   // another stream's component changed.
   if (st.clock_bases.empty() || !same_other_streams(st.clock_bases.back(), st.vc, st)) st.clock_bases.push_back(st.vc);
   st.ops.push_back(
-      Op{kind, interned->second, static_cast<std::uint32_t>(st.clock_bases.size() - 1), pool_dep, std::nullopt});
-  log_.push_back(LogEntry::enqueue(current_host_, ref, pool_dep));
+      Op{kind, pool_dep.has_value(), interned->second, static_cast<std::uint32_t>(st.clock_bases.size() - 1)});
+  if (pool_dep) st.pool_deps.emplace(ref.index, *pool_dep);
+  log_.push_back(LogEntry::enqueue(current_host_, ref));
   return ref;
 }
 
@@ -208,7 +216,9 @@ bool HbState::query_event(EventIndex event) {
 
 void HbState::mark_executed(StreamIndex s, std::uint64_t completion) {
   Stream& st = stream(s);
-  st.ops.at(st.executed).completion = completion;
+  if (completion >= std::numeric_limits<std::uint32_t>::max())
+    throw std::length_error("HbState: more than 2^32 - 1 ops executed in one run; split the trace");
+  st.ops.at(st.executed).executed_as = static_cast<std::uint32_t>(completion + 1);
   ++st.executed;
 }
 
@@ -247,6 +257,11 @@ bool HbState::executed_all(const VectorClock& vc) const {
   return true;
 }
 
+std::optional<OpRef> HbState::pool_dep(OpRef r) const {
+  if (!op(r).has_pool_dep) return std::nullopt;
+  return stream(r.stream).pool_deps.at(r.index);
+}
+
 bool HbState::ready(OpRef r) const {
   const Stream& own = stream(r.stream);
   if (r.index != own.executed) return false;
@@ -254,7 +269,7 @@ bool HbState::ready(OpRef r) const {
   const OpClock clock = op_clock(r);
   for (std::uint32_t u = 0; u < streams_.size(); ++u)
     if (u != r.stream.value && streams_[u].executed < clock.get(streams_[u].agent)) return false;
-  return !o.pool_dep || completed(*o.pool_dep);
+  return !o.has_pool_dep || completed(own.pool_deps.at(r.index));
 }
 
 }  // namespace streamcheck::sim

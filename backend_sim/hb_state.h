@@ -56,10 +56,11 @@ namespace streamcheck::sim {
 enum class OpKind : std::uint8_t { Alloc, Free, Kernel };
 
 /// One API call, in program order, for the HB-graph oracle and renderers.
-/// One is kept per call of a run, so it is 32 bytes: the three fields only
-/// one kind uses (an enqueue's pool wait, an acquire's release, a device
-/// synchronize's device) share one word, read through accessors that say
-/// which kind has them.
+/// One is kept per call of a run, so it is 16 bytes: what only some kinds
+/// have (an enqueue's op index, an event, a device synchronize's device, an
+/// acquire's release) shares one word, read through accessors that say
+/// which kinds have it. (An enqueue's pool wait is its op's
+/// HbState::pool_dep.)
 struct LogEntry {
   enum class Kind : std::uint8_t {
     Enqueue,
@@ -74,61 +75,42 @@ struct LogEntry {
     HostAcquire,  // R6: the host thread is ordered after a release (released_by)
   };
   Kind kind;
-
- private:
-  enum class Detail : std::uint8_t { None, PoolWait, ReleasedBy, Device };
-  Detail detail_kind_ = Detail::None;  // declared here, it fills kind's padding
-
- public:
   HostThread host;
-  StreamIndex stream;
-  EventIndex event;
-  OpRef op{};
+  StreamIndex stream;  // the stream of an Enqueue, Record, Wait or SyncStream; 0 for any other kind
 
-  static LogEntry enqueue(HostThread host, OpRef op, std::optional<OpRef> pool_wait) {
-    LogEntry e(Kind::Enqueue, host, op.stream, {}, op);
-    if (pool_wait) e.set_detail(Detail::PoolWait, (std::uint64_t{pool_wait->stream.value} << 32) | pool_wait->index);
-    return e;
-  }
+  static LogEntry enqueue(HostThread host, OpRef op) { return LogEntry(Kind::Enqueue, host, op.stream, op.index); }
+  /// Record, Wait, SyncStream, SyncEvent, QueryDone, QueryNotDone, HostRelease.
   static LogEntry host_call(Kind kind, HostThread host, StreamIndex stream, EventIndex event) {
-    return LogEntry(kind, host, stream, event, {});
+    return LogEntry(kind, host, stream, event.value);
   }
   static LogEntry sync_device(HostThread host, DeviceNumber device) {
-    LogEntry e(Kind::SyncDevice, host, {}, {}, {});
-    e.set_detail(Detail::Device, device);
-    return e;
+    return LogEntry(Kind::SyncDevice, host, {}, device);
   }
-  static LogEntry host_acquire(HostThread host, std::size_t released_by) {
-    LogEntry e(Kind::HostAcquire, host, {}, {}, {});
-    e.set_detail(Detail::ReleasedBy, released_by);
-    return e;
-  }
+  /// Throws std::length_error for a release past the 2^32nd log entry.
+  static LogEntry host_acquire(HostThread host, std::size_t released_by);
 
-  /// For an Enqueue of a pool allocation with an internal dependency: the
-  /// free the pool made it wait for (not a user-visible HB edge).
-  std::optional<OpRef> pool_wait() const {
-    if (detail_kind_ != Detail::PoolWait) return std::nullopt;
-    return OpRef{StreamIndex{static_cast<std::uint32_t>(detail_ >> 32)}, static_cast<std::uint32_t>(detail_)};
-  }
+  /// For an Enqueue: its op; OpRef{} for any other kind.
+  OpRef op() const { return kind == Kind::Enqueue ? OpRef{stream, slot_} : OpRef{}; }
+  /// For a Record, Wait, SyncEvent, QueryDone or QueryNotDone: its event;
+  /// EventIndex{} for any other kind.
+  EventIndex event() const { return names_event() ? EventIndex{slot_} : EventIndex{}; }
   /// For a HostAcquire: the HostRelease entry it is ordered after.
   std::optional<std::size_t> released_by() const {
-    if (detail_kind_ != Detail::ReleasedBy) return std::nullopt;
-    return static_cast<std::size_t>(detail_);
+    if (kind != Kind::HostAcquire) return std::nullopt;
+    return std::size_t{slot_};
   }
   /// For a SyncDevice: the device synchronized (R13c); 0 for any other kind.
-  DeviceNumber device() const {
-    return detail_kind_ == Detail::Device ? static_cast<DeviceNumber>(detail_) : DeviceNumber{0};
-  }
+  DeviceNumber device() const { return kind == Kind::SyncDevice ? DeviceNumber{slot_} : DeviceNumber{0}; }
 
  private:
-  LogEntry(Kind k, HostThread h, StreamIndex s, EventIndex e, OpRef o) : kind(k), host(h), stream(s), event(e), op(o) {}
-  void set_detail(Detail kind, std::uint64_t value) {
-    detail_kind_ = kind;
-    detail_ = value;
+  LogEntry(Kind k, HostThread h, StreamIndex s, std::uint32_t slot) : kind(k), host(h), stream(s), slot_(slot) {}
+  bool names_event() const {
+    return kind == Kind::Record || kind == Kind::Wait || kind == Kind::SyncEvent || kind == Kind::QueryDone ||
+           kind == Kind::QueryNotDone;
   }
-  std::uint64_t detail_ = 0;
+  std::uint32_t slot_ = 0;  // the op index, event, device or release, by kind
 };
-static_assert(sizeof(LogEntry) <= 32, "a LogEntry is kept per API call of a run: keep it at 32 bytes");
+static_assert(sizeof(LogEntry) <= 16, "a LogEntry is kept per API call of a run: keep it at 16 bytes");
 
 /// The API log of a run: a deque, so that a long run grows it by chunks (a
 /// vector doubling it copied every entry and, at its peak, held twice the
@@ -137,9 +119,12 @@ using Log = ChunkedDeque<LogEntry>;
 
 class HbState {
  public:
-  /// What HB knows of one op.
+  /// What HB knows of one op: 16 bytes, one kept per op of a run (the
+  /// pool's rare dependency lives beside the stream's ops, Stream::pool_deps).
   struct Op {
     OpKind kind;
+    /// Whether the pool made the op wait for a free (pool_dep(op) says which).
+    bool has_pool_dep = false;
     /// The op's label, interned: label(op) reads it. A program's ops have a
     /// few labels (its kernel names) and a std::string in each op was a
     /// fifth of its record.
@@ -154,8 +139,9 @@ class HbState {
     /// stream's component is the op's index + 1 (R1), every other stream's
     /// is the stream's clock_bases[clock_base]'s.
     std::uint32_t clock_base;
-    std::optional<OpRef> pool_dep;            // execution dependency inserted by the pool (not HB)
-    std::optional<std::uint64_t> completion;  // index in the execution order, once executed
+    /// Its index in the execution order + 1, once executed; 0 before
+    /// (completion(op) reads it).
+    std::uint32_t executed_as = 0;
   };
 
   HbState();
@@ -220,6 +206,15 @@ class HbState {
   // --- queries
   const Op& op(OpRef r) const { return streams_.at(r.stream.value).ops.at(r.index); }
   const std::string& label(OpRef r) const { return labels_.at(op(r).label_id); }
+  /// The op's index in the execution order of the run; nullopt while it
+  /// has not executed.
+  std::optional<std::uint64_t> completion(OpRef r) const {
+    const std::uint32_t as = op(r).executed_as;
+    return as == 0 ? std::nullopt : std::optional<std::uint64_t>(as - 1);
+  }
+  /// The execution dependency the pool inserted before op `r` (not HB):
+  /// the free whose range it reuses; nullopt for most ops.
+  std::optional<OpRef> pool_dep(OpRef r) const;
   bool happens_before(OpRef a, OpRef b) const;
   /// True when the current host thread is ordered after op `a`.
   bool host_after(OpRef a) const;
@@ -247,6 +242,11 @@ class HbState {
     const VectorClock* base_;
   };
   OpClock op_clock(OpRef r) const;
+  /// True when op `a` is ordered before the op whose clock `c` is, or is
+  /// that op: happens_before(a, b) for every a but b itself, with b's
+  /// clock looked up once (the race checker asks it of every access in the
+  /// shadow of the bytes b touches). `a` must be an op of this state.
+  bool covers(const OpClock& c, OpRef a) const { return c.get(stream(a.stream).agent) > a.index; }
   /// How many ops of stream `s` op clock `c` is ordered after.
   std::uint32_t covered_count(const OpClock& c, StreamIndex s) const { return c.get(stream(s).agent); }
   /// True when op `r` may execute: it is its stream's next op, and all it is
@@ -260,10 +260,11 @@ class HbState {
     StreamKind kind = StreamKind::NonBlocking;
     DeviceNumber device = 0;
     AgentId agent;
-    VectorClock vc;                         // clock of the next op: joins of waits and host actions
-    ChunkedDeque<Op> ops;                   // by blocks: a vector doubling it copied every op
-    ChunkedDeque<VectorClock> clock_bases;  // the ops' clocks, one per change (Op::clock_base)
-    std::uint32_t executed = 0;             // ops[0..executed) have executed
+    VectorClock vc;                            // clock of the next op: joins of waits and host actions
+    ChunkedDeque<Op> ops;                      // by blocks: a vector doubling it copied every op
+    ChunkedDeque<VectorClock> clock_bases;     // the ops' clocks, one per change (Op::clock_base)
+    std::map<std::uint32_t, OpRef> pool_deps;  // op index -> the free the pool made it wait for (Op::has_pool_dep)
+    std::uint32_t executed = 0;                // ops[0..executed) have executed
   };
   struct Event {
     std::string name;
@@ -298,5 +299,7 @@ class HbState {
   std::vector<std::string> labels_;                           // every op label, once
   std::unordered_map<std::string, std::uint32_t> label_ids_;  // label -> its position in labels_
 };
+
+static_assert(sizeof(HbState::Op) <= 16, "an Op is kept per op of a run: keep it at 16 bytes");
 
 }  // namespace streamcheck::sim

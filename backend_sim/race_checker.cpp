@@ -28,7 +28,7 @@ std::uint32_t RaceChecker::position(std::size_t size) {
   return static_cast<std::uint32_t>(size);
 }
 
-void RaceChecker::enqueued(OpRef q, const std::vector<OpAccess>& accesses, bool changes_memory) {
+void RaceChecker::enqueued(OpRef q, std::span<const OpAccess> accesses, bool changes_memory) {
   if (ops_.size() <= q.stream.value) ops_.resize(q.stream.value + 1);
   auto& on_stream = ops_[q.stream.value];
   while (on_stream.size() <= q.index) on_stream.push_back(OpRecord{});
@@ -41,8 +41,8 @@ void RaceChecker::enqueued(OpRef q, const std::vector<OpAccess>& accesses, bool 
   for (std::size_t i = rec.accesses_begin; i < checked_.size(); ++i) check(q, i);
 }
 
-bool RaceChecker::ordered(const ShadowAccess& p, OpRef q, AllocationIndex q_allocation) const {
-  if (p.op == q || hb_.happens_before(p.op, q)) return true;
+bool RaceChecker::ordered(const ShadowAccess& p, const HbState::OpClock& q_clock, AllocationIndex q_allocation) const {
+  if (hb_.covers(q_clock, p.op)) return true;  // p is q, or happens before it
   const auto before = [&](OpRef r) { return p.op == r || hb_.happens_before(p.op, r); };
   const Allocation& a = pool_.allocation(q_allocation);
   // R7: the pool guarantees that a reused range is not handed out before
@@ -101,6 +101,7 @@ void RaceChecker::check(OpRef q, std::size_t checked) {
       }
     }
 
+  const HbState::OpClock q_clock = hb_.op_clock(q);  // the HB state does not change while q is checked
   shadow_.for_range(acc.range.lo, acc.range.hi, Shadow{}, [&](std::uint64_t lo, std::uint64_t hi, Shadow& sh) {
     const ByteRange seg{lo, hi};
     // R10c: a use on a record_stream stream is no race with the block's
@@ -109,7 +110,7 @@ void RaceChecker::check(OpRef q, std::size_t checked) {
     // op ordered after it -- the next hand-out, after its host sync -- subsumes it.
     bool keeps_last_write = false;
     if (sh.last_write) {
-      if (ordered(*sh.last_write, q, acc.allocation)) {
+      if (ordered(*sh.last_write, q_clock, acc.allocation)) {
         if (reads(acc.access)) expected_.push_back(Expected{seg, record(sh.last_write->op).stamp});
       } else if (released_before(*sh.last_write, q, acc.allocation)) {
         keeps_last_write = true;
@@ -119,12 +120,12 @@ void RaceChecker::check(OpRef q, std::size_t checked) {
     }
     if (writes(acc.access)) {
       for (const auto& r : sh.reads)
-        if (!ordered(r, q, acc.allocation) && !released_before(r, q, acc.allocation))
+        if (!ordered(r, q_clock, acc.allocation) && !released_before(r, q, acc.allocation))
           report(classify(r, q, acc.allocation), r.op, q, seg, false);
     }
     // Reads ordered before q are subsumed by q; racing reads stay so that
     // later ops of a reused range are checked against them too.
-    std::erase_if(sh.reads, [&](const ShadowAccess& r) { return ordered(r, q, acc.allocation); });
+    std::erase_if(sh.reads, [&](const ShadowAccess& r) { return ordered(r, q_clock, acc.allocation); });
     if (writes(acc.access) && !keeps_last_write)
       sh.last_write = ShadowAccess{q, acc.allocation};
     else

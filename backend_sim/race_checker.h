@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -62,7 +63,11 @@ class RaceChecker {
   /// read the write it must see when it executes (P2).
   /// `changes_memory`: false for an op that is checked as a write but
   /// leaves every byte as it was (a sub-block given back to its allocator).
-  void enqueued(OpRef q, const std::vector<OpAccess>& accesses, bool changes_memory = true);
+  void enqueued(OpRef q, std::span<const OpAccess> accesses, bool changes_memory = true);
+  /// An op with one access (an allocation, a free, a give-back).
+  void enqueued(OpRef q, const OpAccess& access, bool changes_memory = true) {
+    enqueued(q, std::span<const OpAccess>(&access, 1), changes_memory);
+  }
   /// The value oracle (P2) as op `r` executes: its reads must see the
   /// stamps noted at enqueue; its writes leave its own stamp.
   void executed(OpRef r);
@@ -113,7 +118,9 @@ class RaceChecker {
   OpRecord& record(OpRef r) { return ops_.at(r.stream.value).at(r.index); }
   void check(OpRef q, std::size_t checked);
   static std::uint32_t position(std::size_t size);
-  bool ordered(const ShadowAccess& p, OpRef q, AllocationIndex q_allocation) const;
+  /// Whether access `p` is ordered before op q, whose clock (HbState::op_clock,
+  /// looked up once per check) is `q_clock`, or is q's own.
+  bool ordered(const ShadowAccess& p, const HbState::OpClock& q_clock, AllocationIndex q_allocation) const;
   /// Whether two allocations share live bytes: the same one, or one a
   /// sub-block of the other (R10a).
   bool related(AllocationIndex a, AllocationIndex b) const { return pool_.within(a, b) || pool_.within(b, a); }

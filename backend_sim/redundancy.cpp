@@ -114,13 +114,13 @@ std::vector<RedundantSync> find_redundant_syncs(const Log& log, const std::vecto
       }
       case LogEntry::Kind::Record: {
         TracedClock& s = streams.at(e.stream.value);
-        s.join(host, std::nullopt);                                         // R5
-        captures.insert_or_assign(e.event, Capture{s, i, e.stream.value});  // R2: replaced, never merged
+        s.join(host, std::nullopt);                                           // R5
+        captures.insert_or_assign(e.event(), Capture{s, i, e.stream.value});  // R2: replaced, never merged
         break;
       }
       case LogEntry::Kind::Wait: {
         TracedClock& s = streams.at(e.stream.value);
-        const auto capture = captures.find(e.event);
+        const auto capture = captures.find(e.event());
         if (one_host_thread && capture != captures.end() && capture->second.holds_own_work()) {
           // O1: the capture's work on the waiting stream itself is first by
           // stream order (R1); the rest must be covered by s's clock or by
@@ -143,7 +143,7 @@ std::vector<RedundantSync> find_redundant_syncs(const Log& log, const std::vecto
         if (streams.at(e.stream.value).holds_work()) host_sync(streams.at(e.stream.value), e.stream.value, {});
         break;
       case LogEntry::Kind::SyncEvent:
-        if (auto capture = captures.find(e.event); capture != captures.end() && capture->second.holds_own_work())
+        if (auto capture = captures.find(e.event()); capture != captures.end() && capture->second.holds_own_work())
           host_sync(capture->second.clock, capture->second.stream, capture->second.record);
         break;
       case LogEntry::Kind::SyncDevice: {

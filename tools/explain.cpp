@@ -424,13 +424,13 @@ std::string host_action_short(const sim::DeviceModel& model, const sim::LogEntry
     case Kind::SyncStream:
       return "sync " + model.stream_name(entry.stream);
     case Kind::SyncEvent:
-      return "sync " + model.event_name(entry.event);
+      return "sync " + model.event_name(entry.event());
     case Kind::SyncDevice:
       return "sync device";
     case Kind::QueryDone:
-      return fmt::format("query {}: done", model.event_name(entry.event));
+      return fmt::format("query {}: done", model.event_name(entry.event()));
     case Kind::QueryNotDone:
-      return fmt::format("query {}: busy", model.event_name(entry.event));
+      return fmt::format("query {}: busy", model.event_name(entry.event()));
     default:
       return sim::host_action(model, entry);
   }

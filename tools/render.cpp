@@ -123,7 +123,7 @@ struct Selection {
 std::map<OpRef, std::size_t> op_entries(const DeviceModel& m) {
   std::map<OpRef, std::size_t> out;
   for (std::size_t i = 0; i < m.log().size(); ++i)
-    if (m.log()[i].kind == LogEntry::Kind::Enqueue) out[m.log()[i].op] = i;
+    if (m.log()[i].kind == LogEntry::Kind::Enqueue) out[m.log()[i].op()] = i;
   return out;
 }
 
@@ -574,7 +574,7 @@ void plan_entries(const DeviceModel& m, const Selection& sel, SvgPlan& plan) {
       case LogEntry::Kind::Enqueue:
         p.lane = plan.stream_lane.at(e.stream.value);
         p.half_h = L::kBoxH / 2;
-        plan.op_entry[e.op] = i;
+        plan.op_entry[e.op()] = i;
         break;
       case LogEntry::Kind::Record:
       case LogEntry::Kind::Wait:
@@ -725,19 +725,19 @@ void draw_entries(std::string& out, const RenderInput& in, SvgPlan& plan) {
     const bool is_red = plan.red.count(i) != 0;
     switch (e.kind) {
       case LogEntry::Kind::Enqueue: {
-        const OpKind k = m.op_kind(e.op);
+        const OpKind k = m.op_kind(e.op());
         const char* fill = k == OpKind::Kernel ? "#dbe9ff" : k == OpKind::Alloc ? "#ddf4dd" : "#f1e4fb";
-        const auto statement = statement_of(in, e.op);
+        const auto statement = statement_of(in, e.op());
         put(out, "<g class=\"op{}\">\n<title>{}</title>\n", is_red ? " finding" : "",
-            xml_escape(sim::describe(m, e.op) + (statement ? "\n" + *statement : "")));
+            xml_escape(sim::describe(m, e.op()) + (statement ? "\n" + *statement : "")));
         put(out,
             "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"4\" fill=\"{}\" stroke=\"{}\" "
             "stroke-width=\"{}\"/>\n",
             x - L::kBoxW / 2, y - L::kBoxH / 2, L::kBoxW, L::kBoxH, fill, is_red ? "#d62728" : "#5a6b7d",
             is_red ? 3 : 1);
-        svg_label(out, plan, x, y - 5, fmt::format("#{} {}", e.op.index, sim::to_string(k)), kOpKindFont, inner,
+        svg_label(out, plan, x, y - 5, fmt::format("#{} {}", e.op().index, sim::to_string(k)), kOpKindFont, inner,
                   " fill=\"#555555\"", true);
-        svg_label(out, plan, x, y + 13, m.op_label(e.op), kOpLabelFont, inner, " fill=\"#111111\"", true);
+        svg_label(out, plan, x, y + 13, m.op_label(e.op()), kOpLabelFont, inner, " fill=\"#111111\"", true);
         out += "</g>\n";
         if (auto it = plan.leak_tags.find(i); it != plan.leak_tags.end())
           svg_label(out, plan, x, y - L::kBoxH / 2 - 5, fmt::format("{}", fmt::join(it->second, ", ")), kTagFont,
@@ -754,7 +754,8 @@ void draw_entries(std::string& out, const RenderInput& in, SvgPlan& plan) {
         // Under the mark, centred in its column (the room a column has): what, then the event's name.
         svg_label(out, plan, x, y + d + 13, rec ? "record" : "wait", kMarkVerbFont, L::kColW - 8, " fill=\"#1f5fbf\"",
                   true);
-        svg_label(out, plan, x, y + d + 28, m.event_name(e.event), kMarkFont, L::kColW - 8, " fill=\"#1f5fbf\"", true);
+        svg_label(out, plan, x, y + d + 28, m.event_name(e.event()), kMarkFont, L::kColW - 8, " fill=\"#1f5fbf\"",
+                  true);
         out += "</g>\n";
         break;
       }
@@ -903,7 +904,7 @@ std::string render_perfetto(const RenderInput& in, const RenderOptions& o) {
       next = std::max(next, *c + 1);
     }
   for (const LogEntry& e : m.log())
-    if (e.kind == LogEntry::Kind::Enqueue && !slot.count(e.op)) slot[e.op] = next++;
+    if (e.kind == LogEntry::Kind::Enqueue && !slot.count(e.op())) slot[e.op()] = next++;
 
   // One event per line, so that a diff of two traces reads event by event.
   std::string out = "{\"traceEvents\":[";
@@ -951,7 +952,7 @@ std::string render_perfetto(const RenderInput& in, const RenderOptions& o) {
   std::vector<std::optional<OpRef>> last_op(m.stream_count());
   for (std::size_t i = 0; i < m.log().size(); ++i) {
     const LogEntry& e = m.log()[i];
-    if (e.kind == LogEntry::Kind::Enqueue) last_op[e.stream.value] = e.op;
+    if (e.kind == LogEntry::Kind::Enqueue) last_op[e.stream.value] = e.op();
     if ((e.kind != LogEntry::Kind::Record && e.kind != LogEntry::Kind::Wait) || !sel.drawn(i)) continue;
     if (!lanes.count(e.stream.value)) continue;  // a mark alone on a lane with no op drawn
     const bool rec = e.kind == LogEntry::Kind::Record;
@@ -962,8 +963,8 @@ std::string render_perfetto(const RenderInput& in, const RenderOptions& o) {
            {"tid", e.stream.value + 1},
            {"ts", before ? slot.at(*before) * kStep + kDur : 0},
            {"cat", rec ? "record" : "wait"},
-           {"name", (rec ? "record " : "wait ") + m.event_name(e.event)},
-           {"args", {{"call", i}, {"event", m.event_name(e.event)}, {"action", host_action(m, e)}}}});
+           {"name", (rec ? "record " : "wait ") + m.event_name(e.event())},
+           {"args", {{"call", i}, {"event", m.event_name(e.event())}, {"action", host_action(m, e)}}}});
   }
   for (const std::size_t k : sel.findings) {
     const RenderFinding& f = in.findings[k];
