@@ -24,7 +24,7 @@ std::string_view to_string(FindingKind k) {
 
 std::uint32_t RaceChecker::position(std::size_t size) {
   if (size >= std::numeric_limits<std::uint32_t>::max())
-    throw std::length_error("RaceChecker: more than 2^32 accesses or expected stamps in one run; split the trace");
+    throw std::length_error("RaceChecker: more than 2^32 ops, accesses or expected stamps in one run; split the trace");
   return static_cast<std::uint32_t>(size);
 }
 
@@ -33,12 +33,16 @@ void RaceChecker::enqueued(OpRef q, std::span<const OpAccess> accesses, bool cha
   auto& on_stream = ops_[q.stream.value];
   while (on_stream.size() <= q.index) on_stream.push_back(OpRecord{});
   OpRecord& rec = on_stream[q.index];
-  rec.stamp = next_stamp_++;
+  rec.stamp = position(next_stamp_++);
   rec.changes_memory = changes_memory;
   rec.accesses_begin = position(checked_.size());
   rec.accesses_count = position(accesses.size());
-  for (const OpAccess& a : accesses) checked_.push_back(Checked{a});
-  for (std::size_t i = rec.accesses_begin; i < checked_.size(); ++i) check(q, i);
+  rec.expected_begin = position(std::size_t{expected_base_} + expected_.size());
+  for (const OpAccess& a : accesses) {
+    checked_.push_back(a);
+    check(q, a);
+  }
+  rec.expected_count = position(std::size_t{expected_base_} + expected_.size() - rec.expected_begin);
 }
 
 bool RaceChecker::ordered(const ShadowAccess& p, const HbState::OpClock& q_clock, AllocationIndex q_allocation) const {
@@ -80,11 +84,7 @@ void RaceChecker::report(FindingKind kind, OpRef first, std::optional<OpRef> sec
   findings_.push_back(Finding{kind, first, second, {bytes}, definite});
 }
 
-void RaceChecker::check(OpRef q, std::size_t checked) {
-  // checked_ does not grow while an access is checked (only expected_ and
-  // findings_ do), and a deque's elements stay where they are anyway.
-  const OpAccess& acc = checked_[checked].access;
-  checked_[checked].expected_begin = position(std::size_t{expected_base_} + expected_.size());
+void RaceChecker::check(OpRef q, const OpAccess& acc) {
   // A kernel ordered after the free of its block, or of a block it is a
   // sub-block of (R10a), uses freed memory whatever else orders it. A
   // sub-block is given back by the host (R10b): a kernel enqueued after
@@ -131,36 +131,30 @@ void RaceChecker::check(OpRef q, std::size_t checked) {
     else
       sh.reads.push_back(ShadowAccess{q, acc.allocation});
   });
-  Checked& done = checked_[checked];
-  done.expected_count = position(std::size_t{expected_base_} + expected_.size() - done.expected_begin);
 }
 
 void RaceChecker::executed(OpRef r) {
-  const OpRecord& rec = record(r);
-  const std::size_t end = std::size_t{rec.accesses_begin} + rec.accesses_count;
-  for (std::size_t i = rec.accesses_begin; i < end; ++i) {
-    Checked& acc = checked_[i];
-    if (acc.expected_count == 0) continue;  // only reads have stamps to see
-    for (std::size_t e = acc.expected_begin; e < std::size_t{acc.expected_begin} + acc.expected_count; ++e) {
-      Expected& expected = expected_[e - expected_base_];
-      memory_.for_range(expected.bytes.lo, expected.bytes.hi, 0,
-                        [&](std::uint64_t lo, std::uint64_t hi, std::uint64_t& v) {
-                          if (v != expected.stamp)
-                            mismatches_.push_back(ValueMismatch{r, ByteRange{lo, hi}, expected.stamp, v});
-                        });
-      expected.stamp = 0;  // seen
-    }
-    // An op executes once: what its reads had to see is not asked again,
-    // and the stamps no read waits for any more go.
-    acc.expected_count = 0;
-    while (!expected_.empty() && expected_.front().stamp == 0) {
-      expected_.pop_front();
-      ++expected_base_;
-    }
+  OpRecord& rec = record(r);
+  for (std::size_t e = rec.expected_begin; e < std::size_t{rec.expected_begin} + rec.expected_count; ++e) {
+    Expected& expected = expected_[e - expected_base_];
+    memory_.for_range(expected.bytes.lo, expected.bytes.hi, 0,
+                      [&](std::uint64_t lo, std::uint64_t hi, std::uint64_t& v) {
+                        if (v != expected.stamp)
+                          mismatches_.push_back(ValueMismatch{r, ByteRange{lo, hi}, expected.stamp, v});
+                      });
+    expected.stamp = 0;  // seen
+  }
+  // An op executes once: what its reads had to see is not asked again, and
+  // the stamps no read waits for any more go.
+  rec.expected_count = 0;
+  while (!expected_.empty() && expected_.front().stamp == 0) {
+    expected_.pop_front();
+    ++expected_base_;
   }
   if (!rec.changes_memory) return;
+  const std::size_t end = std::size_t{rec.accesses_begin} + rec.accesses_count;
   for (std::size_t i = rec.accesses_begin; i < end; ++i) {
-    const OpAccess& acc = checked_[i].access;
+    const OpAccess& acc = checked_[i];
     if (writes(acc.access))
       memory_.for_range(acc.range.lo, acc.range.hi, 0,
                         [&](std::uint64_t, std::uint64_t, std::uint64_t& v) { v = rec.stamp; });
@@ -171,7 +165,7 @@ std::vector<OpAccess> RaceChecker::accesses(OpRef r) const {
   std::vector<OpAccess> out;
   if (r.stream.value >= ops_.size() || r.index >= ops_[r.stream.value].size()) return out;
   const OpRecord& rec = ops_[r.stream.value][r.index];
-  for (std::uint32_t i = 0; i < rec.accesses_count; ++i) out.push_back(checked_[rec.accesses_begin + i].access);
+  for (std::uint32_t i = 0; i < rec.accesses_count; ++i) out.push_back(checked_[rec.accesses_begin + i]);
   return out;
 }
 

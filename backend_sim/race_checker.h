@@ -91,15 +91,17 @@ class RaceChecker {
   /// the checker's time at 1 M ops was the allocator and the fresh pages it
   /// asked for (docs/PERFORMANCE.md, "HB checking"). Deques, not vectors:
   /// they grow by small blocks the allocator reuses, never by copying all.
-  struct Checked {
-    OpAccess access;
-    std::uint32_t expected_begin = 0;  // P2: the stamps this read must see, from position expected_base_ on
-    std::uint32_t expected_count = 0;
-  };
   struct OpRecord {
-    std::uint64_t stamp = 0;           // the value this op's writes leave in memory; 0: never enqueued
+    /// The value this op's writes leave in memory; 0: never enqueued. 32
+    /// bits, as every position here (position()): a run of 2^32 ops is a
+    /// std::length_error.
+    std::uint32_t stamp = 0;
     std::uint32_t accesses_begin = 0;  // in checked_
     std::uint32_t accesses_count = 0;
+    /// P2: the stamps its reads must see, from position expected_base_ on
+    /// (an op's accesses are checked one after another, so they are one run).
+    std::uint32_t expected_begin = 0;
+    std::uint32_t expected_count = 0;
     bool changes_memory = true;
   };
   struct Expected {
@@ -116,7 +118,7 @@ class RaceChecker {
   };
 
   OpRecord& record(OpRef r) { return ops_.at(r.stream.value).at(r.index); }
-  void check(OpRef q, std::size_t checked);
+  void check(OpRef q, const OpAccess& acc);
   static std::uint32_t position(std::size_t size);
   /// Whether access `p` is ordered before op q, whose clock (HbState::op_clock,
   /// looked up once per check) is `q_clock`, or is q's own.
@@ -133,7 +135,7 @@ class RaceChecker {
   const HbState& hb_;
   const Pool& pool_;
   std::vector<ChunkedDeque<OpRecord>> ops_;  // [stream][index]
-  ChunkedDeque<Checked> checked_;            // every op's accesses, in enqueue order
+  ChunkedDeque<OpAccess> checked_;           // every op's accesses, in enqueue order
   /// P2: the stamps reads not executed yet must see, from position
   /// expected_base_ on; an executed read's are marked seen (stamp 0: no
   /// write leaves it) and dropped from the front.
