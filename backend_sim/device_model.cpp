@@ -172,44 +172,48 @@ void DeviceModel::complete_covered(const VectorClock& vc) {
   }
 }
 
+bool DeviceModel::collect_ready_heads() {
+  heads_.clear();
+  if (head_states_.size() < hb_.stream_count()) head_states_.resize(hb_.stream_count());
+  bool pending = false;
+  for (std::uint32_t s = 0; s < hb_.stream_count(); ++s) {
+    const StreamIndex stream{s};
+    const std::uint32_t next = hb_.executed_count(stream);
+    if (next >= hb_.op_count(stream)) continue;
+    pending = true;
+    // A head, once ready, stays ready until it executes, and a blocked one
+    // stays blocked while what blocked it has not run
+    // (HbState::unmet_dependency): one comparison instead of the head's
+    // clock against every stream, at every device step of a run.
+    std::optional<HeadState>& known = head_states_[s];
+    if (!known || known->head != next || (known->waits_for && hb_.completed(*known->waits_for)))
+      known = HeadState{next, hb_.unmet_dependency(OpRef{stream, next})};
+    if (!known->waits_for) heads_.push_back(stream);
+  }
+  return pending;
+}
+
 void DeviceModel::device_steps() {
   if (progress_ == DeviceProgress::OnObservation) return;
-  std::vector<StreamIndex> heads;
   for (;;) {
-    heads.clear();
-    for (std::uint32_t s = 0; s < hb_.stream_count(); ++s) {
-      const StreamIndex stream{s};
-      const std::uint32_t next = hb_.executed_count(stream);
-      if (next < hb_.op_count(stream) && hb_.ready(OpRef{stream, next})) heads.push_back(stream);
-    }
-    if (heads.empty()) return;
-    chooser_.offer_device_step(heads, true);
-    const std::uint32_t c = chooser_.choose(ChoiceKind::DeviceStep, static_cast<std::uint32_t>(heads.size()) + 1);
+    collect_ready_heads();
+    if (heads_.empty()) return;
+    chooser_.offer_device_step(heads_, true);
+    const std::uint32_t c = chooser_.choose(ChoiceKind::DeviceStep, static_cast<std::uint32_t>(heads_.size()) + 1);
     if (c == 0) return;  // the host goes on first
-    execute(OpRef{heads[c - 1], hb_.executed_count(heads[c - 1])});
+    execute(OpRef{heads_[c - 1], hb_.executed_count(heads_[c - 1])});
   }
 }
 
 void DeviceModel::finish() {
   if (finished_) return;
-  std::vector<StreamIndex> heads;
-  for (;;) {
-    heads.clear();
-    bool pending = false;
-    for (std::uint32_t s = 0; s < hb_.stream_count(); ++s) {
-      const StreamIndex stream{s};
-      const std::uint32_t next = hb_.executed_count(stream);
-      if (next >= hb_.op_count(stream)) continue;
-      pending = true;
-      if (hb_.ready(OpRef{stream, next})) heads.push_back(stream);
-    }
-    if (!pending) break;
-    if (heads.empty()) throw std::logic_error("DeviceModel: internal error: pending work but no stream can run");
-    chooser_.offer_device_step(heads, false);
+  while (collect_ready_heads()) {
+    if (heads_.empty()) throw std::logic_error("DeviceModel: internal error: pending work but no stream can run");
+    chooser_.offer_device_step(heads_, false);
     const std::uint32_t c = progress_ == DeviceProgress::OnObservation
                                 ? 0
-                                : chooser_.choose(ChoiceKind::DeviceStep, static_cast<std::uint32_t>(heads.size()));
-    execute(OpRef{heads[c], hb_.executed_count(heads[c])});
+                                : chooser_.choose(ChoiceKind::DeviceStep, static_cast<std::uint32_t>(heads_.size()));
+    execute(OpRef{heads_[c], hb_.executed_count(heads_[c])});
   }
   for (const Allocation& a : pool_.allocations())
     if (!a.free_op) race_.leaked(a);

@@ -187,6 +187,9 @@ class DeviceModel {
   void execute(OpRef r);
   void complete_through(StreamIndex stream, std::uint32_t count);
   void complete_covered(const VectorClock& vc);
+  /// Puts the streams whose next op may execute in heads_, in index order;
+  /// returns whether any op is pending at all.
+  bool collect_ready_heads();
 
   Chooser& chooser_;
   HbState hb_;
@@ -194,7 +197,14 @@ class DeviceModel {
   DeviceProgress progress_;
   RaceChecker race_{hb_, pool_};
   std::uint64_t next_completion_ = 0;  // ops executed so far
-  std::vector<OpAccess> touched_;      // launch's scratch: a launch's accesses, without a heap block each
+  /// What collect_ready_heads last found of a stream's head op.
+  struct HeadState {
+    std::uint32_t head;              // the head's index on its stream
+    std::optional<OpRef> waits_for;  // what it waits for; nullopt: ready
+  };
+  std::vector<std::optional<HeadState>> head_states_;  // by stream
+  std::vector<StreamIndex> heads_;                     // collect_ready_heads' answer
+  std::vector<OpAccess> touched_;  // launch's scratch: a launch's accesses, without a heap block each
   bool finished_ = false;
 };
 

@@ -262,14 +262,20 @@ std::optional<OpRef> HbState::pool_dep(OpRef r) const {
   return stream(r.stream).pool_deps.at(r.index);
 }
 
-bool HbState::ready(OpRef r) const {
+std::optional<OpRef> HbState::unmet_dependency(OpRef r) const {
   const Stream& own = stream(r.stream);
-  if (r.index != own.executed) return false;
   const Op& o = own.ops.at(r.index);
-  const OpClock clock = op_clock(r);
-  for (std::uint32_t u = 0; u < streams_.size(); ++u)
-    if (u != r.stream.value && streams_[u].executed < clock.get(streams_[u].agent)) return false;
-  return !o.has_pool_dep || completed(own.pool_deps.at(r.index));
+  const OpClock clock(own.agent, r.index + 1, own.clock_bases.at(o.clock_base));
+  for (std::uint32_t u = 0; u < streams_.size(); ++u) {
+    if (u == r.stream.value) continue;
+    const std::uint32_t need = clock.get(streams_[u].agent);
+    if (streams_[u].executed < need) return OpRef{StreamIndex{u}, need - 1};
+  }
+  if (o.has_pool_dep)
+    if (const OpRef dep = own.pool_deps.at(r.index); !completed(dep)) return dep;
+  return std::nullopt;
 }
+
+bool HbState::ready(OpRef r) const { return r.index == stream(r.stream).executed && !unmet_dependency(r); }
 
 }  // namespace streamcheck::sim

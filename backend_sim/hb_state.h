@@ -252,6 +252,12 @@ class HbState {
   /// True when op `r` may execute: it is its stream's next op, and all it is
   /// ordered after, and the pool's dependency, have executed.
   bool ready(OpRef r) const;
+  /// An op that must execute before op `r` and has not: the last op r
+  /// waits for on the first stream (in index order) that has not run that
+  /// far, else the pool's dependency; nullopt when none is left. It stays
+  /// unmet exactly while its stream has executed no further (executed
+  /// counts only grow), so a scheduler may keep it to skip asking again.
+  std::optional<OpRef> unmet_dependency(OpRef r) const;
   const Log& log() const { return log_; }
 
  private:
