@@ -154,7 +154,7 @@ OpRef HbState::enqueue(StreamIndex s, OpKind kind, std::string label, std::optio
   if (st.clock_bases.empty() || !same_other_streams(st.clock_bases.back(), st.vc, st)) st.clock_bases.push_back(st.vc);
   st.ops.push_back(
       Op{kind, pool_dep.has_value(), interned->second, static_cast<std::uint32_t>(st.clock_bases.size() - 1)});
-  if (pool_dep) st.pool_deps.emplace(ref.index, *pool_dep);
+  if (pool_dep) pool_deps_.emplace(ref, *pool_dep);
   log_.push_back(LogEntry::enqueue(current_host_, ref));
   return ref;
 }
@@ -259,7 +259,7 @@ bool HbState::executed_all(const VectorClock& vc) const {
 
 std::optional<OpRef> HbState::pool_dep(OpRef r) const {
   if (!op(r).has_pool_dep) return std::nullopt;
-  return stream(r.stream).pool_deps.at(r.index);
+  return pool_deps_.at(r);
 }
 
 std::optional<OpRef> HbState::unmet_dependency(OpRef r) const {
@@ -272,7 +272,7 @@ std::optional<OpRef> HbState::unmet_dependency(OpRef r) const {
     if (streams_[u].executed < need) return OpRef{StreamIndex{u}, need - 1};
   }
   if (o.has_pool_dep)
-    if (const OpRef dep = own.pool_deps.at(r.index); !completed(dep)) return dep;
+    if (const OpRef dep = pool_deps_.at(r); !completed(dep)) return dep;
   return std::nullopt;
 }
 

@@ -120,7 +120,7 @@ using Log = ChunkedDeque<LogEntry>;
 class HbState {
  public:
   /// What HB knows of one op: 16 bytes, one kept per op of a run (the
-  /// pool's rare dependency lives beside the stream's ops, Stream::pool_deps).
+  /// pool's rare dependency is kept beside them, pool_deps_).
   struct Op {
     OpKind kind;
     /// Whether the pool made the op wait for a free (pool_dep(op) says which).
@@ -266,11 +266,10 @@ class HbState {
     StreamKind kind = StreamKind::NonBlocking;
     DeviceNumber device = 0;
     AgentId agent;
-    VectorClock vc;                            // clock of the next op: joins of waits and host actions
-    ChunkedDeque<Op> ops;                      // by blocks: a vector doubling it copied every op
-    ChunkedDeque<VectorClock> clock_bases;     // the ops' clocks, one per change (Op::clock_base)
-    std::map<std::uint32_t, OpRef> pool_deps;  // op index -> the free the pool made it wait for (Op::has_pool_dep)
-    std::uint32_t executed = 0;                // ops[0..executed) have executed
+    VectorClock vc;                         // clock of the next op: joins of waits and host actions
+    ChunkedDeque<Op> ops;                   // by blocks: a vector doubling it copied every op
+    ChunkedDeque<VectorClock> clock_bases;  // the ops' clocks, one per change (Op::clock_base)
+    std::uint32_t executed = 0;             // ops[0..executed) have executed
   };
   struct Event {
     std::string name;
@@ -301,6 +300,10 @@ class HbState {
   HostThread current_host_;
   AgentId next_agent_ = 0;  // streams and host threads share one numbering
   Log log_;
+  /// Op -> the free the pool made it wait for (Op::has_pool_dep). Here,
+  /// not in each Stream: a Stream's size decides the reallocations of
+  /// streams_, and the explorer makes a model per run.
+  std::map<OpRef, OpRef> pool_deps_;
   std::map<std::size_t, VectorClock> releases_;               // HostRelease entry -> the releaser's clock
   std::vector<std::string> labels_;                           // every op label, once
   std::unordered_map<std::string, std::uint32_t> label_ids_;  // label -> its position in labels_
