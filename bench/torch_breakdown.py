@@ -1,4 +1,4 @@
-"""Where the PyTorch recorder's time goes (docs/PERFORMANCE.md, "Capture"):
+"""Where the Python recorder's time goes (docs/PERFORMANCE.md, "Capture"):
 the loop of bench/torch_overhead.py (wait + kernel + record on a side
 stream) run in ONE process, in interleaved rounds, under each layer of hooks
 in turn, and the price of each Python call the recorder makes per tensor.
@@ -14,7 +14,7 @@ Layers, each a row (µs an iteration, median over ROUNDS):
   empty-unwrapped  the same, without the wrapper TorchDispatchMode puts
                 around a subclass's __torch_dispatch__
   floor         both: what any recorder built on these hooks pays
-  streamcheck   streamcheck_torch.record
+  streamcheck   streamcheck_torch.record(recorder="python")
   streamcheck-nosite  the same with sites=False (no call sites)
 With PARTS set, three more rows (callbacks on): dispatch modes doing part of
 the recorder's work per op (see partial_recorder).
@@ -131,9 +131,9 @@ def timed(layer):
     elif layer in PARTS:
         context = partial_recorder(layer)
     elif layer == "streamcheck":
-        context = streamcheck_torch.record(trace)
+        context = streamcheck_torch.record(trace, recorder="python")
     elif layer == "streamcheck-nosite":
-        context = streamcheck_torch.record(trace, sites=False)
+        context = streamcheck_torch.record(trace, sites=False, recorder="python")
     else:
         context = contextlib.nullcontext()
     gc.collect()  # each layer from a collected heap (see bench/torch_overhead.py)
@@ -197,7 +197,7 @@ for name, call in calls.items():
 
 if os.environ.get("PROFILE"):
     profile = cProfile.Profile()
-    with streamcheck_torch.record(trace):
+    with streamcheck_torch.record(trace, recorder="python"):
         profile.runcall(run, iterations)
     pstats.Stats(profile).sort_stats("tottime").print_stats(25)
 
@@ -211,7 +211,7 @@ if os.environ.get("GC_TYPES"):
         gc.disable()
         before = collections.Counter(type(o).__name__ for o in gc.get_objects())
         context = Empty() if layer in ("empty-mode", "floor") else (
-            streamcheck_torch.record(trace) if layer == "streamcheck" else contextlib.nullcontext())
+            streamcheck_torch.record(trace, recorder="python") if layer == "streamcheck" else contextlib.nullcontext())
         with context:
             run(1000)
             after = collections.Counter(type(o).__name__ for o in gc.get_objects())

@@ -6,21 +6,26 @@ record on a side stream.
     python3 bench/torch_overhead.py ITERATIONS ROUNDS [TRACE]
 
 In this order (what cannot be turned off comes later):
-  bare         ROUNDS runs with no hooks;
-  streamcheck  ROUNDS runs under streamcheck_torch.record (the writing of
-               the trace when the recording ends timed apart: it happens
-               once, after the program's work), each followed by
-  callbacks    a run with the recorder's CUDA trace callbacks left
-               registered and idle (they cannot be removed);
-  csan         ROUNDS runs under CSAN, turned on last (it cannot be turned off).
+  bare           ROUNDS runs with no hooks;
+  cpp            ROUNDS runs under streamcheck_torch.record(recorder="cpp")
+                 (the writing of the trace when the recording ends timed
+                 apart: it happens once, after the program's work), each
+                 followed by
+  idle cpp       a run with the C++ recorder's CUDA trace callbacks left
+                 registered and idle (they cannot be removed);
+  cpp, no sites  the same with sites=False;
+  python         ROUNDS runs under recorder="python", each followed by
+  idle both      a run with both recorders' callbacks idle;
+  csan           ROUNDS runs under CSAN, turned on last (it cannot be turned off).
 Each run starts from a collected heap: importing torch leaves a million
 objects pending, and the first full collection (0.2 s on the GPU machine)
 would otherwise land in whichever run first allocates enough objects.
 
-Prints the median µs an iteration of each, the two overheads - streamcheck
-against bare, CSAN against callbacks (so that CSAN is not charged for the
-recorder's idle callbacks) - and their ratio. The last recording's trace
-is left in TRACE (default torch_overhead.trace)."""
+Prints the median µs an iteration of each, the overheads - each recorder
+against bare, CSAN against "idle both" (so that CSAN is not charged for the
+recorders' idle callbacks) - and their ratios. The traces are left in TRACE
+(default torch_overhead.trace: the C++ recorder's, with sites),
+TRACE.nosites and TRACE.python."""
 
 import gc
 import os
@@ -70,19 +75,31 @@ def main():
 
     iterations, rounds = int(sys.argv[1]), int(sys.argv[2])
     trace = sys.argv[3] if len(sys.argv) > 3 else "torch_overhead.trace"
-    times = {"bare": [], "streamcheck": [], "trace written": [], "callbacks": [], "csan": []}
+    names = ("bare", "cpp", "cpp written", "idle cpp", "cpp, no sites", "python", "python written", "idle both",
+             "csan")
+    times = {name: [] for name in names}
 
-    # Warm-ups, out of the timing: kernels loaded, the allocator primed, and
-    # what a dispatch mode imports on its first op (torch._dynamo: seconds).
+    # Warm-ups, out of the timing: kernels loaded, the allocator primed, the
+    # C++ recorder built or loaded, and what a dispatch mode imports on its
+    # first op (torch._dynamo: seconds).
     timed(100)
     for _ in range(rounds):
         times["bare"].append(timed(iterations)[0])
-    timed(100, streamcheck_torch.record(trace))
+    timed(100, streamcheck_torch.record(trace, recorder="cpp"))
     for _ in range(rounds):
-        ran, written = timed(iterations, streamcheck_torch.record(trace))
-        times["streamcheck"].append(ran)
-        times["trace written"].append(written)
-        times["callbacks"].append(timed(iterations)[0])
+        ran, written = timed(iterations, streamcheck_torch.record(trace, recorder="cpp"))
+        times["cpp"].append(ran)
+        times["cpp written"].append(written)
+        times["idle cpp"].append(timed(iterations)[0])
+        times["cpp, no sites"].append(timed(iterations, streamcheck_torch.record(trace + ".nosites", recorder="cpp",
+                                                                                 sites=False))[0])
+    python_trace = trace + ".python"
+    timed(100, streamcheck_torch.record(python_trace, recorder="python"))
+    for _ in range(rounds):
+        ran, written = timed(iterations, streamcheck_torch.record(python_trace, recorder="python"))
+        times["python"].append(ran)
+        times["python written"].append(written)
+        times["idle both"].append(timed(iterations)[0])
     import torch.cuda._sanitizer as csan
 
     csan.enable_cuda_sanitizer()
@@ -94,12 +111,22 @@ def main():
     print("GPU: %s, driver-visible CUDA %s, PyTorch %s; %d iterations x %d rounds" % (
         torch.cuda.get_device_name(), torch.version.cuda, torch.__version__, iterations, rounds))
     for name, values in times.items():
-        print("  %-14s %7.2f us/iteration (median; %.2f-%.2f)" % (name, median[name], min(values), max(values)))
-    ours = median["streamcheck"] - median["bare"]
-    theirs = median["csan"] - median["callbacks"]
-    print("overhead: streamcheck_torch %.2f us/iteration (+ %.2f writing the trace at the end), CSAN %.2f;"
-          " ratio %.3f (with the writing %.3f)" % (ours, median["trace written"], theirs, ours / theirs,
-                                                  (ours + median["trace written"]) / theirs))
+        print("  %-15s %7.2f us/iteration (median; %.2f-%.2f)" % (name, median[name], min(values), max(values)))
+    theirs = median["csan"] - median["idle both"]
+    print("overhead: CSAN %.2f us/iteration" % theirs)
+    # The rounds of the C++ recorder and of its idle callbacks alternate, so
+    # their difference round by round is spared the machine's drift; the
+    # idle callbacks' own cost (registered for good after the first
+    # recording) is told against bare, which cannot alternate with them.
+    paired = statistics.median(c - i for c, i in zip(times["cpp"], times["idle cpp"]))
+    idle = median["idle cpp"] - median["bare"]
+    print("paired: cpp - idle cpp %.2f us/iteration (median of rounds), idle cpp - bare %.2f: overhead %.2f,"
+          " ratio to CSAN's %.3f" % (paired, idle, paired + idle, (paired + idle) / theirs))
+    for name in ("cpp", "cpp, no sites", "python"):
+        ours = median[name] - median["bare"]
+        written = median.get(name + " written", 0.0)
+        print("overhead: %-13s %6.2f us/iteration (+ %.2f writing the trace at the end); ratio to CSAN's %.3f"
+              " (with the writing %.3f)" % (name, ours, written, ours / theirs, (ours + written) / theirs))
 
 
 if __name__ == "__main__":

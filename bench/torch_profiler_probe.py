@@ -109,7 +109,7 @@ def measure(layers):
 measure([("bare", lambda: None), ("profiler", lambda: Both(False)), ("profiler+marks", lambda: Both(True))])
 install_callbacks()
 measure([("callbacks", lambda: None), ("profiler+all", lambda: Both(True)),
-         ("dispatch-mode", lambda: streamcheck_torch.record("/tmp/probe.trace"))])
+         ("dispatch-mode", lambda: streamcheck_torch.record("/tmp/probe.trace", recorder="python"))])
 
 # What the recorder would read: a 2-iteration run with everything on.
 _, both = timed(Both(True), 2)

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v clang-format >/dev/null || { echo "clang-format not installed (apt-get install clang-format)"; exit 77; }
-mapfile -t files < <(find model backend_sim backend_cuda props capture tests tools bench examples \
+mapfile -t files < <(find model backend_sim backend_cuda props capture tests tools bench examples python \
   -type f \( -name '*.h' -o -name '*.cpp' -o -name '*.cu' \) | sort)
 bad=()
 for f in "${files[@]}"; do

@@ -6,11 +6,20 @@ streamcheck trace (docs/CAPTURE.md), then check it in every schedule:
         ...  # the code to check
     # then: streamcheck explore run.trace
 
-PyTorch's own hooks only (stdlib + torch): a TorchDispatchMode sees every
-aten op with its schema (which tensors it writes), the CUDA trace callbacks
-(torch.cuda._gpu_trace) see streams, events, syncs and the caching
-allocator's block allocations and frees, and torch.cuda.memory's snapshot
-names the segments those blocks are carved from.
+PyTorch's own hooks only (stdlib + torch): every aten op with its schema
+(which tensors it writes), the CUDA trace callbacks (torch.cuda._gpu_trace)
+for streams, events, syncs and the caching allocator's block allocations and
+frees, and torch.cuda.memory's snapshot for the segments those blocks are
+carved from. Two recorders see the ops (docs/CAPTURE.md, "PyTorch"):
+
+- "cpp" (_recorder.cpp): an at::RecordFunction callback, built on first use
+  by torch.utils.cpp_extension (a C++ compiler is all it needs; the build is
+  cached), with the trace callbacks calling it directly: about a tenth of
+  CSAN's overhead (docs/PERFORMANCE.md, "Capture");
+- "python": a TorchDispatchMode, in Python.
+
+``recorder="auto"`` (the default, or STREAMCHECK_TORCH_RECORDER) takes the
+C++ one and falls back to Python, saying why on stderr and in the trace.
 """
 
 import os
@@ -22,6 +31,12 @@ from . import writer as _w
 __all__ = ["record", "Recording"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+
+# The C++ recorder's record kinds, in the order of enum Kind in
+# _recorder.cpp (tests/capture/test_torch_writer.py checks the two agree).
+_CPP_KINDS = (_w.OP, _w.STREAM, _w.EVENT, _w.EVENT_GONE, _w.RECORD, _w.WAIT, _w.SYNC_STREAM, _w.SYNC_EVENT,
+              _w.SYNC_DEVICE, _w.ALLOC, _w.FREE, _w.RECORD_STREAM)
+_RECORDERS = ("auto", "cpp", "python")
 
 # Ops that make a tensor without running a kernel on it.
 _NO_KERNEL_PREFIXES = ("aten.empty", "aten.new_empty", "aten.empty_strided", "aten._unsafe_view", "aten.lift_fresh")
@@ -41,6 +56,7 @@ class Recording:
 
     def __init__(self, path):
         self.path = path
+        self.cpp = None  # the C++ recorder's module, when it records
         self.writer = _w.TraceWriter()
         self.actions = self.writer.actions
         self.thread = threading.get_ident()
@@ -74,11 +90,20 @@ class Recording:
     # -- the end --------------------------------------------------------------
 
     def finish(self):
+        if self.cpp is not None:
+            self.actions += self.cpp.take(_raw_stream_handle)
         self.segments()
         program = " ".join(sys.argv) if sys.argv and sys.argv[0] else "python"
         text = self.writer.text(program)
         with open(self.path, "w", encoding="utf-8") as f:
             f.write(text)
+
+
+def _library_file(file, skip_dirs):
+    """Whether a frame's file is torch's or this module's, not the
+    program's: `skip_dirs` are absolute, the file as it was imported (a
+    sys.path entry with ".." in it stays in the name)."""
+    return os.path.abspath(file).startswith(skip_dirs)
 
 
 def _program_site(frame, library, skip_dirs):
@@ -90,7 +115,7 @@ def _program_site(frame, library, skip_dirs):
         file = frame.f_code.co_filename
         inside = library.get(file)
         if inside is None:
-            inside = library[file] = file.startswith(skip_dirs)
+            inside = library[file] = _library_file(file, skip_dirs)
         if not inside:
             return (file, frame.f_lineno)
         frame = frame.f_back
@@ -105,8 +130,69 @@ def _current_stream_handle():
     return torch._C._cuda_getCurrentRawStream(torch._C._cuda_getDevice())
 
 
+def _raw_stream_handle(stream_id, device_index, device_type):
+    """The CUDA stream handle of a c10 stream (the C++ recorder's ops name
+    their stream so: the trace callbacks name it by handle)."""
+    import torch
+
+    return torch.cuda.Stream(stream_id=stream_id, device_index=device_index, device_type=device_type).cuda_stream
+
+
+_cpp = {}  # "module": the built C++ recorder, or "why": why it cannot be used
+
+
+def _cpp_recorder():
+    """(the C++ recorder's module, None), or (None, why it cannot be used).
+    torch.utils.cpp_extension builds _recorder.cpp once per machine and
+    source (seconds to a minute) and loads it from its cache afterwards."""
+    if not _cpp:
+        try:
+            from torch.utils import cpp_extension
+
+            import torch
+
+            # The headers' debug-only members must be as libtorch was built:
+            # at::RecordFunction has one more field without NDEBUG.
+            flags = ["-O2", "-Wall", "-Wextra"] + ([] if torch.version.debug else ["-DNDEBUG"])
+            _cpp["module"] = cpp_extension.load(name="streamcheck_torch_recorder",
+                                                sources=[os.path.join(_HERE, "_recorder.cpp")],
+                                                extra_cflags=flags, verbose=False)
+        except Exception as e:  # no compiler, no headers, no ninja: what the build said last
+            lines = [line for line in str(e).splitlines() if line.strip()]
+            _cpp["why"] = "it could not be built (%s: %s)" % (type(e).__name__, lines[-1] if lines else "(no message)")
+    return _cpp.get("module"), _cpp.get("why")
+
+
+_cpp_callbacks_installed = False
+
+
+def _install_cpp_callbacks(cpp):
+    """The C++ recorder's functions as the CUDA trace callbacks themselves
+    (no Python frame between); they do nothing while it does not record.
+    Registered once: they cannot be removed."""
+    global _cpp_callbacks_installed
+    if _cpp_callbacks_installed:
+        return
+    import torch
+    import torch.cuda._gpu_trace as trace
+
+    trace.register_callback_for_stream_creation(cpp.on_stream)
+    trace.register_callback_for_event_creation(cpp.on_event)
+    trace.register_callback_for_event_deletion(cpp.on_event_gone)
+    trace.register_callback_for_event_record(cpp.on_record)
+    trace.register_callback_for_event_wait(cpp.on_wait)
+    trace.register_callback_for_stream_synchronization(cpp.on_sync_stream)
+    trace.register_callback_for_event_synchronization(cpp.on_sync_event)
+    trace.register_callback_for_device_synchronization(cpp.on_sync_device)
+    trace.register_callback_for_memory_allocation(cpp.on_alloc)
+    trace.register_callback_for_memory_deallocation(cpp.on_free)
+    torch._C._activate_gpu_trace()
+    _cpp_callbacks_installed = True
+
+
 _callbacks_installed = False
-_current = [None]  # the recording the callbacks feed (one at a time)
+_current = [None]  # the recording the Python recorder's callbacks feed
+_active = [None]  # the recording under way, by either recorder (one at a time)
 
 
 def _install_callbacks():
@@ -289,12 +375,18 @@ class record:
     """``with streamcheck_torch.record("run.trace"):`` writes the trace of
     the block's CUDA work when the block ends (also when it raises).
     ``sites=False`` leaves out each op's call site (the program's file:line):
-    a walk up the Python frames per op, about a fifth of the recorder's cost
-    (docs/PERFORMANCE.md, "Capture")."""
+    a walk up the Python frames per op (docs/PERFORMANCE.md, "Capture").
+    ``recorder`` is "auto" (the C++ recorder, else the Python one with the
+    reason said), "cpp" (an error if it cannot be built) or "python"; the
+    default is STREAMCHECK_TORCH_RECORDER, else "auto"."""
 
-    def __init__(self, path="streamcheck-torch.trace", sites=True):
+    def __init__(self, path="streamcheck-torch.trace", sites=True, recorder=None):
         self.path = path
         self.sites = sites
+        self.recorder = recorder or os.environ.get("STREAMCHECK_TORCH_RECORDER") or "auto"
+        if self.recorder not in _RECORDERS:
+            raise ValueError("streamcheck_torch.record: recorder must be one of %s, not %r"
+                             % (", ".join(_RECORDERS), self.recorder))
         self.recording = None
         self.mode = None
 
@@ -303,23 +395,57 @@ class record:
 
         if not torch.cuda.is_available():
             raise RuntimeError("streamcheck_torch.record needs a CUDA device: torch.cuda.is_available() is False")
-        if _current[0] is not None:
+        if _active[0] is not None:
             raise RuntimeError("streamcheck_torch.record is already recording; recordings do not nest")
         torch.cuda.init()
         rec = Recording(self.path)
         rec.skip_dirs = (_HERE, _torch_dir())
-        _install_callbacks()
+        cpp, why = _cpp_recorder() if self.recorder != "python" else (None, None)
+        if cpp is None and self.recorder == "cpp":
+            raise RuntimeError("streamcheck_torch.record: the C++ recorder cannot be used: %s; "
+                               "recorder=\"python\" records without it" % why)
         self.recording = rec
+        if cpp is not None:
+            _install_cpp_callbacks(cpp)
+            rec.cpp = cpp
+            rec.writer.recorder = "the C++ recorder"
+            skip_dirs = rec.skip_dirs
+            # STREAMCHECK_TORCH_FAIL_OP (a test hook: tests/capture/torch/recorder_failures.py)
+            # names an op whose recording fails.
+            cpp.start(_CPP_KINDS, lambda file: _library_file(file, skip_dirs), self.sites,
+                      os.environ.get("STREAMCHECK_TORCH_FAIL_OP", ""))
+            # An op on the CPU (recorded as nothing: it touches no CUDA
+            # memory) proves the hook live: a recorder that saw no op would
+            # write a trace without kernels, and call the program clean.
+            torch.zeros(1).add_(1)
+            if cpp.ops_seen() == 0:
+                cpp.stop()
+                cpp = rec.cpp = None
+                why = "its at::RecordFunction callback did not run (RecordFunction off in this build or thread?)"
+                if self.recorder == "cpp":
+                    raise RuntimeError("streamcheck_torch.record: the C++ recorder cannot be used: %s; "
+                                       "recorder=\"python\" records without it" % why)
+        if cpp is not None:
+            _active[0] = rec
+            return rec
+        if why is not None:
+            rec.writer.recorder = "the Python recorder; the C++ one is not used: %s" % why
+            sys.stderr.write("streamcheck_torch: the C++ recorder is not used: %s; recording with the Python recorder\n"
+                             % why)
+        _install_callbacks()
         self.mode = _dispatch_mode(rec, self.sites)
-        _current[0] = rec
+        _current[0] = _active[0] = rec
         self.mode.__enter__()
         return rec
 
     def __exit__(self, *exc):
         try:
-            self.mode.__exit__(*exc)
+            if self.mode is not None:
+                self.mode.__exit__(*exc)
+            else:
+                self.recording.cpp.stop()
         finally:
-            _current[0] = None
+            _current[0] = _active[0] = None
             if exc and exc[0] is not None:
                 self.recording.writer.note("the recorded block raised %s: the trace stops where it did" % exc[0].__name__)
             self.recording.finish()

@@ -105,6 +105,7 @@ class TraceWriter:
     def __init__(self):
         self.actions = []  # flat (see encode)
         self.notes = {}
+        self.recorder = "the Python recorder"  # which one saw the ops (said in the header)
 
     def add(self, action):
         """Appends one action given as a tuple (see encode)."""
@@ -282,7 +283,7 @@ class TraceWriter:
             for segment in segments:
                 out.append("free %s" % segment[2])
 
-        header = ["# recorded by streamcheck_torch from: %s" % program,
+        header = ["# recorded by streamcheck_torch (%s) from: %s" % (self.recorder, program),
                   "# %d statements" % len(out)]
         for what, count in sorted(self.notes.items()):
             header.append("# assumed: %s x%d" % (what, count))

@@ -4,6 +4,7 @@ traces that `streamcheck explore --strategy dfs` must judge as the programs
 deserve.  Usage: test_torch_writer.py STREAMCHECK PYTHON_DIR"""
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -13,6 +14,7 @@ STREAMCHECK = sys.argv[1]
 sys.path.insert(0, sys.argv[2])
 del sys.argv[1:3]
 
+import streamcheck_torch  # noqa: E402  (imports no torch until a recording starts)
 from streamcheck_torch import writer as w  # noqa: E402
 
 SEG, X, Y, Z = 0x7F0000000000, 0x7F0000000000, 0x7F0000001000, 0x7F0000002000
@@ -139,6 +141,44 @@ class TorchWriter(unittest.TestCase):
         self.assertEqual(w.trace_name("aten.add.Tensor"), "aten.add.Tensor")
         self.assertEqual(w.trace_name("aten::foo<bar>"), "aten__foo_bar_")
         self.assertEqual(w.trace_name("1x"), "op_1x")
+
+    def test_the_cpp_recorder_names_its_kinds_in_the_order_of_its_enum(self):
+        """_recorder.cpp's buffer kinds index the names start() is given:
+        the enum's names before kWriterKinds, as snake case, must be
+        _CPP_KINDS in order (a swap would write waits as records)."""
+        source = os.path.join(os.path.dirname(streamcheck_torch.__file__), "_recorder.cpp")
+        with open(source) as f:
+            text = f.read()
+        enum = text[text.index("enum Kind"):text.index("kWriterKinds")]
+        names = re.findall(r"^\s*k([A-Za-z]+),", enum, re.M)
+        snake = tuple(re.sub(r"(?<!^)([A-Z])", r"_\1", n).lower() for n in names)
+        self.assertEqual(snake, streamcheck_torch._CPP_KINDS)
+        self.assertEqual(len(set(snake)), len(snake))
+
+    def test_a_frame_of_the_recorder_imported_by_a_roundabout_path_is_no_site(self):
+        """A sys.path entry with ".." in it (tests/capture/torch/common.py has
+        one) names the module's files so: they are still not the program's."""
+        here = os.path.dirname(os.path.abspath(streamcheck_torch.__file__))
+        parent = os.path.dirname(here)  # .../python: the entry common.py puts on sys.path, as .../x/../python
+        roundabout = os.path.join(os.path.dirname(parent), "x", "..", os.path.basename(parent),
+                                  os.path.basename(here), "__init__.py")
+        self.assertTrue(streamcheck_torch._library_file(roundabout, (here,)))
+        self.assertFalse(streamcheck_torch._library_file("/home/u/prog.py", (here,)))
+        frame = eval(compile("sys._getframe(0)", roundabout, "eval"), {"sys": sys})
+        site = streamcheck_torch._program_site(frame, {}, (here,))
+        self.assertEqual(site[0], sys._getframe(0).f_code.co_filename)  # this test's frame: the caller
+
+    def test_a_recorder_it_does_not_have_is_refused(self):
+        with self.assertRaises(ValueError) as raised:
+            streamcheck_torch.record("x.trace", recorder="c++")
+        self.assertIn("auto, cpp, python", str(raised.exception))
+        self.assertEqual(streamcheck_torch.record("x.trace", recorder="python").recorder, "python")
+
+    def test_the_header_names_the_recorder(self):
+        tw = side_stream_program(record_stream=True, wait_stream=True)
+        self.assertTrue(tw.text("prog.py").startswith("# recorded by streamcheck_torch (the Python recorder) from: prog.py\n"))
+        tw.recorder = "the C++ recorder"
+        self.assertTrue(tw.text("prog.py").startswith("# recorded by streamcheck_torch (the C++ recorder) from: prog.py\n"))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,60 @@
+"""The C++ recorder's refusals, on the GPU (docs/CAPTURE.md, "PyTorch"): it
+never writes a trace that misses an op. Prints each check that failed and
+exits 1; exits 0 when all hold.
+
+- an op its callback fails on (STREAMCHECK_TORCH_FAIL_OP, a test hook) ends
+  the recording with a RuntimeError naming it, and no trace is written;
+- the next recording, without the hook, sees the op again;
+- recordings do not nest."""
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
+
+import streamcheck_torch  # noqa: E402
+import torch  # noqa: E402
+
+
+def main():
+    failures = []
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "run.trace")
+        os.environ["STREAMCHECK_TORCH_FAIL_OP"] = "aten.mul.Tensor"
+        try:
+            with streamcheck_torch.record(path, recorder="cpp"):
+                x = torch.ones(1024, device="cuda")
+                y = x * 2
+            failures.append("an op the recorder failed on ended the recording without an error")
+        except RuntimeError as e:
+            if "could not record 1 ops" not in str(e) or "aten.mul.Tensor" not in str(e):
+                failures.append("the error does not say which op was missed: %s" % e)
+        if os.path.exists(path):
+            failures.append("a trace was written although it misses an op")
+        del os.environ["STREAMCHECK_TORCH_FAIL_OP"]
+
+        with streamcheck_torch.record(path, recorder="cpp"):
+            x = torch.ones(1024, device="cuda")
+            y = x * 2
+        with open(path) as f:
+            text = f.read()
+        if "launch aten.mul.Tensor" not in text or "(the C++ recorder)" not in text.splitlines()[0]:
+            failures.append("the recording after a failed one is not the C++ recorder's, with aten.mul.Tensor:\n"
+                            + text)
+
+        try:
+            with streamcheck_torch.record(path, recorder="cpp"):
+                with streamcheck_torch.record(path + ".inner", recorder="cpp"):
+                    pass
+            failures.append("a recording inside a recording was not refused")
+        except RuntimeError as e:
+            if "do not nest" not in str(e):
+                failures.append("a nested recording failed for another reason: %s" % e)
+    del y
+    for failure in failures:
+        print("FAILED:", failure)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
