@@ -146,6 +146,25 @@ DynamicLinks dynamic_links(const std::filesystem::path& file) {
   return out;
 }
 
+EmbeddedPtx ptx_of_module_image(const void* image) {
+  constexpr std::uint32_t kFatbinWrapperMagic = 0x466243B1;
+  const auto* bytes = static_cast<const unsigned char*>(image);
+  const auto magic = read_at<std::uint32_t>(bytes, 0);
+  if (magic == kFatbinWrapperMagic) {
+    const auto* fatbin = read_at<const unsigned char*>(bytes, 8);
+    return fatbin != nullptr ? ptx_of_module_image(fatbin) : EmbeddedPtx{};
+  }
+  if (magic == kFatbinMagic) {
+    const auto body = read_at<std::uint64_t>(bytes, 8);
+    if (body > kLargestModule) throw std::runtime_error("a fat binary image whose header gives no believable size");
+    return ptx_of_fatbin(bytes, kContainerHeader + body);
+  }
+  if (std::memcmp(bytes, ELFMAG, SELFMAG) == 0) return {};  // a cubin: machine code only
+  EmbeddedPtx out;
+  out.modules.emplace_back(reinterpret_cast<const char*>(bytes));
+  return out;
+}
+
 EmbeddedPtx embedded_ptx(const std::filesystem::path& file) {
   ElfSections elf(file);
   auto fail = [&](const std::string& why) { return elf.fail(why); };

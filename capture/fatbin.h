@@ -34,6 +34,14 @@ EmbeddedPtx embedded_ptx(const std::filesystem::path& file);
 /// The same, from the bytes of one `.nv_fatbin` section.
 EmbeddedPtx ptx_of_fatbin(const unsigned char* data, std::size_t size);
 
+/// The PTX modules of an image a program hands the driver itself
+/// (cuModuleLoadData, cuModuleLoadFatBinary, cuLibraryLoadData): PTX text
+/// (up to its NUL), a fat binary (its size from its own header: images
+/// come without one), the wrapper nvcc puts around a fat binary (magic
+/// 0x466243B1, a version, the fat binary's address), or a cubin, which is
+/// ELF and carries none. Throws std::runtime_error as ptx_of_fatbin does.
+EmbeddedPtx ptx_of_module_image(const void* image);
+
 /// What an ELF program or library asks of the dynamic loader: the
 /// libraries it needs (DT_NEEDED) and where it says to look for them
 /// (DT_RPATH, DT_RUNPATH: colon-separated lists, as written). Empty for a

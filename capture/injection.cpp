@@ -66,6 +66,10 @@ struct ParamSlot {
   Access access = Access::ReadWrites;
 };
 
+/// What a launch names its kernel by: the runtime's host stub, the kernel
+/// handle CUDA 13's <<<>>> path launches, or a driver-API CUfunction.
+enum class KernelRef { kStub, kKernelHandle, kDriverFunction };
+
 struct KernelInfo {
   std::string signature;   // demangled, or the symbol as it is
   std::string trace_name;  // kernel_trace_name(signature)
@@ -205,18 +209,52 @@ void read_ptx_at_launch(Capture& c, const void* stub) {
   for (const auto& file : files) read_ptx_of(c, file);
 }
 
+/// Adds the kernels of a module the program loads itself with the driver
+/// API to the PTX table, and says where they came from (or that the module
+/// had no PTX, so its kernels' accesses come from their signatures).
+void read_ptx_of_module(Capture& c, const void* image, const char* path, const char* api) {
+  if (!c.ptx_at_run_time) return;
+  const std::string from = std::string(api) + (path != nullptr ? std::string(" of ") + path : std::string());
+  try {
+    std::vector<std::string> modules;
+    if (path != nullptr) {
+      std::ifstream in(path, std::ios::binary);
+      const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (bytes.size() >= SELFMAG && std::memcmp(bytes.data(), ELFMAG, SELFMAG) == 0)
+        modules = embedded_ptx(path).modules;  // a cubin (none), or an ELF file with a fat binary
+      else if (bytes.size() >= 16)
+        modules = ptx_of_module_image(bytes.c_str()).modules;
+      else
+        modules = {bytes};
+    } else if (image != nullptr) {
+      modules = ptx_of_module_image(image).modules;
+    }
+    std::size_t kernels = 0;
+    for (const auto& module : modules)
+      for (const auto& k : derive_ptx_accesses(module)) {
+        c.ptx.add(k);
+        ++kernels;
+      }
+    c.writer.note(kernels > 0 ? "kernel accesses derived from the PTX of a module the program loaded (" + from + ")"
+                              : "a module the program loaded (" + from +
+                                    ") with no PTX (a cubin): its kernels' accesses come from their signatures");
+  } catch (const std::exception& e) {
+    c.writer.note("PTX of a module the program loaded (" + from + ") not read: " + e.what());
+  }
+}
+
 /// The parameters of a kernel, from the sidecar table or annotations, its
 /// signature, and the driver's parameter sizes.
-KernelInfo describe_kernel(Capture& c, const char* symbol, const void* function, bool is_kernel_handle) {
+KernelInfo describe_kernel(Capture& c, const char* symbol, const void* function, KernelRef ref) {
   KernelInfo info;
   const auto demangled = demangle(symbol);
   info.signature = demangled ? *demangled : (symbol != nullptr ? symbol : "kernel");
   info.trace_name = kernel_trace_name(info.signature);
   // Parameter sizes from the driver (CUDA 12.4+), when it has them.
   std::vector<std::size_t> sizes;
-  ParamInfoFn param_info = is_kernel_handle ? c.kernel_param_info : c.func_param_info;
+  ParamInfoFn param_info = ref == KernelRef::kKernelHandle ? c.kernel_param_info : c.func_param_info;
   void* driver_function = const_cast<void*>(function);
-  if (!is_kernel_handle && param_info != nullptr) {
+  if (ref == KernelRef::kStub && param_info != nullptr) {
     cudaFunction_t f = nullptr;
     if (c.func_by_symbol != nullptr && c.func_by_symbol(&f, function) == cudaSuccess)
       driver_function = f;
@@ -247,9 +285,12 @@ KernelInfo describe_kernel(Capture& c, const char* symbol, const void* function,
   // kernel's PTX does through each parameter (`streamcheck capture` derived
   // it from the program's fat binary before running it).
   const PtxKernel* derived = listed == nullptr && symbol != nullptr ? c.ptx.find(symbol) : nullptr;
-  if (derived == nullptr && listed == nullptr && symbol != nullptr && c.ptx_at_run_time) {
+  // A driver-API kernel's PTX was read when its module was loaded (it has
+  // no host stub, and its module no file the loader lists).
+  if (derived == nullptr && listed == nullptr && symbol != nullptr && c.ptx_at_run_time &&
+      ref != KernelRef::kDriverFunction) {
     const void* stub = function;
-    if (is_kernel_handle) {
+    if (ref == KernelRef::kKernelHandle) {
       const auto it = c.stub_of_kernel.find(function);
       stub = it != c.stub_of_kernel.end() ? it->second : nullptr;
     }
@@ -286,11 +327,10 @@ KernelInfo describe_kernel(Capture& c, const char* symbol, const void* function,
   return info;
 }
 
-void launch(Capture& c, const CUpti_CallbackData* cb, const void* function, bool is_kernel_handle, void** args,
+void launch(Capture& c, const CUpti_CallbackData* cb, const void* function, KernelRef ref, void** args,
             StreamArg stream) {
   auto it = c.kernels.find(function);
-  if (it == c.kernels.end())
-    it = c.kernels.emplace(function, describe_kernel(c, cb->symbolName, function, is_kernel_handle)).first;
+  if (it == c.kernels.end()) it = c.kernels.emplace(function, describe_kernel(c, cb->symbolName, function, ref)).first;
   const KernelInfo& info = it->second;
   thread_local std::vector<KernelArg> found;  // reused: one allocation per thread, not per launch
   found.clear();
@@ -500,7 +540,7 @@ void on_runtime_exit(Capture& c, CUpti_CallbackId id, const CUpti_CallbackData* 
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000: {
       SC_PARAMS(cudaLaunchKernel_v7000_params);
-      launch(c, cb, p->func, false, p->args, stream_arg(p->stream, pt));
+      launch(c, cb, p->func, KernelRef::kStub, p->args, stream_arg(p->stream, pt));
       return;
     }
     case CUPTI_RUNTIME_TRACE_CBID___cudaGetKernel_v13000: {
@@ -511,13 +551,13 @@ void on_runtime_exit(Capture& c, CUpti_CallbackId id, const CUpti_CallbackData* 
     case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000:
     case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000: {
       SC_PARAMS(KernelHandleLaunchParams);
-      launch(c, cb, p->kernel, true, p->args, stream_arg(p->stream, pt));
+      launch(c, cb, p->kernel, KernelRef::kKernelHandle, p->args, stream_arg(p->stream, pt));
       return;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060: {
       SC_PARAMS(cudaLaunchKernelExC_v11060_params);
-      launch(c, cb, p->func, false, p->args, stream_arg(p->config->stream, pt));
+      launch(c, cb, p->func, KernelRef::kStub, p->args, stream_arg(p->config->stream, pt));
       return;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020:
@@ -595,6 +635,295 @@ void on_runtime_exit(Capture& c, CUpti_CallbackId id, const CUpti_CallbackData* 
 #undef SC_PARAMS
 }
 
+StreamArg driver_stream(CUstream s, bool per_thread) { return StreamArg{reinterpret_cast<Handle>(s), per_thread}; }
+
+/// A driver-API call the program made itself (not one a runtime call made):
+/// the same statements its runtime counterpart writes. Calls not listed
+/// here are counted as not followed, so the verdict names them.
+void on_driver_exit(Capture& c, CUpti_CallbackId id, const CUpti_CallbackData* cb) {
+  const void* params = cb->functionParams;
+  const ThreadId me = this_thread();
+  const CallSite site{cb->functionName, {}};
+  const bool pt = ends_with(cb->functionName, "_ptsz") || ends_with(cb->functionName, "_ptds");
+  std::lock_guard lock(c.mutex);
+  if (cb->functionReturnValue == nullptr || *static_cast<const CUresult*>(cb->functionReturnValue) != CUDA_SUCCESS)
+    return;  // a failed call did nothing (a query's "not ready" included)
+  if (id == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize || id == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2) {
+    c.writer.sync_device(me, site);
+    return;
+  }
+  if (params == nullptr) {
+    c.writer.not_modelled(cb->functionName, "driver API: CUPTI gave no parameters");
+    return;
+  }
+#define SC_PARAMS(type) const auto* p = static_cast<const type*>(params)
+  switch (id) {
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamCreate: {
+      SC_PARAMS(cuStreamCreate_params);
+      c.writer.stream_created(me, handle(*p->phStream), (p->Flags & CU_STREAM_NON_BLOCKING) != 0, site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamCreateWithPriority: {
+      SC_PARAMS(cuStreamCreateWithPriority_params);
+      c.writer.stream_created(me, handle(*p->phStream), (p->flags & CU_STREAM_NON_BLOCKING) != 0, site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamDestroy_v2: {
+      SC_PARAMS(cuStreamDestroy_v2_params);
+      c.writer.stream_destroyed(me, handle(p->hStream), site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuEventCreate: {
+      SC_PARAMS(cuEventCreate_params);
+      c.writer.event_created(me, handle(*p->phEvent), site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuEventDestroy_v2: {
+      SC_PARAMS(cuEventDestroy_v2_params);
+      c.writer.event_destroyed(me, handle(p->hEvent), site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuEventRecord:
+    case CUPTI_DRIVER_TRACE_CBID_cuEventRecord_ptsz: {
+      SC_PARAMS(cuEventRecord_params);
+      c.writer.record(me, handle(p->hEvent), driver_stream(p->hStream, pt), site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags:
+    case CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags_ptsz: {
+      SC_PARAMS(cuEventRecordWithFlags_params);
+      c.writer.record(me, handle(p->hEvent), driver_stream(p->hStream, pt), site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz: {
+      SC_PARAMS(cuStreamWaitEvent_params);
+      c.writer.wait(me, driver_stream(p->hStream, pt), handle(p->hEvent), site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz: {
+      SC_PARAMS(cuStreamSynchronize_params);
+      c.writer.sync_stream(me, driver_stream(p->hStream, pt), site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize: {
+      SC_PARAMS(cuEventSynchronize_params);
+      c.writer.sync_event(me, handle(p->hEvent), site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamQuery:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamQuery_ptsz: {
+      SC_PARAMS(cuStreamQuery_params);
+      c.writer.query_done(me, driver_stream(p->hStream, pt), std::nullopt, site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuEventQuery: {
+      SC_PARAMS(cuEventQuery_params);
+      c.writer.query_done(me, std::nullopt, handle(p->hEvent), site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
+      SC_PARAMS(cuMemAlloc_v2_params);
+      c.writer.device_alloc(me, static_cast<Handle>(*p->dptr), p->bytesize, std::nullopt, site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz: {
+      SC_PARAMS(cuMemAllocAsync_params);
+      c.writer.device_alloc(me, static_cast<Handle>(*p->dptr), p->bytesize, driver_stream(p->hStream, pt), site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
+      SC_PARAMS(cuMemAllocFromPoolAsync_params);
+      c.writer.note("cuMemAllocFromPoolAsync taken as cuMemAllocAsync (one pool per device in the model)");
+      c.writer.device_alloc(me, static_cast<Handle>(*p->dptr), p->bytesize, driver_stream(p->hStream, pt), site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2: {
+      SC_PARAMS(cuMemAllocHost_v2_params);
+      c.writer.host_alloc(me, handle(*p->pp), p->bytesize, site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc: {
+      SC_PARAMS(cuMemHostAlloc_params);
+      c.writer.host_alloc(me, handle(*p->pp), p->bytesize, site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2: {
+      SC_PARAMS(cuMemFree_v2_params);
+      c.writer.free(me, static_cast<Handle>(p->dptr), std::nullopt, site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost: {
+      SC_PARAMS(cuMemFreeHost_params);
+      c.writer.free(me, handle(p->p), std::nullopt, site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz: {
+      SC_PARAMS(cuMemFreeAsync_params);
+      c.writer.free(me, static_cast<Handle>(p->dptr), driver_stream(p->hStream, pt), site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+      SC_PARAMS(cuLaunchKernel_params);
+      if (p->kernelParams == nullptr && p->extra != nullptr) {
+        c.writer.not_modelled(cb->functionName, "its arguments came packed in `extra`: the launch is not followed");
+        return;
+      }
+      launch(c, cb, p->f, KernelRef::kDriverFunction, p->kernelParams, driver_stream(p->hStream, pt));
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+      SC_PARAMS(cuLaunchKernelEx_params);
+      if (p->kernelParams == nullptr && p->extra != nullptr) {
+        c.writer.not_modelled(cb->functionName, "its arguments came packed in `extra`: the launch is not followed");
+        return;
+      }
+      launch(c, cb, p->f, KernelRef::kDriverFunction, p->kernelParams, driver_stream(p->config->hStream, pt));
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz: {
+      SC_PARAMS(cuMemcpyHtoDAsync_v2_params);
+      c.writer.copy(me, driver_stream(p->hStream, pt), static_cast<Handle>(p->dstDevice), handle(p->srcHost),
+                    p->ByteCount, false, site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz: {
+      SC_PARAMS(cuMemcpyDtoHAsync_v2_params);
+      c.writer.copy(me, driver_stream(p->hStream, pt), handle(p->dstHost), static_cast<Handle>(p->srcDevice),
+                    p->ByteCount, false, site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz: {
+      SC_PARAMS(cuMemcpyDtoDAsync_v2_params);
+      c.writer.copy(me, driver_stream(p->hStream, pt), static_cast<Handle>(p->dstDevice),
+                    static_cast<Handle>(p->srcDevice), p->ByteCount, false, site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz: {
+      SC_PARAMS(cuMemcpyAsync_params);
+      c.writer.copy(me, driver_stream(p->hStream, pt), static_cast<Handle>(p->dst), static_cast<Handle>(p->src),
+                    p->ByteCount, false, site);
+      return;
+    }
+    // The synchronous copies: on the default stream, returning once done.
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds: {
+      SC_PARAMS(cuMemcpyHtoD_v2_params);
+      c.writer.copy(me, driver_stream(nullptr, pt), static_cast<Handle>(p->dstDevice), handle(p->srcHost), p->ByteCount,
+                    true, site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds: {
+      SC_PARAMS(cuMemcpyDtoH_v2_params);
+      c.writer.copy(me, driver_stream(nullptr, pt), handle(p->dstHost), static_cast<Handle>(p->srcDevice), p->ByteCount,
+                    true, site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2_ptds: {
+      SC_PARAMS(cuMemcpyDtoD_v2_params);
+      c.writer.copy(me, driver_stream(nullptr, pt), static_cast<Handle>(p->dstDevice),
+                    static_cast<Handle>(p->srcDevice), p->ByteCount, true, site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds: {
+      SC_PARAMS(cuMemcpy_params);
+      c.writer.copy(me, driver_stream(nullptr, pt), static_cast<Handle>(p->dst), static_cast<Handle>(p->src),
+                    p->ByteCount, true, site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz: {
+      SC_PARAMS(cuMemsetD8Async_params);
+      c.writer.memset(me, driver_stream(p->hStream, pt), static_cast<Handle>(p->dstDevice), p->N, site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz: {
+      SC_PARAMS(cuMemsetD16Async_params);
+      c.writer.memset(me, driver_stream(p->hStream, pt), static_cast<Handle>(p->dstDevice), 2 * p->N, site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz: {
+      SC_PARAMS(cuMemsetD32Async_params);
+      c.writer.memset(me, driver_stream(p->hStream, pt), static_cast<Handle>(p->dstDevice), 4 * p->N, site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds: {
+      SC_PARAMS(cuMemsetD8_v2_params);
+      c.writer.memset(me, driver_stream(nullptr, pt), static_cast<Handle>(p->dstDevice), p->N, site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2_ptds: {
+      SC_PARAMS(cuMemsetD16_v2_params);
+      c.writer.memset(me, driver_stream(nullptr, pt), static_cast<Handle>(p->dstDevice), 2 * p->N, site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds: {
+      SC_PARAMS(cuMemsetD32_v2_params);
+      c.writer.memset(me, driver_stream(nullptr, pt), static_cast<Handle>(p->dstDevice), 4 * p->N, site);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchHostFunc:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchHostFunc_ptsz: {
+      SC_PARAMS(cuLaunchHostFunc_params);
+      c.writer.host_function(me, driver_stream(p->hStream, pt), site);
+      return;
+    }
+    // Modules: nothing runs, but their kernels' PTX says what they access.
+    case CUPTI_DRIVER_TRACE_CBID_cuModuleLoad: {
+      SC_PARAMS(cuModuleLoad_params);
+      read_ptx_of_module(c, nullptr, p->fname, "cuModuleLoad");
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData: {
+      SC_PARAMS(cuModuleLoadData_params);
+      read_ptx_of_module(c, p->image, nullptr, "cuModuleLoadData");
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx: {
+      SC_PARAMS(cuModuleLoadDataEx_params);
+      read_ptx_of_module(c, p->image, nullptr, "cuModuleLoadDataEx");
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary: {
+      SC_PARAMS(cuModuleLoadFatBinary_params);
+      read_ptx_of_module(c, p->fatCubin, nullptr, "cuModuleLoadFatBinary");
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData: {
+      SC_PARAMS(cuLibraryLoadData_params);
+      read_ptx_of_module(c, p->code, nullptr, "cuLibraryLoadData");
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile: {
+      SC_PARAMS(cuLibraryLoadFromFile_params);
+      read_ptx_of_module(c, nullptr, p->fileName, "cuLibraryLoadFromFile");
+      return;
+    }
+    default:
+      c.writer.not_modelled(cb->functionName, "driver API: not followed");
+      return;
+  }
+#undef SC_PARAMS
+}
+
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
   Capture* c = g_capture;
   if (c == nullptr || t_inside_capture) return;
@@ -611,12 +940,13 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId i
     t_inside_capture = false;
     return;
   }
-  // Driver calls the program made itself (not inside a runtime call) are
-  // not followed: counted, so the verdict names them.
+  // Driver calls the program made itself (not inside a runtime call): the
+  // statements of their runtime counterparts, or counted as not followed.
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cb->callbackSite == CUPTI_API_EXIT && t_runtime_depth == 0 &&
       !g_callbacks_only) {
-    std::lock_guard lock(c->mutex);
-    c->writer.not_modelled(cb->functionName, "driver API: not followed");
+    t_inside_capture = true;
+    on_driver_exit(*c, id, cb);
+    t_inside_capture = false;
   }
 }
 
@@ -669,13 +999,14 @@ void write_trace() {
 void forget_capture_in_child() { g_capture = nullptr; }
 
 void enable_driver_callbacks(CUpti_SubscriberHandle subscriber) {
-  // Only the driver calls that order work or touch memory: a program's own
-  // driver-API use of them is what the verdict must say it did not see.
-  static constexpr const char* kOrdering[] = {"cuLaunch",          "cuMemAlloc",           "cuMemFree",
-                                              "cuStreamWaitEvent", "cuEventRecord",        "cuMemcpy",
-                                              "cuMemset",          "cuStreamCreate",       "cuEventCreate",
-                                              "cuGraphLaunch",     "cuStreamBeginCapture", "cuStreamSynchronize",
-                                              "cuCtxSynchronize",  "cuEventSynchronize"};
+  // Only the driver calls that order work, touch memory or load kernels: a
+  // program's own use of them is followed (on_driver_exit) or named as not.
+  static constexpr const char* kOrdering[] = {
+      "cuLaunch",         "cuMemAlloc",         "cuMemFree",     "cuMemHostAlloc",       "cuStreamWaitEvent",
+      "cuEventRecord",    "cuMemcpy",           "cuMemset",      "cuStreamCreate",       "cuStreamDestroy",
+      "cuEventCreate",    "cuEventDestroy",     "cuGraphLaunch", "cuStreamBeginCapture", "cuStreamSynchronize",
+      "cuCtxSynchronize", "cuEventSynchronize", "cuStreamQuery", "cuEventQuery",         "cuModuleLoad",
+      "cuLibraryLoad"};
   for (CUpti_CallbackId id = 0; id < CUPTI_DRIVER_TRACE_CBID_SIZE; ++id) {
     const char* name = nullptr;
     if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) != CUPTI_SUCCESS || name == nullptr) continue;

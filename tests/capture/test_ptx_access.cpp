@@ -5,10 +5,12 @@
 // undecided rather than guessed.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "capture/fatbin.h"
 #include "capture/ptx_access.h"
@@ -131,6 +133,40 @@ TEST(FatBinary, APlainPtxEntryIsReadUpToItsNul) {
   const EmbeddedPtx other = ptx_of_fatbin(bytes.data(), bytes.size());
   EXPECT_TRUE(other.modules.empty());
   EXPECT_EQ(other.undecodable, 1u);
+}
+
+TEST(FatBinary, AModuleImageIsPtxTextAFatBinaryItsWrapperOrACubin) {
+  // What cuModuleLoadData and its kin are handed, without a size.
+  const std::string ptx = std::string(kHeader) + ".visible .entry k(.param .u64 p){ret;}";
+  EmbeddedPtx got = ptx_of_module_image(ptx.c_str());
+  ASSERT_EQ(got.modules.size(), 1u);
+  EXPECT_EQ(got.modules[0], ptx);
+  // A fat binary of one plain PTX entry: its size from its own header.
+  std::vector<unsigned char> entry(64, 0);
+  entry[0] = 1;
+  entry[4] = 64;
+  const std::size_t payload = (ptx.size() + 1 + 7) / 8 * 8;
+  entry[8] = static_cast<unsigned char>(payload);
+  std::vector<unsigned char> fatbin = {0x50, 0xed, 0x55, 0xba, 1, 0, 0x10, 0};
+  const std::uint64_t body = entry.size() + payload;
+  for (int i = 0; i < 8; ++i) fatbin.push_back(static_cast<unsigned char>(body >> (8 * i)));
+  fatbin.insert(fatbin.end(), entry.begin(), entry.end());
+  fatbin.insert(fatbin.end(), ptx.begin(), ptx.end());
+  fatbin.resize(fatbin.size() + payload - ptx.size(), 0);
+  fatbin.resize(fatbin.size() + 64, 0xee);  // what follows the image is not read
+  got = ptx_of_module_image(fatbin.data());
+  ASSERT_EQ(got.modules.size(), 1u);
+  EXPECT_EQ(got.modules[0], ptx);
+  // nvcc's wrapper: magic, version, the fat binary's address.
+  unsigned char wrapper[24] = {0xb1, 0x43, 0x62, 0x46, 1, 0, 0, 0};
+  const unsigned char* address = fatbin.data();
+  std::memcpy(wrapper + 8, &address, sizeof address);
+  got = ptx_of_module_image(wrapper);
+  ASSERT_EQ(got.modules.size(), 1u);
+  EXPECT_EQ(got.modules[0], ptx);
+  // A cubin is ELF: no PTX in it.
+  const unsigned char cubin[16] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
+  EXPECT_TRUE(ptx_of_module_image(cubin).modules.empty());
 }
 
 // --- the taint, rule by rule ----------------------------------------------
