@@ -152,15 +152,9 @@ void DeviceModel::execute(OpRef r) {
 void DeviceModel::complete_through(StreamIndex stream, std::uint32_t count) {
   while (hb_.executed_count(stream) < count) {
     const OpRef r{stream, hb_.executed_count(stream)};
-    const HbState::Op& o = hb_.op(r);
-    const HbState::OpClock clock = hb_.op_clock(r);
-    for (std::uint32_t u = 0; u < hb_.stream_count(); ++u) {
-      const StreamIndex other{u};
-      const std::uint32_t need = hb_.covered_count(clock, other);
-      if (other != stream && hb_.executed_count(other) < need) complete_through(other, need);
-    }
-    if (o.has_pool_dep)
-      if (const OpRef dep = *hb_.pool_dep(r); !hb_.completed(dep)) complete_through(dep.stream, dep.index + 1);
+    // Each unmet dependency completed in turn, streams in order, then the
+    // pool's: a stream met stays met (executed counts only grow).
+    while (const auto dep = hb_.unmet_dependency(r)) complete_through(dep->stream, dep->index + 1);
     execute(r);
   }
 }
