@@ -3,7 +3,7 @@ against PyTorch's CUDA sanitizer (CSAN), on the same loop in ONE process
 (docs/PERFORMANCE.md, "Capture"): ITERATIONS rounds of wait + kernel +
 record on a side stream.
 
-    python3 bench/torch_overhead.py ITERATIONS ROUNDS [TRACE]
+    python3 bench/torch_overhead.py ITERATIONS ROUNDS [TRACE [STREAMCHECK]]
 
 In this order (what cannot be turned off comes later):
   bare           ROUNDS runs with no hooks;
@@ -25,17 +25,25 @@ Prints the median µs an iteration of each, the overheads - each recorder
 against bare, CSAN against "idle both" (so that CSAN is not charged for the
 recorders' idle callbacks) - and their ratios. The traces are left in TRACE
 (default torch_overhead.trace: the C++ recorder's, with sites),
-TRACE.nosites and TRACE.python."""
+TRACE.nosites and TRACE.python. With STREAMCHECK (the binary), the analysis
+is timed too: `streamcheck check TRACE`, process start and parse included,
+best of five, µs an iteration, beside CSAN's overhead (whose analysis runs
+inside the program). Exits 77 (CTest: Skipped) without torch or a GPU."""
 
 import gc
 import os
 import statistics
+import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 
-import torch  # noqa: E402
+try:
+    import torch  # noqa: E402
+except ImportError:
+    print("torch_overhead.py: no torch in this python3: skipped")
+    sys.exit(77)
 
 
 def run(n):
@@ -70,11 +78,28 @@ def timed(n, context=None):
     return (ran - start) / n * 1e6, (time.perf_counter() - ran) / n * 1e6
 
 
+def analysis(streamcheck, trace, iterations):
+    """µs an iteration of `streamcheck check TRACE` (best of five runs)."""
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        done = subprocess.run([streamcheck, "check", trace], capture_output=True, text=True)
+        best = min(best, time.perf_counter() - start)
+        if done.returncode != 0:
+            sys.exit("torch_overhead.py: streamcheck check %s exited %d (the bench loop is correct: clean "
+                     "expected):\n%s" % (trace, done.returncode, done.stdout + done.stderr))
+    return best / iterations * 1e6
+
+
 def main():
     import streamcheck_torch
 
+    if not torch.cuda.is_available():
+        print("torch_overhead.py: torch.cuda.is_available() is False: skipped")
+        sys.exit(77)
     iterations, rounds = int(sys.argv[1]), int(sys.argv[2])
     trace = sys.argv[3] if len(sys.argv) > 3 else "torch_overhead.trace"
+    streamcheck = sys.argv[4] if len(sys.argv) > 4 else None
     names = ("bare", "cpp", "cpp written", "idle cpp", "cpp, no sites", "python", "python written", "idle both",
              "csan")
     times = {name: [] for name in names}
@@ -127,6 +152,10 @@ def main():
         written = median.get(name + " written", 0.0)
         print("overhead: %-13s %6.2f us/iteration (+ %.2f writing the trace at the end); ratio to CSAN's %.3f"
               " (with the writing %.3f)" % (name, ours, written, ours / theirs, (ours + written) / theirs))
+    if streamcheck:
+        checked = analysis(streamcheck, trace, iterations)
+        print("analysis: streamcheck check %.2f us/iteration (process start and parse included, best of 5);"
+              " CSAN's overhead is %.0fx that" % (checked, theirs / checked))
 
 
 if __name__ == "__main__":

@@ -52,7 +52,7 @@ fi
 
 echo "== PyTorch recorder vs CSAN, wait + kernel + record per iteration, one process each run" | tee "$out/torch_bench.txt"
 for k in 1 2 3; do
-  python3 bench/torch_overhead.py 5000 7 "$out/torch_bench.trace" 2>&1 | tail -15 | tee -a "$out/torch_bench.txt"
+  python3 bench/torch_overhead.py 5000 7 "$out/torch_bench.trace" "$sc" 2>&1 | tail -16 | tee -a "$out/torch_bench.txt"
 done
 python3 bench/torch_breakdown.py 3000 5 2>&1 | head -16 | tee -a "$out/torch_bench.txt"
 s=$EPOCHREALTIME; taskset -c 0 "$sc" check "$out/torch_bench.trace" >"$out/torch_bench.report" 2>&1; rc=$?; e=$EPOCHREALTIME
