@@ -110,21 +110,22 @@ def main():
     timed(100)
     for _ in range(rounds):
         times["bare"].append(timed(iterations)[0])
-    timed(100, streamcheck_torch.record(trace, recorder="cpp"))
-    for _ in range(rounds):
-        ran, written = timed(iterations, streamcheck_torch.record(trace, recorder="cpp"))
-        times["cpp"].append(ran)
-        times["cpp written"].append(written)
-        times["idle cpp"].append(timed(iterations)[0])
-        times["cpp, no sites"].append(timed(iterations, streamcheck_torch.record(trace + ".nosites", recorder="cpp",
-                                                                                 sites=False))[0])
-    python_trace = trace + ".python"
-    timed(100, streamcheck_torch.record(python_trace, recorder="python"))
-    for _ in range(rounds):
-        ran, written = timed(iterations, streamcheck_torch.record(python_trace, recorder="python"))
-        times["python"].append(ran)
-        times["python written"].append(written)
-        times["idle both"].append(timed(iterations)[0])
+
+    def recorder_rounds(recorder, trace, idle, also=lambda: None):
+        """ROUNDS recordings with `recorder`, each followed by a round with
+        its callbacks idle (named `idle`) and by `also`."""
+        timed(100, streamcheck_torch.record(trace, recorder=recorder))
+        for _ in range(rounds):
+            ran, written = timed(iterations, streamcheck_torch.record(trace, recorder=recorder))
+            times[recorder].append(ran)
+            times[recorder + " written"].append(written)
+            times[idle].append(timed(iterations)[0])
+            also()
+
+    recorder_rounds("cpp", trace, "idle cpp", also=lambda: times["cpp, no sites"].append(
+        timed(iterations, streamcheck_torch.record(trace + ".nosites", recorder="cpp", sites=False))[0]))
+    recorder_rounds("python", trace + ".python", "idle both")
+
     import torch.cuda._sanitizer as csan
 
     csan.enable_cuda_sanitizer()

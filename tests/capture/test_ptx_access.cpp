@@ -111,8 +111,8 @@ TEST(FatBinary, AContainerCutShortIsAnError) {
   EXPECT_THROW((void)ptx_of_fatbin(bytes, sizeof bytes), std::runtime_error);
 }
 
-TEST(FatBinary, APlainPtxEntryIsReadUpToItsNul) {
-  std::string ptx = std::string(kHeader) + ".visible .entry k(.param .u64 p){ret;}";
+/// A fat binary of one container holding one plain (uncompressed) PTX entry.
+std::vector<unsigned char> fatbin_of_plain_ptx(const std::string& ptx) {
   std::vector<unsigned char> entry(64, 0);
   entry[0] = 1;   // PTX
   entry[4] = 64;  // its header's size
@@ -124,6 +124,12 @@ TEST(FatBinary, APlainPtxEntryIsReadUpToItsNul) {
   bytes.insert(bytes.end(), entry.begin(), entry.end());
   bytes.insert(bytes.end(), ptx.begin(), ptx.end());
   bytes.resize(bytes.size() + payload - ptx.size(), 0);
+  return bytes;
+}
+
+TEST(FatBinary, APlainPtxEntryIsReadUpToItsNul) {
+  std::string ptx = std::string(kHeader) + ".visible .entry k(.param .u64 p){ret;}";
+  std::vector<unsigned char> bytes = fatbin_of_plain_ptx(ptx);
   const EmbeddedPtx got = ptx_of_fatbin(bytes.data(), bytes.size());
   ASSERT_EQ(got.modules.size(), 1u);
   EXPECT_EQ(got.modules[0], ptx);
@@ -142,17 +148,7 @@ TEST(FatBinary, AModuleImageIsPtxTextAFatBinaryItsWrapperOrACubin) {
   ASSERT_EQ(got.modules.size(), 1u);
   EXPECT_EQ(got.modules[0], ptx);
   // A fat binary of one plain PTX entry: its size from its own header.
-  std::vector<unsigned char> entry(64, 0);
-  entry[0] = 1;
-  entry[4] = 64;
-  const std::size_t payload = (ptx.size() + 1 + 7) / 8 * 8;
-  entry[8] = static_cast<unsigned char>(payload);
-  std::vector<unsigned char> fatbin = {0x50, 0xed, 0x55, 0xba, 1, 0, 0x10, 0};
-  const std::uint64_t body = entry.size() + payload;
-  for (int i = 0; i < 8; ++i) fatbin.push_back(static_cast<unsigned char>(body >> (8 * i)));
-  fatbin.insert(fatbin.end(), entry.begin(), entry.end());
-  fatbin.insert(fatbin.end(), ptx.begin(), ptx.end());
-  fatbin.resize(fatbin.size() + payload - ptx.size(), 0);
+  std::vector<unsigned char> fatbin = fatbin_of_plain_ptx(ptx);
   fatbin.resize(fatbin.size() + 64, 0xee);  // what follows the image is not read
   got = ptx_of_module_image(fatbin.data());
   ASSERT_EQ(got.modules.size(), 1u);
