@@ -1,7 +1,8 @@
 // libstreamcheck_capture.so: the capture layer for unmodified CUDA programs
 // (SPEC §10, docs/CAPTURE.md). The CUDA driver loads it into the program
 // when CUDA_INJECTION64_PATH names it, and calls InitializeInjection at
-// cuInit. It subscribes to CUPTI's runtime-API callbacks and, at each call's
+// cuInit. It subscribes to CUPTI's runtime-API callbacks (and driver-API
+// ones, for the driver calls a program makes itself) and, at each call's
 // exit, hands what the call did to the TraceWriter; at process exit it writes
 // the trace to $STREAMCHECK_CAPTURE_OUT.
 //

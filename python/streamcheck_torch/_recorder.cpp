@@ -631,27 +631,42 @@ PyObject* ops_seen(PyObject*, PyObject* const*, Py_ssize_t) {
   return PyLong_FromUnsignedLongLong(recorder().ops_seen.load());
 }
 
+// A function Python calls: a C++ exception (a c10::Error from a device
+// query, std::bad_alloc) becomes a Python RuntimeError rather than ending
+// the process; during a recording it is also a failure `take` reports (the
+// trace callbacks' caller only logs an error, and the action would be lost).
+template <PyObject* (*F)(PyObject*, PyObject* const*, Py_ssize_t)>
+PyObject* guarded(PyObject* self, PyObject* const* args, Py_ssize_t n) {
+  try {
+    return F(self, args, n);
+  } catch (const std::exception& e) {
+    if (recorder().active.load()) failed(e.what());
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+#define STREAMCHECK_METHOD(name, function) \
+  { name, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(guarded<function>)), METH_FASTCALL, nullptr }
+
 PyMethodDef methods[] = {
-    {"ops_seen", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(ops_seen)), METH_FASTCALL, nullptr},
-    {"start", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(start)), METH_FASTCALL, nullptr},
-    {"stop", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(stop)), METH_FASTCALL, nullptr},
-    {"take", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(take)), METH_FASTCALL, nullptr},
-#define STREAMCHECK_TRACE_CALLBACK(name, kind, fields) \
-  { name, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(on_trace<kind, fields>)), METH_FASTCALL, nullptr }
-    STREAMCHECK_TRACE_CALLBACK("on_stream", kStream, 1),
-    STREAMCHECK_TRACE_CALLBACK("on_event", kEvent, 1),
-    STREAMCHECK_TRACE_CALLBACK("on_event_gone", kEventGone, 1),
-    STREAMCHECK_TRACE_CALLBACK("on_record", kRecord, 2),
-    STREAMCHECK_TRACE_CALLBACK("on_wait", kWait, 2),
-    STREAMCHECK_TRACE_CALLBACK("on_sync_event", kSyncEvent, 1),
-    STREAMCHECK_TRACE_CALLBACK("on_sync_device", kSyncDevice, 0),
-    STREAMCHECK_TRACE_CALLBACK("on_free", kFree, 1),
-#undef STREAMCHECK_TRACE_CALLBACK
-    {"on_sync_stream", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(on_sync_stream)), METH_FASTCALL,
-     nullptr},
-    {"on_alloc", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(on_alloc)), METH_FASTCALL, nullptr},
+    STREAMCHECK_METHOD("ops_seen", ops_seen),
+    STREAMCHECK_METHOD("start", start),
+    STREAMCHECK_METHOD("stop", stop),
+    STREAMCHECK_METHOD("take", take),
+    STREAMCHECK_METHOD("on_stream", (on_trace<kStream, 1>)),
+    STREAMCHECK_METHOD("on_event", (on_trace<kEvent, 1>)),
+    STREAMCHECK_METHOD("on_event_gone", (on_trace<kEventGone, 1>)),
+    STREAMCHECK_METHOD("on_record", (on_trace<kRecord, 2>)),
+    STREAMCHECK_METHOD("on_wait", (on_trace<kWait, 2>)),
+    STREAMCHECK_METHOD("on_sync_event", (on_trace<kSyncEvent, 1>)),
+    STREAMCHECK_METHOD("on_sync_device", (on_trace<kSyncDevice, 0>)),
+    STREAMCHECK_METHOD("on_free", (on_trace<kFree, 1>)),
+    STREAMCHECK_METHOD("on_sync_stream", on_sync_stream),
+    STREAMCHECK_METHOD("on_alloc", on_alloc),
     {nullptr, nullptr, 0, nullptr},
 };
+#undef STREAMCHECK_METHOD
 
 #define STREAMCHECK_STRING_(x) #x
 #define STREAMCHECK_STRING(x) STREAMCHECK_STRING_(x)
