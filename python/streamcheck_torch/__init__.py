@@ -89,9 +89,27 @@ class Recording:
 
     # -- the end --------------------------------------------------------------
 
+    def compiled_code(self):
+        """Says so when torch.compile compiled code in this process: the
+        Triton kernels its generated code launches go to the driver
+        directly, past the dispatcher and both recorders, so the trace may
+        lack them (`streamcheck capture -- python3 ...` sees driver
+        launches: docs/CAPTURE.md)."""
+        dynamo = sys.modules.get("torch._dynamo")
+        try:
+            frames = dynamo.utils.counters["frames"]["ok"] if dynamo is not None else 0
+        except (AttributeError, KeyError, TypeError):
+            return
+        if frames:
+            what = ("code torch.compile compiled (%d frames in this process) may have run: the Triton kernels it "
+                    "launches itself are not in this trace" % frames)
+            self.writer.note(what)
+            sys.stderr.write("streamcheck_torch: %s (streamcheck capture -- python3 ... sees them)\n" % what)
+
     def finish(self):
         if self.cpp is not None:
             self.actions += self.cpp.take(_raw_stream_handle)
+        self.compiled_code()
         self.segments()
         program = " ".join(sys.argv) if sys.argv and sys.argv[0] else "python"
         text = self.writer.text(program)

@@ -168,6 +168,28 @@ class TorchWriter(unittest.TestCase):
         site = streamcheck_torch._program_site(frame, {}, (here,))
         self.assertEqual(site[0], sys._getframe(0).f_code.co_filename)  # this test's frame: the caller
 
+    def test_a_recording_after_torch_compile_says_its_kernels_may_be_missing(self):
+        """torch.compile's Triton kernels launch past the dispatcher: the
+        header says so when the process compiled anything (a stand-in for
+        torch._dynamo's counters here: no torch on this machine)."""
+        import types
+
+        rec = streamcheck_torch.Recording(os.devnull)
+        rec.compiled_code()
+        self.assertEqual(rec.writer.notes, {})  # no torch._dynamo: nothing compiled
+        dynamo = types.SimpleNamespace(utils=types.SimpleNamespace(counters={"frames": {"ok": 0}}))
+        sys.modules["torch._dynamo"] = dynamo
+        try:
+            rec.compiled_code()
+            self.assertEqual(rec.writer.notes, {})  # imported, nothing compiled
+            dynamo.utils.counters["frames"]["ok"] = 2
+            rec.compiled_code()
+        finally:
+            del sys.modules["torch._dynamo"]
+        self.assertEqual(list(rec.writer.notes), [
+            "code torch.compile compiled (2 frames in this process) may have run: the Triton kernels it launches "
+            "itself are not in this trace"])
+
     def test_a_recorder_it_does_not_have_is_refused(self):
         with self.assertRaises(ValueError) as raised:
             streamcheck_torch.record("x.trace", recorder="c++")

@@ -5,7 +5,9 @@ exits 1; exits 0 when all hold.
 - an op its callback fails on (STREAMCHECK_TORCH_FAIL_OP, a test hook) ends
   the recording with a RuntimeError naming it, and no trace is written;
 - the next recording, without the hook, sees the op again;
-- recordings do not nest."""
+- recordings do not nest;
+- a recording after torch.compile compiled code says its Triton kernels
+  are not in the trace (a header line and stderr)."""
 import os
 import sys
 import tempfile
@@ -50,6 +52,17 @@ def main():
         except RuntimeError as e:
             if "do not nest" not in str(e):
                 failures.append("a nested recording failed for another reason: %s" % e)
+
+        compiled = torch.compile(lambda t: (t * 2).sin() + 1)
+        x = torch.ones(4096, device="cuda")
+        compiled(x)  # compiled before the recording, run during it
+        with streamcheck_torch.record(path, recorder="cpp"):
+            y = compiled(x)
+            torch.cuda.synchronize()
+        with open(path) as f:
+            text = f.read()
+        if "the Triton kernels it launches itself are not in this trace" not in text:
+            failures.append("a recording of torch.compile'd code does not say its kernels are missing:\n" + text)
     del y
     for failure in failures:
         print("FAILED:", failure)
