@@ -636,8 +636,6 @@ void on_runtime_exit(Capture& c, CUpti_CallbackId id, const CUpti_CallbackData* 
 #undef SC_PARAMS
 }
 
-StreamArg driver_stream(CUstream s, bool per_thread) { return StreamArg{reinterpret_cast<Handle>(s), per_thread}; }
-
 /// A driver-API call the program made itself (not one a runtime call made):
 /// the same statements its runtime counterpart writes. Calls not listed
 /// here are counted as not followed, so the verdict names them.
@@ -687,25 +685,25 @@ void on_driver_exit(Capture& c, CUpti_CallbackId id, const CUpti_CallbackData* c
     case CUPTI_DRIVER_TRACE_CBID_cuEventRecord:
     case CUPTI_DRIVER_TRACE_CBID_cuEventRecord_ptsz: {
       SC_PARAMS(cuEventRecord_params);
-      c.writer.record(me, handle(p->hEvent), driver_stream(p->hStream, pt), site);
+      c.writer.record(me, handle(p->hEvent), stream_arg(p->hStream, pt), site);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags:
     case CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags_ptsz: {
       SC_PARAMS(cuEventRecordWithFlags_params);
-      c.writer.record(me, handle(p->hEvent), driver_stream(p->hStream, pt), site);
+      c.writer.record(me, handle(p->hEvent), stream_arg(p->hStream, pt), site);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent:
     case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz: {
       SC_PARAMS(cuStreamWaitEvent_params);
-      c.writer.wait(me, driver_stream(p->hStream, pt), handle(p->hEvent), site);
+      c.writer.wait(me, stream_arg(p->hStream, pt), handle(p->hEvent), site);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
     case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz: {
       SC_PARAMS(cuStreamSynchronize_params);
-      c.writer.sync_stream(me, driver_stream(p->hStream, pt), site);
+      c.writer.sync_stream(me, stream_arg(p->hStream, pt), site);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize: {
@@ -716,7 +714,7 @@ void on_driver_exit(Capture& c, CUpti_CallbackId id, const CUpti_CallbackData* c
     case CUPTI_DRIVER_TRACE_CBID_cuStreamQuery:
     case CUPTI_DRIVER_TRACE_CBID_cuStreamQuery_ptsz: {
       SC_PARAMS(cuStreamQuery_params);
-      c.writer.query_done(me, driver_stream(p->hStream, pt), std::nullopt, site);
+      c.writer.query_done(me, stream_arg(p->hStream, pt), std::nullopt, site);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuEventQuery: {
@@ -732,14 +730,14 @@ void on_driver_exit(Capture& c, CUpti_CallbackId id, const CUpti_CallbackData* c
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz: {
       SC_PARAMS(cuMemAllocAsync_params);
-      c.writer.device_alloc(me, static_cast<Handle>(*p->dptr), p->bytesize, driver_stream(p->hStream, pt), site);
+      c.writer.device_alloc(me, static_cast<Handle>(*p->dptr), p->bytesize, stream_arg(p->hStream, pt), site);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
       SC_PARAMS(cuMemAllocFromPoolAsync_params);
       c.writer.note("cuMemAllocFromPoolAsync taken as cuMemAllocAsync (one pool per device in the model)");
-      c.writer.device_alloc(me, static_cast<Handle>(*p->dptr), p->bytesize, driver_stream(p->hStream, pt), site);
+      c.writer.device_alloc(me, static_cast<Handle>(*p->dptr), p->bytesize, stream_arg(p->hStream, pt), site);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2: {
@@ -765,7 +763,7 @@ void on_driver_exit(Capture& c, CUpti_CallbackId id, const CUpti_CallbackData* c
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz: {
       SC_PARAMS(cuMemFreeAsync_params);
-      c.writer.free(me, static_cast<Handle>(p->dptr), driver_stream(p->hStream, pt), site);
+      c.writer.free(me, static_cast<Handle>(p->dptr), stream_arg(p->hStream, pt), site);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
@@ -775,7 +773,7 @@ void on_driver_exit(Capture& c, CUpti_CallbackId id, const CUpti_CallbackData* c
         c.writer.not_modelled(cb->functionName, "its arguments came packed in `extra`: the launch is not followed");
         return;
       }
-      launch(c, cb, p->f, KernelRef::kDriverFunction, p->kernelParams, driver_stream(p->hStream, pt));
+      launch(c, cb, p->f, KernelRef::kDriverFunction, p->kernelParams, stream_arg(p->hStream, pt));
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
@@ -785,34 +783,34 @@ void on_driver_exit(Capture& c, CUpti_CallbackId id, const CUpti_CallbackData* c
         c.writer.not_modelled(cb->functionName, "its arguments came packed in `extra`: the launch is not followed");
         return;
       }
-      launch(c, cb, p->f, KernelRef::kDriverFunction, p->kernelParams, driver_stream(p->config->hStream, pt));
+      launch(c, cb, p->f, KernelRef::kDriverFunction, p->kernelParams, stream_arg(p->config->hStream, pt));
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz: {
       SC_PARAMS(cuMemcpyHtoDAsync_v2_params);
-      c.writer.copy(me, driver_stream(p->hStream, pt), static_cast<Handle>(p->dstDevice), handle(p->srcHost),
-                    p->ByteCount, false, site);
+      c.writer.copy(me, stream_arg(p->hStream, pt), static_cast<Handle>(p->dstDevice), handle(p->srcHost), p->ByteCount,
+                    false, site);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz: {
       SC_PARAMS(cuMemcpyDtoHAsync_v2_params);
-      c.writer.copy(me, driver_stream(p->hStream, pt), handle(p->dstHost), static_cast<Handle>(p->srcDevice),
-                    p->ByteCount, false, site);
+      c.writer.copy(me, stream_arg(p->hStream, pt), handle(p->dstHost), static_cast<Handle>(p->srcDevice), p->ByteCount,
+                    false, site);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz: {
       SC_PARAMS(cuMemcpyDtoDAsync_v2_params);
-      c.writer.copy(me, driver_stream(p->hStream, pt), static_cast<Handle>(p->dstDevice),
+      c.writer.copy(me, stream_arg(p->hStream, pt), static_cast<Handle>(p->dstDevice),
                     static_cast<Handle>(p->srcDevice), p->ByteCount, false, site);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz: {
       SC_PARAMS(cuMemcpyAsync_params);
-      c.writer.copy(me, driver_stream(p->hStream, pt), static_cast<Handle>(p->dst), static_cast<Handle>(p->src),
+      c.writer.copy(me, stream_arg(p->hStream, pt), static_cast<Handle>(p->dst), static_cast<Handle>(p->src),
                     p->ByteCount, false, site);
       return;
     }
@@ -820,71 +818,71 @@ void on_driver_exit(Capture& c, CUpti_CallbackId id, const CUpti_CallbackData* c
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds: {
       SC_PARAMS(cuMemcpyHtoD_v2_params);
-      c.writer.copy(me, driver_stream(nullptr, pt), static_cast<Handle>(p->dstDevice), handle(p->srcHost), p->ByteCount,
+      c.writer.copy(me, stream_arg(nullptr, pt), static_cast<Handle>(p->dstDevice), handle(p->srcHost), p->ByteCount,
                     true, site);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds: {
       SC_PARAMS(cuMemcpyDtoH_v2_params);
-      c.writer.copy(me, driver_stream(nullptr, pt), handle(p->dstHost), static_cast<Handle>(p->srcDevice), p->ByteCount,
+      c.writer.copy(me, stream_arg(nullptr, pt), handle(p->dstHost), static_cast<Handle>(p->srcDevice), p->ByteCount,
                     true, site);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2_ptds: {
       SC_PARAMS(cuMemcpyDtoD_v2_params);
-      c.writer.copy(me, driver_stream(nullptr, pt), static_cast<Handle>(p->dstDevice),
-                    static_cast<Handle>(p->srcDevice), p->ByteCount, true, site);
+      c.writer.copy(me, stream_arg(nullptr, pt), static_cast<Handle>(p->dstDevice), static_cast<Handle>(p->srcDevice),
+                    p->ByteCount, true, site);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpy:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds: {
       SC_PARAMS(cuMemcpy_params);
-      c.writer.copy(me, driver_stream(nullptr, pt), static_cast<Handle>(p->dst), static_cast<Handle>(p->src),
-                    p->ByteCount, true, site);
+      c.writer.copy(me, stream_arg(nullptr, pt), static_cast<Handle>(p->dst), static_cast<Handle>(p->src), p->ByteCount,
+                    true, site);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async:
     case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz: {
       SC_PARAMS(cuMemsetD8Async_params);
-      c.writer.memset(me, driver_stream(p->hStream, pt), static_cast<Handle>(p->dstDevice), p->N, site);
+      c.writer.memset(me, stream_arg(p->hStream, pt), static_cast<Handle>(p->dstDevice), p->N, site);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async:
     case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz: {
       SC_PARAMS(cuMemsetD16Async_params);
-      c.writer.memset(me, driver_stream(p->hStream, pt), static_cast<Handle>(p->dstDevice), 2 * p->N, site);
+      c.writer.memset(me, stream_arg(p->hStream, pt), static_cast<Handle>(p->dstDevice), 2 * p->N, site);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async:
     case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz: {
       SC_PARAMS(cuMemsetD32Async_params);
-      c.writer.memset(me, driver_stream(p->hStream, pt), static_cast<Handle>(p->dstDevice), 4 * p->N, site);
+      c.writer.memset(me, stream_arg(p->hStream, pt), static_cast<Handle>(p->dstDevice), 4 * p->N, site);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds: {
       SC_PARAMS(cuMemsetD8_v2_params);
-      c.writer.memset(me, driver_stream(nullptr, pt), static_cast<Handle>(p->dstDevice), p->N, site);
+      c.writer.memset(me, stream_arg(nullptr, pt), static_cast<Handle>(p->dstDevice), p->N, site);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2_ptds: {
       SC_PARAMS(cuMemsetD16_v2_params);
-      c.writer.memset(me, driver_stream(nullptr, pt), static_cast<Handle>(p->dstDevice), 2 * p->N, site);
+      c.writer.memset(me, stream_arg(nullptr, pt), static_cast<Handle>(p->dstDevice), 2 * p->N, site);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds: {
       SC_PARAMS(cuMemsetD32_v2_params);
-      c.writer.memset(me, driver_stream(nullptr, pt), static_cast<Handle>(p->dstDevice), 4 * p->N, site);
+      c.writer.memset(me, stream_arg(nullptr, pt), static_cast<Handle>(p->dstDevice), 4 * p->N, site);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchHostFunc:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchHostFunc_ptsz: {
       SC_PARAMS(cuLaunchHostFunc_params);
-      c.writer.host_function(me, driver_stream(p->hStream, pt), site);
+      c.writer.host_function(me, stream_arg(p->hStream, pt), site);
       return;
     }
     // Modules: nothing runs, but their kernels' PTX says what they access.
