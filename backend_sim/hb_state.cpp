@@ -151,9 +151,8 @@ OpRef HbState::enqueue(StreamIndex s, OpKind kind, std::string label, std::optio
   if (fresh) labels_.push_back(interned->first);
   // The op's clock by difference (Op::clock_base): a new base only when
   // another stream's component changed.
-  if (st.clock_bases.empty() || !same_other_streams(st.clock_bases.back(), st.vc, st)) st.clock_bases.push_back(st.vc);
-  st.ops.push_back(
-      Op{kind, pool_dep.has_value(), interned->second, static_cast<std::uint32_t>(st.clock_bases.size() - 1)});
+  if (!st.last_base || !same_other_streams(*st.last_base, st.vc, s)) st.last_base = store_base(st.vc);
+  st.ops.push_back(Op{kind, pool_dep.has_value(), interned->second, *st.last_base});
   if (pool_dep) pool_deps_.emplace(ref, *pool_dep);
   log_.push_back(LogEntry::enqueue(current_host_, ref));
   return ref;
@@ -227,21 +226,58 @@ bool HbState::covers(const VectorClock& vc, OpRef a) const {
   return vc.covers(stream(a.stream).agent, a.index + 1);
 }
 
-HbState::OpClock HbState::op_clock(OpRef r) const {
-  const Stream& own = stream(r.stream);
-  const Op& o = own.ops.at(r.index);
-  return OpClock(own.agent, r.index + 1, own.clock_bases.at(o.clock_base));
+std::uint32_t HbState::store_base(const VectorClock& vc) {
+  constexpr std::size_t kChunk = std::size_t{1} << kClockChunkLog2;
+  const std::size_t words = streams_.size() + 1;
+  if (words > kChunk) {
+    if (wide_bases_.size() >= kWideBase)
+      throw std::length_error("HbState: more than 2^31 wide op clocks in one run; split the trace");
+    std::vector<std::uint32_t>& base = wide_bases_.emplace_back();
+    base.reserve(words);
+    base.push_back(static_cast<std::uint32_t>(streams_.size()));
+    for (const Stream& st : streams_) base.push_back(vc.get(st.agent));
+    return kWideBase | static_cast<std::uint32_t>(wide_bases_.size() - 1);
+  }
+  // A base never spans two chunks (OpClock reads it as one array): the
+  // rest of a chunk too small for it stays unused.
+  for (std::size_t room = kChunk - (clock_words_.size() & (kChunk - 1)); room < words; --room)
+    clock_words_.push_back(0);
+  if (clock_words_.size() + words > kWideBase)
+    throw std::length_error("HbState: more than 2^31 words of op clocks in one run; split the trace");
+  const auto start = static_cast<std::uint32_t>(clock_words_.size());
+  clock_words_.push_back(static_cast<std::uint32_t>(streams_.size()));
+  for (const Stream& st : streams_) clock_words_.push_back(vc.get(st.agent));
+  return start;
 }
 
-bool HbState::same_other_streams(const VectorClock& a, const VectorClock& b, const Stream& own) const {
-  for (const Stream& other : streams_)
-    if (&other != &own && a.get(other.agent) != b.get(other.agent)) return false;
+std::pair<const std::uint32_t*, std::uint32_t> HbState::base_components(std::uint32_t base) const {
+  if (base & kWideBase) {
+    const std::vector<std::uint32_t>& wide = wide_bases_[base & ~kWideBase];
+    return {wide.data() + 1, wide[0]};
+  }
+  return {&clock_words_[base + 1], clock_words_[base]};
+}
+
+HbState::OpClock HbState::clock_of(OpRef r, const Op& o) const {
+  const auto [components, streams] = base_components(o.clock_base);
+  return OpClock(r.stream, r.index + 1, components, streams);
+}
+
+HbState::OpClock HbState::op_clock(OpRef r) const { return clock_of(r, op(r)); }
+
+bool HbState::same_other_streams(std::uint32_t base, const VectorClock& vc, StreamIndex own) const {
+  const auto [components, streams] = base_components(base);
+  for (std::uint32_t u = 0; u < streams_.size(); ++u) {
+    if (u == own.value) continue;
+    const std::uint32_t in_base = u < streams ? components[u] : 0;
+    if (in_base != vc.get(streams_[u].agent)) return false;
+  }
   return true;
 }
 
 bool HbState::happens_before(OpRef a, OpRef b) const {
   (void)op(a);  // validates a
-  return a != b && op_clock(b).get(stream(a.stream).agent) >= a.index + 1;
+  return a != b && op_clock(b).get(a.stream) >= a.index + 1;
 }
 
 bool HbState::host_after(OpRef a) const { return covers(host_clock(), a); }
@@ -265,10 +301,10 @@ std::optional<OpRef> HbState::pool_dep(OpRef r) const {
 std::optional<OpRef> HbState::unmet_dependency(OpRef r) const {
   const Stream& own = stream(r.stream);
   const Op& o = own.ops.at(r.index);
-  const OpClock clock(own.agent, r.index + 1, own.clock_bases.at(o.clock_base));
+  const OpClock clock = clock_of(r, o);
   for (std::uint32_t u = 0; u < streams_.size(); ++u) {
     if (u == r.stream.value) continue;
-    const std::uint32_t need = clock.get(streams_[u].agent);
+    const std::uint32_t need = clock.get(StreamIndex{u});
     if (streams_[u].executed < need) return OpRef{StreamIndex{u}, need - 1};
   }
   if (o.has_pool_dep)

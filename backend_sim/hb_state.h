@@ -44,6 +44,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "backend_sim/chunked_deque.h"
@@ -134,10 +135,11 @@ class HbState {
     /// how many ops of a stream it covers (happens_before, ready; a host
     /// thread's component of it is never read), and consecutive ops of a
     /// stream differ there only in their own stream's until a wait, a
-    /// barrier (R8) or a host synchronize changes another one. So a full
-    /// clock (80 bytes) is kept per change, not per op (OpClock): the own
-    /// stream's component is the op's index + 1 (R1), every other stream's
-    /// is the stream's clock_bases[clock_base]'s.
+    /// barrier (R8) or a host synchronize changes another one. So a base
+    /// (the streams' components, by stream index: 4 bytes a stream) is
+    /// kept per change, not per op (OpClock): the own stream's component is
+    /// the op's index + 1 (R1), every other stream's is the base's. This is
+    /// says where the base is (HbState::base_components).
     std::uint32_t clock_base;
     /// Its index in the execution order + 1, once executed; 0 before
     /// (completion(op) reads it).
@@ -226,29 +228,30 @@ class HbState {
   /// How many ops of stream `s` the clock is ordered after.
   std::uint32_t covered_count(const VectorClock& vc, StreamIndex s) const { return vc.get(stream(s).agent); }
   /// An op's clock at the streams' components (Op::clock_base says how it
-  /// is kept), read through covered_count. It refers to the HbState's
+  /// is kept), read through covered_count. It points into the HbState's
   /// records: use it at once.
   class OpClock {
    private:
     friend class HbState;
-    OpClock(AgentId own_agent, std::uint32_t own_count, const VectorClock& base)
-        : own_agent_(own_agent), own_count_(own_count), base_(&base) {}
-    /// Only a stream's agent: the base's host components are stale.
-    std::uint32_t get(AgentId stream_agent) const {
-      return stream_agent == own_agent_ ? own_count_ : base_->get(stream_agent);  // R1
+    OpClock(StreamIndex own, std::uint32_t own_count, const std::uint32_t* base, std::uint32_t base_streams)
+        : own_(own), own_count_(own_count), base_streams_(base_streams), base_(base) {}
+    std::uint32_t get(StreamIndex s) const {
+      if (s == own_) return own_count_;                     // R1
+      return s.value < base_streams_ ? base_[s.value] : 0;  // a stream made after the base: none of its ops
     }
-    AgentId own_agent_;
+    StreamIndex own_;
     std::uint32_t own_count_;
-    const VectorClock* base_;
+    std::uint32_t base_streams_;
+    const std::uint32_t* base_;
   };
   OpClock op_clock(OpRef r) const;
   /// True when op `a` is ordered before the op whose clock `c` is, or is
   /// that op: happens_before(a, b) for every a but b itself, with b's
   /// clock looked up once (the race checker asks it of every access in the
   /// shadow of the bytes b touches). `a` must be an op of this state.
-  bool covers(const OpClock& c, OpRef a) const { return c.get(stream(a.stream).agent) > a.index; }
+  bool covers(const OpClock& c, OpRef a) const { return c.get(a.stream) > a.index; }
   /// How many ops of stream `s` op clock `c` is ordered after.
-  std::uint32_t covered_count(const OpClock& c, StreamIndex s) const { return c.get(stream(s).agent); }
+  std::uint32_t covered_count(const OpClock& c, StreamIndex s) const { return c.get(s); }
   /// True when op `r` may execute: it is its stream's next op, and all it is
   /// ordered after, and the pool's dependency, have executed.
   bool ready(OpRef r) const;
@@ -266,10 +269,10 @@ class HbState {
     StreamKind kind = StreamKind::NonBlocking;
     DeviceNumber device = 0;
     AgentId agent;
-    VectorClock vc;                         // clock of the next op: joins of waits and host actions
-    ChunkedDeque<Op> ops;                   // by blocks: a vector doubling it copied every op
-    ChunkedDeque<VectorClock> clock_bases;  // the ops' clocks, one per change (Op::clock_base)
-    std::uint32_t executed = 0;             // ops[0..executed) have executed
+    VectorClock vc;                          // clock of the next op: joins of waits and host actions
+    ChunkedDeque<Op> ops;                    // by blocks: a vector doubling it copied every op
+    std::optional<std::uint32_t> last_base;  // the base of its last op (Op::clock_base)
+    std::uint32_t executed = 0;              // ops[0..executed) have executed
   };
   struct Event {
     std::string name;
@@ -286,8 +289,14 @@ class HbState {
   /// R8: orders the next stream-side node of `s` after the work the legacy
   /// default stream and the blocking streams must wait for.
   void default_stream_barrier(Stream& s);
-  /// True when the clocks agree on every stream's component but `own`'s.
-  bool same_other_streams(const VectorClock& a, const VectorClock& b, const Stream& own) const;
+  /// True when base `base` (Op::clock_base) and clock `vc` agree on every
+  /// stream's component but `own`'s.
+  bool same_other_streams(std::uint32_t base, const VectorClock& vc, StreamIndex own) const;
+  /// Stores the streams' components of `vc` as a base; returns its Op::clock_base.
+  std::uint32_t store_base(const VectorClock& vc);
+  /// Base `base`'s components, one per stream made before it, and how many.
+  std::pair<const std::uint32_t*, std::uint32_t> base_components(std::uint32_t base) const;
+  OpClock clock_of(OpRef r, const Op& o) const;
   void host_joins(const VectorClock& vc) { hosts_.at(current_host_.value).join(vc); }
   void log_host(LogEntry::Kind kind, StreamIndex stream, EventIndex event);
 
@@ -304,6 +313,17 @@ class HbState {
   /// not in each Stream: a Stream's size decides the reallocations of
   /// streams_, and the explorer makes a model per run.
   std::map<OpRef, OpRef> pool_deps_;
+  /// The ops' clock bases (Op::clock_base), each its stream count then one
+  /// component per stream. A base never spans two chunks, so an OpClock
+  /// reads it as one array. A base was a VectorClock (80 bytes), a fifth of
+  /// what the checker kept per op (docs/PERFORMANCE.md, "HB checking").
+  static constexpr std::size_t kClockChunkLog2 = 12;
+  ChunkedDeque<std::uint32_t, kClockChunkLog2> clock_words_;
+  /// Bases too wide for a chunk (a run that made 4,096 streams or more:
+  /// a program that creates and destroys streams in a loop), each in a
+  /// block of its own; their Op::clock_base has kWideBase set.
+  static constexpr std::uint32_t kWideBase = std::uint32_t{1} << 31;
+  std::vector<std::vector<std::uint32_t>> wide_bases_;
   std::map<std::size_t, VectorClock> releases_;               // HostRelease entry -> the releaser's clock
   std::vector<std::string> labels_;                           // every op label, once
   std::unordered_map<std::string, std::uint32_t> label_ids_;  // label -> its position in labels_

@@ -1,5 +1,7 @@
 // HB checking throughput and HB query cost (SPEC §8), side by side:
-//   - the vector-clock checker driven directly (BM_HbCheckModel),
+//   - the vector-clock checker driven directly, the device running nothing
+//     before the teardown (BM_HbCheckModel) or stepping before every call
+//     as `streamcheck check` does (BM_HbCheckModelStepping),
 //   - the same program as a trace, checked (BM_TraceCheck), parsed alone
 //     (BM_TraceParse) and parsed + checked (BM_TraceParseAndCheck) as
 //     `streamcheck check` does,
@@ -29,19 +31,27 @@ void require_clean(std::size_t findings, const char* what) {
     throw std::logic_error(std::string(what) + ": the bench workload produced findings; fix workload.h");
 }
 
-void BM_HbCheckModel(benchmark::State& state) {
+void check_model(benchmark::State& state, DeviceSteps steps, const char* what) {
   const auto ops = static_cast<std::uint64_t>(state.range(0));
   for (auto _ : state) {
     sim::RandomChooser chooser(1);
     sim::DeviceModel m(chooser);
-    ModelWorkload w(m);
+    ModelWorkload w(m, steps);
     for (std::uint64_t i = 0; i < ops; ++i) w.run(i);
     w.teardown();
-    require_clean(m.findings().size(), "BM_HbCheckModel");
+    require_clean(m.findings().size(), what);
   }
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
+// The device runs nothing before the teardown: every op's records are kept
+// to the end.
+void BM_HbCheckModel(benchmark::State& state) { check_model(state, DeviceSteps::AtTheEnd, "BM_HbCheckModel"); }
 BENCHMARK(BM_HbCheckModel)->Arg(4096)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
+// The device steps before every call, as in `streamcheck check`.
+void BM_HbCheckModelStepping(benchmark::State& state) {
+  check_model(state, DeviceSteps::BeforeEveryCall, "BM_HbCheckModelStepping");
+}
+BENCHMARK(BM_HbCheckModelStepping)->Arg(4096)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
 
 void BM_TraceCheck(benchmark::State& state) {
   const tools::Trace trace = tools::parse_trace(workload_trace(static_cast<std::uint64_t>(state.range(0))), "bench");

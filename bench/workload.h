@@ -78,10 +78,22 @@ inline std::string workload_trace(std::uint64_t ops) {
   return t;
 }
 
+/// How the device progresses while the workload's host calls come.
+enum class DeviceSteps : std::uint8_t {
+  /// Never before the teardown's synchronize: every op is still pending
+  /// then, so the checker keeps every op's records to the end (the most it
+  /// can be asked to keep) and the value oracle reads them all back there.
+  AtTheEnd,
+  /// Before every call, as sim::SimBackend (and so `streamcheck check`)
+  /// steps the device: the chooser runs ready ops until it lets the host
+  /// go on.
+  BeforeEveryCall,
+};
+
 /// The same program on a DeviceModel, without the trace interpreter.
 class ModelWorkload {
  public:
-  explicit ModelWorkload(sim::DeviceModel& m) : m_(m) {
+  explicit ModelWorkload(sim::DeviceModel& m, DeviceSteps steps = DeviceSteps::AtTheEnd) : m_(m), steps_(steps) {
     for (std::uint32_t k = 0; k < kStreams; ++k) {
       streams_.push_back(m.create_stream("s" + std::to_string(k)));
       events_.push_back(m.create_event());
@@ -97,6 +109,7 @@ class ModelWorkload {
   }
 
   void run(std::uint64_t i) {
+    if (steps_ == DeviceSteps::BeforeEveryCall) m_.device_steps();
     const Step st = step(i);
     const sim::StreamIndex s = streams_[st.stream];
     switch (st.kind) {
@@ -127,6 +140,7 @@ class ModelWorkload {
 
  private:
   sim::DeviceModel& m_;
+  DeviceSteps steps_;
   std::vector<sim::StreamIndex> streams_;
   std::vector<sim::EventIndex> events_;
   std::vector<std::uint64_t> in_, out_;

@@ -266,6 +266,50 @@ TEST(LitmusR3, WaitIsTransitive) {
             1u);
 }
 
+TEST(LitmusR3, WaitOrdersWorkInARunWithMoreStreamsThanAClockChunkHolds) {
+  // An op's clock is kept as a base of one component per stream
+  // (HbState::store_base): from 4,096 streams on, a base no longer fits a
+  // chunk and gets a block of its own. The setup's ops keep their narrow
+  // bases, made before the streams below were.
+  RandomChooser c(1);
+  Litmus t(c);
+  std::vector<StreamIndex> more;
+  for (int i = 0; i < 4200; ++i) more.push_back(t.m.create_stream("more" + std::to_string(i)));
+  const auto e = t.m.create_event();
+  const OpRef write = t.w(s1, kLoX);
+  t.m.record(e, s1);
+  t.m.wait(more.back(), e);
+  const OpRef ordered = t.r(more.back(), kLoX);
+  const OpRef racing = t.r(more.front(), kLoX);
+  EXPECT_TRUE(t.m.happens_before(OpRef{StreamIndex{0}, 0}, ordered));  // the setup's allocation, R4 + R5
+  EXPECT_TRUE(t.m.happens_before(write, ordered));
+  EXPECT_FALSE(t.m.happens_before(write, racing));
+  EXPECT_FALSE(t.m.happens_before(ordered, write));
+  EXPECT_EQ(t.finish(), (std::vector<F>{race(write, racing, kLoX)}));
+}
+
+TEST(LitmusR3, PingPongThroughEventsOrdersEveryWriteAcrossManyClockChunks) {
+  // Every op below has a base of its own (a wait changed its clock), so
+  // the bases fill several chunks, and one that would span two starts the
+  // next chunk instead (HbState::store_base): read across a chunk's end,
+  // a clock would be wrong, and so would the verdict.
+  RandomChooser c(1);
+  Litmus t(c);
+  const auto e1 = t.m.create_event();
+  const auto e2 = t.m.create_event();
+  std::vector<OpRef> writes;
+  for (int round = 0; round < 3000; ++round) {
+    if (round > 0) t.m.wait(s1, e2);
+    writes.push_back(t.w(s1, kLoX));
+    t.m.record(e1, s1);
+    t.m.wait(s2, e1);
+    writes.push_back(t.w(s2, kLoX));
+    t.m.record(e2, s2);
+  }
+  for (std::size_t i = 1; i < writes.size(); ++i) ASSERT_TRUE(t.m.happens_before(writes[i - 1], writes[i])) << i;
+  EXPECT_EQ(t.finish(), std::vector<F>{});
+}
+
 // --- R4 host sync
 
 TEST(LitmusR4, StreamSyncOrdersLaterWorkOnAnotherStream) {
