@@ -1045,14 +1045,14 @@ class TraceInterpreter {
     return source(*run.statements.at(run.index_of_line(line) + 1)).line;
   }
   void step(const ast::Launch& st, TraceResource*) {
-    b_.launch(stream(st.stream), kernel_accesses(st.accesses), st.kernel);
+    b_.launch(stream(st.stream), accesses_now(st.accesses), st.kernel);
   }
   /// R12d: cudaMemcpyAsync. Between host buffers it is fully synchronous
   /// with the host (the host waits for the copy, R4); every other direction
   /// may return before the copy is done -- pageable ones "might" be
   /// synchronous, which no program may rely on.
   void step(const ast::Copy& st, TraceResource*) {
-    b_.launch(stream(st.stream), kernel_accesses(st.accesses()), st.name);
+    b_.launch(stream(st.stream), accesses_now(st.accesses()), st.name);
     if (st.host_to_host) host_sync(st, b_.without_faults([&] { return b_.synchronize_stream(stream(st.stream)); }));
   }
   /// R12a: host memory, made by the running host thread.
@@ -1072,11 +1072,11 @@ class TraceInterpreter {
   }
   /// R12b: the running host thread reads or writes host memory.
   void step(const ast::HostAccess& st, TraceResource*) {
-    b_.host_access(host_stream(), kernel_accesses(st.accesses), "host");
+    b_.host_access(host_stream(), accesses_now(st.accesses), "host");
   }
   /// R12c: cudaLaunchHostFunc.
   void step(const ast::Callback& st, TraceResource*) {
-    b_.host_function(stream(st.stream), kernel_accesses(st.accesses), st.name);
+    b_.host_function(stream(st.stream), accesses_now(st.accesses), st.name);
   }
   /// The host stream of the thread running the current statement (R12).
   typename B::StreamRef host_stream() const { return *b_.resolve_stream(host_streams_.at(runs_[current_].name)); }
@@ -1170,7 +1170,7 @@ class TraceInterpreter {
       refused(st, "preflight", s.error());
       return;
     }
-    b_.launch(stream(st.stream), kernel_accesses(st.accesses), st.kernel);
+    b_.launch(stream(st.stream), accesses_now(st.accesses), st.kernel);
     b_.set_event_label(fmt::format("{} done", st.kernel));  // the use events commit records after the kernel
     if (auto s = retried([&] { return rec->commit(); }); !s) {
       refused(st, "commit", s.error());
@@ -1194,8 +1194,20 @@ class TraceInterpreter {
   }
   typename B::Event& event(const std::string& name) { return events_.at(name); }
 
+  /// The accesses `lists` names, as the buffers are now: a graph node keeps them.
   std::vector<KernelAccess> kernel_accesses(const std::vector<AccessList>& lists) const {
     std::vector<KernelAccess> out;
+    fill_kernel_accesses(lists, out);
+    return out;
+  }
+  /// The same, for a call that reads them at once (a launch, a host access):
+  /// one vector kept across statements, not a heap block each.
+  const std::vector<KernelAccess>& accesses_now(const std::vector<AccessList>& lists) {
+    fill_kernel_accesses(lists, accesses_now_);
+    return accesses_now_;
+  }
+  void fill_kernel_accesses(const std::vector<AccessList>& lists, std::vector<KernelAccess>& out) const {
+    out.clear();
     std::size_t refs = 0;
     for (const auto& list : lists) refs += list.refs.size();
     out.reserve(refs);
@@ -1205,7 +1217,6 @@ class TraceInterpreter {
         const std::uint64_t hi = r.hi ? *r.hi : b.bytes;
         out.push_back(KernelAccess{b.ptr + r.lo, hi - r.lo, list.access, b.allocation});
       }
-    return out;
   }
 
   /// The block `buffer` got from `allocate`, or nullptr with a note saying
@@ -1327,6 +1338,7 @@ class TraceInterpreter {
     std::vector<typename B::Event> events;  // recorded at the subfree on each record_stream stream
   };
   std::map<std::string, LiveBlock> live_blocks_;
+  std::vector<KernelAccess> accesses_now_;  // accesses_now's answer
   NameMap<std::vector<RecordedUse>> recorded_uses_;
   std::vector<PendingBlock> pending_;  // given back with record_stream, not handed out again yet
   NameMap<std::string> carved_from_;   // sub-block -> the outermost buffer it was carved from
