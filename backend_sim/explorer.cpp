@@ -96,7 +96,7 @@ class DeviationChooser final : public Chooser {
 
  protected:
   std::uint32_t pick(ChoiceKind, std::uint32_t options) override { return pick_host_step(options, 0); }
-  std::uint32_t pick_host_step(std::uint32_t options, std::uint64_t asleep) override {
+  std::uint32_t pick_host_step(std::uint32_t options, SleepMask asleep) override {
     const std::uint32_t first = default_option(Choice{ChoiceKind::HostStep, options, 0, asleep});
     std::uint32_t option = first;
     if (next_ < prefix_.size())
@@ -116,7 +116,7 @@ class DeviationChooser final : public Chooser {
   /// The first awake deviation after `first` the shard owns; `first` when
   /// only it is the shard's, the next awake one when none is (the run left
   /// its part).
-  std::uint32_t first_owned_deviation(std::uint32_t options, std::uint64_t asleep, std::uint32_t first) const {
+  std::uint32_t first_owned_deviation(std::uint32_t options, SleepMask asleep, std::uint32_t first) const {
     std::optional<std::uint32_t> any;
     for (std::uint32_t option = first + 1; option < options; ++option) {
       if (is_asleep(asleep, option)) continue;

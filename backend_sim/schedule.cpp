@@ -217,7 +217,7 @@ std::uint32_t Chooser::choose(ChoiceKind kind, std::uint32_t options) {
   return record(kind, options, pick(kind, options), 0);
 }
 
-std::uint32_t Chooser::record(ChoiceKind kind, std::uint32_t options, std::uint32_t taken, std::uint64_t asleep) {
+std::uint32_t Chooser::record(ChoiceKind kind, std::uint32_t options, std::uint32_t taken, SleepMask asleep) {
   if (taken >= options) {
     Divergence d = here(kind, options);
     d.given = taken;
@@ -256,11 +256,11 @@ std::uint32_t Chooser::choose_host_step(const std::vector<HostStep>& steps, bool
   auto is_sleeping = [&](std::uint32_t thread) {
     return std::any_of(sleep_.begin(), sleep_.end(), [&](const Sleeper& s) { return s.step.thread == thread; });
   };
-  std::uint64_t asleep = 0;
+  SleepMask asleep = 0;
   bool all_asleep = sleeping;
   for (std::uint32_t i = 0; i < options; ++i) {
     const bool a = sleeping && is_sleeping(steps[i].thread);
-    if (a && i < 64) asleep |= std::uint64_t{1} << i;
+    if (a && i < kSleepMaskOptions) asleep |= SleepMask{1} << i;
     all_asleep = all_asleep && a;
   }
   // Every thread that may step is asleep: each run below this point only
@@ -431,7 +431,7 @@ std::uint32_t ByteChooser::pick(ChoiceKind, std::uint32_t options) {
 
 std::uint32_t DfsEnumerator::RunChooser::pick(ChoiceKind, std::uint32_t options) { return pick_host_step(options, 0); }
 
-std::uint32_t DfsEnumerator::RunChooser::pick_host_step(std::uint32_t options, std::uint64_t asleep) {
+std::uint32_t DfsEnumerator::RunChooser::pick_host_step(std::uint32_t options, SleepMask asleep) {
   if (next_ < prefix_.size()) return prefix_[next_++];
   // Past the prefix: the first option awake whose subtree the shard owns
   // (0 when not split, or when the run already left the shard's part).

@@ -39,15 +39,24 @@ enum class ChoiceKind : std::uint8_t {
 /// "device step", "pool range", "fault point", "client choice", "query answer".
 std::string_view to_string(ChoiceKind kind);
 
+/// Which options of a HostStep choice were asleep (Choice::asleep): 32
+/// bits, so that a Choice is 16 bytes (a random run of a million-statement
+/// trace records a million choices). An option past the last bit is never
+/// marked: it is explored, as without sleep sets -- fewer runs pruned,
+/// never a run missed.
+using SleepMask = std::uint32_t;
+inline constexpr std::uint32_t kSleepMaskOptions = 32;
+
 struct Choice {
   ChoiceKind kind;
   std::uint32_t options;  // n >= 2; forced choices are not recorded
   std::uint32_t taken;
   /// HostStep choices of a run with sleep sets: bit i set when option i was
   /// asleep (its subtree only reorders commuting steps of a subtree explored
-  /// before); DFS never enters it. Options past 63 are never marked.
-  std::uint64_t asleep = 0;
+  /// before); DFS never enters it. Options past 31 are never marked.
+  SleepMask asleep = 0;
 };
+static_assert(sizeof(Choice) <= 16, "a Choice is recorded per choice of a run: keep it at 16 bytes");
 
 /// Where a replayed schedule stopped fitting the program: choice `choice`
 /// (0-based) of kind `kind`, asked at trace line `line` (0: no line, e.g.
@@ -196,7 +205,9 @@ class Chooser {
   std::size_t explorable_choices() const { return blocked_at_ ? *blocked_at_ : taken_.size(); }
   const std::vector<Choice>& taken() const { return taken_; }
   /// Whether option `option` of a HostStep choice was asleep (Choice::asleep).
-  static bool is_asleep(std::uint64_t asleep, std::uint32_t option) { return option < 64 && (asleep >> option) & 1u; }
+  static bool is_asleep(SleepMask asleep, std::uint32_t option) {
+    return option < kSleepMaskOptions && (asleep >> option) & 1u;
+  }
   std::string schedule() const { return encode_schedule(taken_); }
   /// The program position asking the next choices: a trace line, 0 for none
   /// (the device draining after the last statement). Divergences name it.
@@ -243,7 +254,7 @@ class Chooser {
   /// A HostStep choice of `options` options, those with a bit in `asleep`
   /// asleep (always 0 without sleep sets). Choosers that enumerate never
   /// pick an asleep option past their prefix; the default asks pick().
-  virtual std::uint32_t pick_host_step(std::uint32_t options, std::uint64_t asleep) {
+  virtual std::uint32_t pick_host_step(std::uint32_t options, SleepMask asleep) {
     (void)asleep;
     return pick(ChoiceKind::HostStep, options);
   }
@@ -260,7 +271,7 @@ class Chooser {
   }
 
  private:
-  std::uint32_t record(ChoiceKind kind, std::uint32_t options, std::uint32_t taken, std::uint64_t asleep);
+  std::uint32_t record(ChoiceKind kind, std::uint32_t options, std::uint32_t taken, SleepMask asleep);
 
   std::vector<Choice> taken_;
   bool sleep_sets_ = false;
@@ -407,7 +418,7 @@ class DfsEnumerator {
 
    protected:
     std::uint32_t pick(ChoiceKind kind, std::uint32_t options) override;
-    std::uint32_t pick_host_step(std::uint32_t options, std::uint64_t asleep) override;
+    std::uint32_t pick_host_step(std::uint32_t options, SleepMask asleep) override;
     bool enumerates() const override { return true; }
     const Footprint* explored_section(std::size_t choice, std::uint32_t option) const override;
 
