@@ -287,7 +287,7 @@ def _dispatch_mode(rec, sites):
     ACCESS_FIELDS = _w.ACCESS_FIELDS
     OP_FIELDS = 1 + _w.OP_HEADER_FIELDS
 
-    plans = {}  # func -> (name, tensor arguments, returns written, host copy), worked out once per op
+    plans = {}  # func -> (name, tensor arguments, returns written, host copy, scalar read, non_blocking position)
 
     def plan_of(func):
         if func is record_stream_op:
@@ -316,9 +316,12 @@ def _dispatch_mode(rec, sites):
             returns = tuple(r.alias_info is None and _tensor_argument(r.type) is not None for r in schema.returns)
             if not any(returns):
                 returns = ()
+        # Where non_blocking is, by the schema: copy_(dst, src, True) passes
+        # it by position, _to_copy by keyword.
+        non_blocking = next((i for i, arg in enumerate(schema.arguments) if arg.name == "non_blocking"), -1)
         plans[func] = (name, tuple(arguments), returns,
                        name.startswith(_HOST_COPY_PREFIXES) and not name.startswith("aten._local_scalar_dense"),
-                       name.startswith("aten._local_scalar_dense"))
+                       name.startswith("aten._local_scalar_dense"), non_blocking)
         return plans[func]
 
     def site():
@@ -380,10 +383,20 @@ def _dispatch_mode(rec, sites):
             stream = raw_stream(get_device())
             where = (sites and site()) or (None, 0)
             actions[base + 2:base + OP_FIELDS] = (stream, where[0], where[1], count)
-            if ((plan[3] and on_host) or plan[4]) and not (kwargs and kwargs.get("non_blocking", False)):
+            if (plan[3] and on_host) or plan[4]:
                 # A copy to or from host memory (.cpu(), .item(), .to("cuda")):
-                # it returns once the copy is done.
-                extend((SYNC_STREAM, stream) + where)
+                # it returns once the copy is done, unless non_blocking, which
+                # may come by position: taken for False there, the copy's
+                # sync would order what the program leaves unordered.
+                i = plan[5]
+                if i < 0:
+                    non_blocking = False
+                elif i < n:
+                    non_blocking = args[i]
+                else:
+                    non_blocking = kwargs.get("non_blocking", False) if kwargs else False
+                if not non_blocking:
+                    extend((SYNC_STREAM, stream) + where)
             return result
 
     return Mode()

@@ -7,7 +7,10 @@ exits 1; exits 0 when all hold.
 - the next recording, without the hook, sees the op again;
 - recordings do not nest;
 - a recording after torch.compile compiled code says its Triton kernels
-  are not in the trace (a header line and stderr)."""
+  are not in the trace (a header line and stderr);
+- with either recorder, a copy to pinned host memory given non_blocking by
+  position (copy_(dst, src, True)) syncs nothing, as by keyword; without
+  it, the copy syncs its stream."""
 import os
 import sys
 import tempfile
@@ -63,6 +66,20 @@ def main():
             text = f.read()
         if "the Triton kernels it launches itself are not in this trace" not in text:
             failures.append("a recording of torch.compile'd code does not say its kernels are missing:\n" + text)
+        src = torch.ones(1 << 20, device="cuda")
+        pinned = torch.empty(1 << 20, pin_memory=True)
+        for recorder in ("cpp", "python"):
+            for call, syncs in (("pinned.copy_(src, True)", False), ("pinned.copy_(src, non_blocking=True)", False),
+                                ("pinned.copy_(src)", True)):
+                with streamcheck_torch.record(path, recorder=recorder):
+                    eval(call)
+                torch.cuda.synchronize()
+                with open(path) as f:
+                    lines = f.read().splitlines()
+                synced = any(line.split("#")[0].strip().startswith("sync stream") for line in lines)
+                if synced != syncs:
+                    failures.append("%s recorder: %s %s:\n%s" % (recorder, call, "syncs its stream" if synced
+                                                                 else "syncs nothing", "\n".join(lines)))
     del y
     for failure in failures:
         print("FAILED:", failure)
