@@ -234,8 +234,7 @@ std::uint32_t HbState::store_base(const VectorClock& vc) {
       throw std::length_error("HbState: more than 2^31 wide op clocks in one run; split the trace");
     std::vector<std::uint32_t>& base = wide_bases_.emplace_back();
     base.reserve(words);
-    base.push_back(static_cast<std::uint32_t>(streams_.size()));
-    for (const Stream& st : streams_) base.push_back(vc.get(st.agent));
+    append_base(base, vc);
     return kWideBase | static_cast<std::uint32_t>(wide_bases_.size() - 1);
   }
   // A base never spans two chunks (OpClock reads it as one array): the
@@ -245,9 +244,14 @@ std::uint32_t HbState::store_base(const VectorClock& vc) {
   if (clock_words_.size() + words > kWideBase)
     throw std::length_error("HbState: more than 2^31 words of op clocks in one run; split the trace");
   const auto start = static_cast<std::uint32_t>(clock_words_.size());
-  clock_words_.push_back(static_cast<std::uint32_t>(streams_.size()));
-  for (const Stream& st : streams_) clock_words_.push_back(vc.get(st.agent));
+  append_base(clock_words_, vc);
   return start;
+}
+
+template <class Words>
+void HbState::append_base(Words& out, const VectorClock& vc) const {
+  out.push_back(static_cast<std::uint32_t>(streams_.size()));
+  for (const Stream& st : streams_) out.push_back(vc.get(st.agent));
 }
 
 std::pair<const std::uint32_t*, std::uint32_t> HbState::base_components(std::uint32_t base) const {

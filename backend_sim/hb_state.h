@@ -138,7 +138,7 @@ class HbState {
     /// barrier (R8) or a host synchronize changes another one. So a base
     /// (the streams' components, by stream index: 4 bytes a stream) is
     /// kept per change, not per op (OpClock): the own stream's component is
-    /// the op's index + 1 (R1), every other stream's is the base's. This is
+    /// the op's index + 1 (R1), every other stream's is the base's. This
     /// says where the base is (HbState::base_components).
     std::uint32_t clock_base;
     /// Its index in the execution order + 1, once executed; 0 before
@@ -294,6 +294,9 @@ class HbState {
   bool same_other_streams(std::uint32_t base, const VectorClock& vc, StreamIndex own) const;
   /// Stores the streams' components of `vc` as a base; returns its Op::clock_base.
   std::uint32_t store_base(const VectorClock& vc);
+  /// Appends `vc` as a base (its stream count, then a component per stream).
+  template <class Words>
+  void append_base(Words& out, const VectorClock& vc) const;
   /// Base `base`'s components, one per stream made before it, and how many.
   std::pair<const std::uint32_t*, std::uint32_t> base_components(std::uint32_t base) const;
   OpClock clock_of(OpRef r, const Op& o) const;
