@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace streamcheck::sim {
@@ -14,6 +15,29 @@ struct ByteRange {
   std::uint64_t size() const { return hi - lo; }
   friend constexpr bool operator==(ByteRange, ByteRange) = default;
 };
+
+/// A ByteRange kept in 32-bit words: 16 bytes aligned to 4, so a record
+/// that adds a 32-bit field to it takes 20 bytes, not 24 (the race checker
+/// keeps one per access and one per pending read of a run: millions in a
+/// long trace).
+class PackedByteRange {
+ public:
+  PackedByteRange() = default;
+  explicit PackedByteRange(ByteRange r) {
+    std::memcpy(&words_[0], &r.lo, sizeof r.lo);
+    std::memcpy(&words_[2], &r.hi, sizeof r.hi);
+  }
+  ByteRange get() const {
+    ByteRange r;
+    std::memcpy(&r.lo, &words_[0], sizeof r.lo);
+    std::memcpy(&r.hi, &words_[2], sizeof r.hi);
+    return r;
+  }
+
+ private:
+  std::uint32_t words_[4] = {};
+};
+static_assert(sizeof(PackedByteRange) == 16 && alignof(PackedByteRange) == 4);
 
 /// Adds `r` to `ranges` (sorted by address, disjoint, none adjacent),
 /// merging it with the ranges it overlaps or touches: the union, never the

@@ -25,7 +25,7 @@ std::string describe(const DeviceModel& model, OpRef op) {
 }
 
 std::string host_action(const DeviceModel& model, const LogEntry& entry) {
-  switch (entry.kind) {
+  switch (entry.kind()) {
     case LogEntry::Kind::Enqueue:
       return "enqueue " + describe(model, entry.op());
     case LogEntry::Kind::Record:
@@ -45,7 +45,7 @@ std::string host_action(const DeviceModel& model, const LogEntry& entry) {
     case LogEntry::Kind::HostRelease:
       return "hand off to another host thread";
     case LogEntry::Kind::HostAcquire:
-      return fmt::format("take over from host{}", model.log().at(*entry.released_by()).host.value);
+      return fmt::format("take over from host{}", model.log().at(*entry.released_by()).host().value);
   }
   return "?";
 }

@@ -86,9 +86,9 @@ void visit_hb(const Log& log, const std::vector<StreamShape>& streams, OnNode&& 
     const LogEntry& entry = log[i];
     const HbNode host{i, Side::Host};
     on_node(host);
-    if (auto it = host_last.find(entry.host); it != host_last.end())
+    if (auto it = host_last.find(entry.host()); it != host_last.end())
       on_edge(HbRule::R6, HbNode{it->second, Side::Host}, host);
-    host_last[entry.host] = i;
+    host_last[entry.host()] = i;
 
     // Stream-side nodes: chained per stream, each after the host action.
     const auto stream_node = [&](HbRule chain) {
@@ -109,7 +109,7 @@ void visit_hb(const Log& log, const std::vector<StreamShape>& streams, OnNode&& 
       return mark;
     };
     const auto sync_after = [&](std::size_t covered) { on_edge(HbRule::R4, HbNode{covered, Side::Stream}, host); };
-    switch (entry.kind) {
+    switch (entry.kind()) {
       case LogEntry::Kind::Enqueue:
         stream_node(HbRule::R1);  // the op's pool_dep is deliberately not an edge
         break;
@@ -199,24 +199,24 @@ class HbGraph {
       const LogEntry& entry = log[n.entry];
       if (n.side == HbNode::Side::Host) {
         host_vertex[n.entry] = add(Node{NodeKind::Host,
-                                        entry.host,
+                                        entry.host(),
                                         {},
                                         {},
-                                        "host" + std::to_string(entry.host.value) + ": " + host_action(model, entry),
+                                        "host" + std::to_string(entry.host().value) + ": " + host_action(model, entry),
                                         n.entry});
         return;
       }
-      Node node{NodeKind::Op, entry.host, entry.stream, {}, {}, n.entry};
-      if (entry.kind == LogEntry::Kind::Enqueue) {
+      Node node{NodeKind::Op, entry.host(), entry.stream, {}, {}, n.entry};
+      if (entry.kind() == LogEntry::Kind::Enqueue) {
         node.op = entry.op();
         node.label = describe(model, entry.op());
       } else {
-        const bool record = entry.kind == LogEntry::Kind::Record;
+        const bool record = entry.kind() == LogEntry::Kind::Record;
         node.kind = record ? NodeKind::Record : NodeKind::Wait;
         node.label = (record ? "record " : "wait ") + model.event_name(entry.event());
       }
       stream_vertex[n.entry] = add(std::move(node));
-      if (entry.kind == LogEntry::Kind::Enqueue) ops_[entry.op()] = stream_vertex[n.entry];
+      if (entry.kind() == LogEntry::Kind::Enqueue) ops_[entry.op()] = stream_vertex[n.entry];
     };
     visit_hb(log, model.hb().stream_shapes(), on_node, [&](HbRule rule, HbNode from, HbNode to) {
       boost::add_edge(vertex_of(from), vertex_of(to), Edge{rule}, g_);

@@ -103,6 +103,8 @@ const std::optional<VectorClock>& HbState::capture(EventIndex e) const {
 }
 
 HostThread HbState::create_host_thread() {
+  if (hosts_.size() >= LogEntry::kMaxHostThreads)
+    throw std::length_error("HbState: more than 2^28 host threads in one run; split the trace");
   VectorClock start = hosts_.empty() ? VectorClock{} : host_clock();  // R6: creation orders the child
   hosts_.push_back(std::move(start));
   host_agents_.push_back(next_agent_++);

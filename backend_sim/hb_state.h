@@ -57,10 +57,11 @@ namespace streamcheck::sim {
 enum class OpKind : std::uint8_t { Alloc, Free, Kernel };
 
 /// One API call, in program order, for the HB-graph oracle and renderers.
-/// One is kept per call of a run, so it is 16 bytes: what only some kinds
+/// One is kept per call of a run, so it is 12 bytes: what only some kinds
 /// have (an enqueue's op index, an event, a device synchronize's device, an
 /// acquire's release) shares one word, read through accessors that say
-/// which kinds have it. (An enqueue's pool wait is its op's
+/// which kinds have it, and the kind shares one with the host thread (a
+/// run has at most kMaxHostThreads). (An enqueue's pool wait is its op's
 /// HbState::pool_dep.)
 struct LogEntry {
   enum class Kind : std::uint8_t {
@@ -74,10 +75,16 @@ struct LogEntry {
     QueryNotDone,
     HostRelease,  // R6: the host thread hands its past on (spawn, unlock, send, thread end)
     HostAcquire,  // R6: the host thread is ordered after a release (released_by)
+    kLast = HostAcquire,
   };
-  Kind kind;
-  HostThread host;
+  static constexpr std::uint32_t kKindBits = 4;
+  static constexpr std::uint32_t kMaxHostThreads = std::uint32_t{1} << (32 - kKindBits);
+  static_assert(static_cast<std::uint32_t>(Kind::kLast) < (1u << kKindBits));
+
   StreamIndex stream;  // the stream of an Enqueue, Record, Wait or SyncStream; 0 for any other kind
+  Kind kind() const { return static_cast<Kind>(kind_and_host_ & ((1u << kKindBits) - 1)); }
+  /// The host thread that made the call.
+  HostThread host() const { return HostThread{kind_and_host_ >> kKindBits}; }
 
   static LogEntry enqueue(HostThread host, OpRef op) { return LogEntry(Kind::Enqueue, host, op.stream, op.index); }
   /// Record, Wait, SyncStream, SyncEvent, QueryDone, QueryNotDone, HostRelease.
@@ -91,27 +98,30 @@ struct LogEntry {
   static LogEntry host_acquire(HostThread host, std::size_t released_by);
 
   /// For an Enqueue: its op; OpRef{} for any other kind.
-  OpRef op() const { return kind == Kind::Enqueue ? OpRef{stream, slot_} : OpRef{}; }
+  OpRef op() const { return kind() == Kind::Enqueue ? OpRef{stream, slot_} : OpRef{}; }
   /// For a Record, Wait, SyncEvent, QueryDone or QueryNotDone: its event;
   /// EventIndex{} for any other kind.
   EventIndex event() const { return names_event() ? EventIndex{slot_} : EventIndex{}; }
   /// For a HostAcquire: the HostRelease entry it is ordered after.
   std::optional<std::size_t> released_by() const {
-    if (kind != Kind::HostAcquire) return std::nullopt;
+    if (kind() != Kind::HostAcquire) return std::nullopt;
     return std::size_t{slot_};
   }
   /// For a SyncDevice: the device synchronized (R13c); 0 for any other kind.
-  DeviceNumber device() const { return kind == Kind::SyncDevice ? DeviceNumber{slot_} : DeviceNumber{0}; }
+  DeviceNumber device() const { return kind() == Kind::SyncDevice ? DeviceNumber{slot_} : DeviceNumber{0}; }
 
  private:
-  LogEntry(Kind k, HostThread h, StreamIndex s, std::uint32_t slot) : kind(k), host(h), stream(s), slot_(slot) {}
+  /// `h` is below kMaxHostThreads (HbState::create_host_thread makes no more).
+  LogEntry(Kind k, HostThread h, StreamIndex s, std::uint32_t slot)
+      : stream(s), kind_and_host_((h.value << kKindBits) | static_cast<std::uint32_t>(k)), slot_(slot) {}
   bool names_event() const {
-    return kind == Kind::Record || kind == Kind::Wait || kind == Kind::SyncEvent || kind == Kind::QueryDone ||
-           kind == Kind::QueryNotDone;
+    return kind() == Kind::Record || kind() == Kind::Wait || kind() == Kind::SyncEvent || kind() == Kind::QueryDone ||
+           kind() == Kind::QueryNotDone;
   }
-  std::uint32_t slot_ = 0;  // the op index, event, device or release, by kind
+  std::uint32_t kind_and_host_;  // the host thread << kKindBits | the kind
+  std::uint32_t slot_ = 0;       // the op index, event, device or release, by kind
 };
-static_assert(sizeof(LogEntry) <= 16, "a LogEntry is kept per API call of a run: keep it at 16 bytes");
+static_assert(sizeof(LogEntry) <= 12, "a LogEntry is kept per API call of a run: keep it at 12 bytes");
 
 /// The API log of a run: a deque, so that a long run grows it by chunks (a
 /// vector doubling it copied every entry and, at its peak, held twice the
@@ -172,6 +182,7 @@ class HbState {
   std::size_t live_event_count() const { return live_events_; }
   /// The capture of the event's last record; nullopt while never recorded.
   const std::optional<VectorClock>& capture(EventIndex e) const;
+  /// Throws std::length_error past LogEntry::kMaxHostThreads.
   HostThread create_host_thread();
   void set_host_thread(HostThread h);
   HostThread host_thread() const { return current_host_; }

@@ -23,26 +23,35 @@ std::string_view to_string(FindingKind k) {
 }
 
 std::uint32_t RaceChecker::position(std::size_t size) {
-  if (size >= std::numeric_limits<std::uint32_t>::max())
-    throw std::length_error("RaceChecker: more than 2^32 ops, accesses or expected stamps in one run; split the trace");
+  if (size >= (std::size_t{1} << 31))
+    throw std::length_error("RaceChecker: more than 2^31 ops, accesses or expected stamps in one run; split the trace");
   return static_cast<std::uint32_t>(size);
 }
 
+RaceChecker::Ends RaceChecker::ends(std::uint32_t stamp) const {
+  if (stamp < starts_.size()) return Ends{starts_[stamp].accesses, starts_[stamp].expected};
+  return Ends{checked_.size(), std::size_t{expected_base_} + expected_.size()};
+}
+
 void RaceChecker::enqueued(OpRef q, std::span<const OpAccess> accesses, bool changes_memory) {
-  if (ops_.size() <= q.stream.value) ops_.resize(q.stream.value + 1);
-  auto& on_stream = ops_[q.stream.value];
-  while (on_stream.size() <= q.index) on_stream.push_back(OpRecord{});
-  OpRecord& rec = on_stream[q.index];
-  rec.stamp = position(next_stamp_++);
-  rec.changes_memory = changes_memory;
-  rec.accesses_begin = position(checked_.size());
-  rec.accesses_count = position(accesses.size());
-  rec.expected_begin = position(std::size_t{expected_base_} + expected_.size());
+  if (stamps_.size() <= q.stream.value) stamps_.resize(q.stream.value + 1);
+  auto& on_stream = stamps_[q.stream.value];
+  while (on_stream.size() <= q.index) on_stream.push_back(0);
+  const std::uint32_t stamp = position(starts_.size() + 1);
+  on_stream[q.index] = stamp;
+  Starts starts{};
+  starts.accesses = position(checked_.size());
+  starts.changes_memory = changes_memory ? 1 : 0;
+  starts.expected = position(std::size_t{expected_base_} + expected_.size());
+  starts_.push_back(starts);
   for (const OpAccess& a : accesses) {
-    checked_.push_back(a);
+    if (a.allocation.value >= (std::uint32_t{1} << 30))
+      throw std::length_error("RaceChecker: more than 2^30 allocations in one run; split the trace");
+    checked_.push_back(
+        StoredAccess{PackedByteRange(a.range), (a.allocation.value << 2) | static_cast<std::uint32_t>(a.access)});
     check(q, a);
   }
-  rec.expected_count = position(std::size_t{expected_base_} + expected_.size() - rec.expected_begin);
+  position(std::size_t{expected_base_} + expected_.size());  // the next op's start must fit too
 }
 
 bool RaceChecker::ordered(const ShadowAccess& p, const HbState::OpClock& q_clock, AllocationIndex q_allocation) const {
@@ -111,7 +120,7 @@ void RaceChecker::check(OpRef q, const OpAccess& acc) {
     bool keeps_last_write = false;
     if (sh.last_write) {
       if (ordered(*sh.last_write, q_clock, acc.allocation)) {
-        if (reads(acc.access)) expected_.push_back(Expected{seg, record(sh.last_write->op).stamp});
+        if (reads(acc.access)) expected_.push_back(Expected{PackedByteRange(seg), stamp_of(sh.last_write->op)});
       } else if (released_before(*sh.last_write, q, acc.allocation)) {
         keeps_last_write = true;
       } else if (sh.last_write->op != q) {
@@ -134,38 +143,43 @@ void RaceChecker::check(OpRef q, const OpAccess& acc) {
 }
 
 void RaceChecker::executed(OpRef r) {
-  OpRecord& rec = record(r);
-  for (std::size_t e = rec.expected_begin; e < std::size_t{rec.expected_begin} + rec.expected_count; ++e) {
+  const std::uint32_t stamp = stamp_of(r);
+  if (stamp == 0) return;  // never checked: nothing to see, nothing written
+  const Starts& starts = starts_[stamp - 1];
+  const Ends end = ends(stamp);
+  // An op executes once, and an expected stamp is marked seen (0) when its
+  // read is, and dropped when every one before it is: a second call of an
+  // op asks nothing again.
+  for (std::size_t e = std::max<std::size_t>(starts.expected, expected_base_); e < end.expected; ++e) {
     Expected& expected = expected_[e - expected_base_];
-    memory_.for_range(expected.bytes.lo, expected.bytes.hi, 0,
-                      [&](std::uint64_t lo, std::uint64_t hi, std::uint64_t& v) {
-                        if (v != expected.stamp)
-                          mismatches_.push_back(ValueMismatch{r, ByteRange{lo, hi}, expected.stamp, v});
-                      });
+    if (expected.stamp == 0) continue;
+    const ByteRange bytes = expected.bytes.get();
+    memory_.for_range(bytes.lo, bytes.hi, 0, [&](std::uint64_t lo, std::uint64_t hi, std::uint64_t& v) {
+      if (v != expected.stamp) mismatches_.push_back(ValueMismatch{r, ByteRange{lo, hi}, expected.stamp, v});
+    });
     expected.stamp = 0;  // seen
   }
-  // An op executes once: what its reads had to see is not asked again, and
-  // the stamps no read waits for any more go.
-  rec.expected_count = 0;
+  // The stamps no read waits for any more go.
   while (!expected_.empty() && expected_.front().stamp == 0) {
     expected_.pop_front();
     ++expected_base_;
   }
-  if (!rec.changes_memory) return;
-  const std::size_t end = std::size_t{rec.accesses_begin} + rec.accesses_count;
-  for (std::size_t i = rec.accesses_begin; i < end; ++i) {
-    const OpAccess& acc = checked_[i];
+  if (!starts.changes_memory) return;
+  for (std::size_t i = starts.accesses; i < end.accesses; ++i) {
+    const OpAccess acc = checked_[i].get();
     if (writes(acc.access))
       memory_.for_range(acc.range.lo, acc.range.hi, 0,
-                        [&](std::uint64_t, std::uint64_t, std::uint64_t& v) { v = rec.stamp; });
+                        [&](std::uint64_t, std::uint64_t, std::uint64_t& v) { v = stamp; });
   }
 }
 
 std::vector<OpAccess> RaceChecker::accesses(OpRef r) const {
   std::vector<OpAccess> out;
-  if (r.stream.value >= ops_.size() || r.index >= ops_[r.stream.value].size()) return out;
-  const OpRecord& rec = ops_[r.stream.value][r.index];
-  for (std::uint32_t i = 0; i < rec.accesses_count; ++i) out.push_back(checked_[rec.accesses_begin + i]);
+  if (r.stream.value >= stamps_.size() || r.index >= stamps_[r.stream.value].size()) return out;
+  const std::uint32_t stamp = stamps_[r.stream.value][r.index];
+  if (stamp == 0) return out;
+  const Ends end = ends(stamp);
+  for (std::size_t i = starts_[stamp - 1].accesses; i < end.accesses; ++i) out.push_back(checked_[i].get());
   return out;
 }
 

@@ -85,28 +85,41 @@ class RaceChecker {
   std::vector<std::pair<ByteRange, std::optional<OpRef>>> last_writes(ByteRange range) const;
 
  private:
-  /// What the checker keeps of each access and read lives in two deques,
-  /// an op's and an access's parts found by position: a vector of its own
-  /// per op and per read was two heap blocks an op, and the largest part of
-  /// the checker's time at 1 M ops was the allocator and the fresh pages it
-  /// asked for (docs/PERFORMANCE.md, "HB checking"). Deques, not vectors:
-  /// they grow by small blocks the allocator reuses, never by copying all.
-  struct OpRecord {
-    /// The value this op's writes leave in memory; 0: never enqueued. 32
-    /// bits, as every position here (position()): a run of 2^32 ops is a
-    /// std::length_error.
-    std::uint32_t stamp = 0;
-    std::uint32_t accesses_begin = 0;  // in checked_
-    std::uint32_t accesses_count = 0;
-    /// P2: the stamps its reads must see, from position expected_base_ on
-    /// (an op's accesses are checked one after another, so they are one run).
-    std::uint32_t expected_begin = 0;
-    std::uint32_t expected_count = 0;
-    bool changes_memory = true;
+  /// What the checker keeps of each op, access and read lives in deques,
+  /// an op's parts found by position: a vector of its own per op and per
+  /// read was two heap blocks an op, and the largest part of the checker's
+  /// time at 1 M ops was the allocator and the fresh pages it asked for
+  /// (docs/PERFORMANCE.md, "HB checking"). Deques, not vectors: they grow by
+  /// small blocks the allocator reuses, never by copying all. Each record
+  /// is as small as its fields allow (a 1 M-op trace keeps millions):
+  /// positions are 32 bits, and a run of 2^31 ops, accesses or expected
+  /// stamps is a std::length_error (position()).
+  ///
+  /// Where op number `stamp` (stamps are given in enqueue order, from 1)
+  /// begins in checked_ and in the expected stamps; it ends where op
+  /// `stamp + 1` begins, since an op's accesses and expected stamps are
+  /// added at its enqueue, all together.
+  struct Starts {
+    std::uint32_t accesses : 31;
+    /// False for an op that leaves every byte as it was (enqueued's
+    /// `changes_memory`).
+    std::uint32_t changes_memory : 1;
+    std::uint32_t expected;
   };
+  /// An access as checked_ keeps it: 20 bytes, the allocation and the
+  /// access's kind in one word.
+  struct StoredAccess {
+    PackedByteRange range;
+    std::uint32_t allocation_and_access;  // allocation index << 2 | Access
+    OpAccess get() const {
+      return OpAccess{range.get(), static_cast<Access>(allocation_and_access & 3),
+                      AllocationIndex{allocation_and_access >> 2}};
+    }
+  };
+  /// P2: the stamp of the write a pending read must see in `bytes`.
   struct Expected {
-    ByteRange bytes;
-    std::uint64_t stamp;
+    PackedByteRange bytes;
+    std::uint32_t stamp;  // 0: seen (no write leaves stamp 0)
   };
   struct ShadowAccess {
     OpRef op;
@@ -116,8 +129,17 @@ class RaceChecker {
     std::optional<ShadowAccess> last_write;
     std::vector<ShadowAccess> reads;  // at most one per stream, plus reads a write raced with
   };
+  /// Where op `stamp`'s records end in checked_ and the expected stamps.
+  struct Ends {
+    std::size_t accesses;
+    std::size_t expected;
+  };
 
-  OpRecord& record(OpRef r) { return ops_.at(r.stream.value).at(r.index); }
+  /// The op's stamp: the value its writes leave in memory; 0 for an op on a
+  /// known stream never enqueued here. Throws std::out_of_range for an op
+  /// past its stream's last enqueued one.
+  std::uint32_t stamp_of(OpRef r) const { return stamps_.at(r.stream.value).at(r.index); }
+  Ends ends(std::uint32_t stamp) const;
   void check(OpRef q, const OpAccess& acc);
   static std::uint32_t position(std::size_t size);
   /// Whether access `p` is ordered before op q, whose clock (HbState::op_clock,
@@ -134,8 +156,9 @@ class RaceChecker {
 
   const HbState& hb_;
   const Pool& pool_;
-  std::vector<ChunkedDeque<OpRecord>> ops_;  // [stream][index]
-  ChunkedDeque<OpAccess> checked_;           // every op's accesses, in enqueue order
+  std::vector<ChunkedDeque<std::uint32_t>> stamps_;  // [stream][index]: stamp_of
+  ChunkedDeque<Starts> starts_;                      // [stamp - 1]
+  ChunkedDeque<StoredAccess> checked_;               // every op's accesses, in enqueue order
   /// P2: the stamps reads not executed yet must see, from position
   /// expected_base_ on; an executed read's are marked seen (stamp 0: no
   /// write leaves it) and dropped from the front.
@@ -143,7 +166,6 @@ class RaceChecker {
   std::uint32_t expected_base_ = 0;
   IntervalMap<Shadow> shadow_;
   IntervalMap<std::uint64_t> memory_;  // P2: the stamp each byte holds
-  std::uint64_t next_stamp_ = 1;
   std::vector<Finding> findings_;
   std::vector<ValueMismatch> mismatches_;
 };

@@ -84,7 +84,7 @@ std::optional<std::vector<std::size_t>> covering_entries(const TracedClock& targ
 std::vector<RedundantSync> find_redundant_syncs(const Log& log, const std::vector<StreamShape>& stream_shapes) {
   const auto stream_count = static_cast<std::uint32_t>(stream_shapes.size());
   std::set<HostThread> threads;
-  for (const LogEntry& e : log) threads.insert(e.host);
+  for (const LogEntry& e : log) threads.insert(e.host());
   const bool one_host_thread = threads.size() <= 1;
 
   const TracedClock none(stream_count);
@@ -97,7 +97,7 @@ std::vector<RedundantSync> find_redundant_syncs(const Log& log, const std::vecto
 
   for (std::size_t i = 0; i < log.size(); ++i) {
     const LogEntry& e = log[i];
-    TracedClock& host = hosts.try_emplace(e.host, none).first->second;
+    TracedClock& host = hosts.try_emplace(e.host(), none).first->second;
     // O2: a sync whose target the host already follows.
     const auto host_sync = [&](const TracedClock& target, std::optional<std::uint32_t> primary,
                                std::optional<std::size_t> record) {
@@ -105,7 +105,7 @@ std::vector<RedundantSync> find_redundant_syncs(const Log& log, const std::vecto
         out.push_back(RedundantSync{OversyncRule::O2CoveredSync, i, std::move(*by), false, record});
       host.join(target, i);  // R4
     };
-    switch (e.kind) {
+    switch (e.kind()) {
       case LogEntry::Kind::Enqueue: {
         TracedClock& s = streams.at(e.stream.value);
         s.join(host, std::nullopt);  // R5: through the host's syncs

@@ -420,7 +420,7 @@ std::string_view to_string(InputError::Kind k) {
 
 std::string host_action_short(const sim::DeviceModel& model, const sim::LogEntry& entry) {
   using Kind = sim::LogEntry::Kind;
-  switch (entry.kind) {
+  switch (entry.kind()) {
     case Kind::SyncStream:
       return "sync " + model.stream_name(entry.stream);
     case Kind::SyncEvent:

@@ -123,7 +123,7 @@ struct Selection {
 std::map<OpRef, std::size_t> op_entries(const DeviceModel& m) {
   std::map<OpRef, std::size_t> out;
   for (std::size_t i = 0; i < m.log().size(); ++i)
-    if (m.log()[i].kind == LogEntry::Kind::Enqueue) out[m.log()[i].op()] = i;
+    if (m.log()[i].kind() == LogEntry::Kind::Enqueue) out[m.log()[i].op()] = i;
   return out;
 }
 
@@ -196,7 +196,7 @@ std::vector<bool> explaining_calls(const DeviceModel& m, const RenderFinding& f)
     // The synchronization the program did write between them, on their streams.
     const std::size_t lo = std::min(*ea, *eb), hi = std::max(*ea, *eb);
     const auto touches = [&](const LogEntry& e) {
-      switch (e.kind) {
+      switch (e.kind()) {
         case LogEntry::Kind::Record:
         case LogEntry::Kind::Wait:
         case LogEntry::Kind::SyncStream:
@@ -221,12 +221,12 @@ std::vector<bool> explaining_calls(const DeviceModel& m, const RenderFinding& f)
     if (!e) continue;
     const auto stream = log[*e].stream;
     for (std::size_t i = *e; i-- > 0;)
-      if (!is_host_side(log[i].kind) && log[i].stream == stream) {
+      if (!is_host_side(log[i].kind()) && log[i].stream == stream) {
         keep[i] = true;
         break;
       }
     for (std::size_t i = *e + 1; i < log.size(); ++i)
-      if (!is_host_side(log[i].kind) && log[i].stream == stream) {
+      if (!is_host_side(log[i].kind()) && log[i].stream == stream) {
         keep[i] = true;
         break;
       }
@@ -277,7 +277,7 @@ void cap(Selection& s, std::size_t max) {
 
 bool stream_drawn(const DeviceModel& m, const Selection& s, sim::StreamIndex stream) {
   for (std::size_t i = 0; i < m.log().size(); ++i)
-    if (s.drawn(i) && !is_host_side(m.log()[i].kind) && m.log()[i].stream == stream) return true;
+    if (s.drawn(i) && !is_host_side(m.log()[i].kind()) && m.log()[i].stream == stream) return true;
   return false;
 }
 
@@ -379,8 +379,8 @@ std::string render_text(const RenderInput& in, const RenderOptions& o) {
   std::vector<std::string> actions;
   for (std::size_t i = 0; i < m.log().size(); ++i) {
     const LogEntry& e = m.log()[i];
-    if (e.kind == LogEntry::Kind::Enqueue || !sel.drawn(i)) continue;
-    actions.push_back(fmt::format("  @{} host{}: {}", i, e.host.value, host_action(m, e)));
+    if (e.kind() == LogEntry::Kind::Enqueue || !sel.drawn(i)) continue;
+    actions.push_back(fmt::format("  @{} host{}: {}", i, e.host().value, host_action(m, e)));
   }
   put(out, "host actions ({}):\n", actions.size());
   for (const auto& a : actions) put(out, "{}\n", a);
@@ -402,7 +402,7 @@ std::string render_dot(const RenderInput& in, const RenderOptions& o) {
       const auto& node = g.graph()[v];
       const bool host_node = node.kind == sim::HbGraph::NodeKind::Host;
       // A host node of an enqueue, record or wait only repeats its stream-side node.
-      if (sel.drawn(node.entry) && (!host_node || is_host_side(m.log()[node.entry].kind))) highlight.only->insert(v);
+      if (sel.drawn(node.entry) && (!host_node || is_host_side(m.log()[node.entry].kind()))) highlight.only->insert(v);
     }
   }
   for (std::uint32_t s = 0; s < m.stream_count(); ++s)
@@ -549,7 +549,7 @@ void plan_lanes(const RenderInput& in, const Selection& sel, SvgPlan& plan) {
   }
   std::set<sim::HostThread> hosts;
   for (std::size_t i = 0; i < m.log().size(); ++i)
-    if (sel.drawn(i) && is_host_side(m.log()[i].kind)) hosts.insert(m.log()[i].host);
+    if (sel.drawn(i) && is_host_side(m.log()[i].kind())) hosts.insert(m.log()[i].host());
   for (const auto h : hosts) {
     plan.host_lane[h] = plan.lane_names.size();
     plan.lane_names.push_back(hosts.size() == 1 ? std::string("host") : "host " + std::to_string(h.value));
@@ -570,7 +570,7 @@ void plan_entries(const DeviceModel& m, const Selection& sel, SvgPlan& plan) {
     const LogEntry& e = log[i];
     Place p{n / SvgLimits::kBandColumns, n % SvgLimits::kBandColumns, 0, 0};
     ++n;
-    switch (e.kind) {
+    switch (e.kind()) {
       case LogEntry::Kind::Enqueue:
         p.lane = plan.stream_lane.at(e.stream.value);
         p.half_h = L::kBoxH / 2;
@@ -582,7 +582,7 @@ void plan_entries(const DeviceModel& m, const Selection& sel, SvgPlan& plan) {
         p.half_h = L::kDiamond;
         break;
       default:
-        p.lane = plan.host_lane.at(e.host);
+        p.lane = plan.host_lane.at(e.host());
         p.half_h = L::kBoxH / 2 - 6;
     }
     plan.place[i] = p;
@@ -723,7 +723,7 @@ void draw_entries(std::string& out, const RenderInput& in, SvgPlan& plan) {
     const LogEntry& e = log[i];
     const int x = plan.x(p), y = plan.y(p);
     const bool is_red = plan.red.count(i) != 0;
-    switch (e.kind) {
+    switch (e.kind()) {
       case LogEntry::Kind::Enqueue: {
         const OpKind k = m.op_kind(e.op());
         const char* fill = k == OpKind::Kernel ? "#dbe9ff" : k == OpKind::Alloc ? "#ddf4dd" : "#f1e4fb";
@@ -746,7 +746,7 @@ void draw_entries(std::string& out, const RenderInput& in, SvgPlan& plan) {
       }
       case LogEntry::Kind::Record:
       case LogEntry::Kind::Wait: {
-        const bool rec = e.kind == LogEntry::Kind::Record;
+        const bool rec = e.kind() == LogEntry::Kind::Record;
         const int d = L::kDiamond;
         put(out, "<g class=\"{}\">\n<title>{}</title>\n", rec ? "record" : "wait", xml_escape(host_action(m, e)));
         put(out, "<polygon points=\"{},{} {},{} {},{} {},{}\" fill=\"{}\" stroke=\"#1f5fbf\" stroke-width=\"2\"/>\n", x,
@@ -762,7 +762,7 @@ void draw_entries(std::string& out, const RenderInput& in, SvgPlan& plan) {
       default: {
         const int h = p.half_h;
         put(out, "<g class=\"host-action\">\n<title>{}</title>\n",
-            xml_escape(fmt::format("host{}: {}", e.host.value, host_action(m, e))));
+            xml_escape(fmt::format("host{}: {}", e.host().value, host_action(m, e))));
         put(out, "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"{}\" fill=\"#ffe9b3\" stroke=\"#b58900\"/>\n",
             x - L::kBoxW / 2, y - h, L::kBoxW, 2 * h, h);
         svg_label(out, plan, x, y + 5, host_action_short(m, e), kMarkFont, inner, " fill=\"#111111\"", true);
@@ -904,7 +904,7 @@ std::string render_perfetto(const RenderInput& in, const RenderOptions& o) {
       next = std::max(next, *c + 1);
     }
   for (const LogEntry& e : m.log())
-    if (e.kind == LogEntry::Kind::Enqueue && !slot.count(e.op())) slot[e.op()] = next++;
+    if (e.kind() == LogEntry::Kind::Enqueue && !slot.count(e.op())) slot[e.op()] = next++;
 
   // One event per line, so that a diff of two traces reads event by event.
   std::string out = "{\"traceEvents\":[";
@@ -952,10 +952,10 @@ std::string render_perfetto(const RenderInput& in, const RenderOptions& o) {
   std::vector<std::optional<OpRef>> last_op(m.stream_count());
   for (std::size_t i = 0; i < m.log().size(); ++i) {
     const LogEntry& e = m.log()[i];
-    if (e.kind == LogEntry::Kind::Enqueue) last_op[e.stream.value] = e.op();
-    if ((e.kind != LogEntry::Kind::Record && e.kind != LogEntry::Kind::Wait) || !sel.drawn(i)) continue;
+    if (e.kind() == LogEntry::Kind::Enqueue) last_op[e.stream.value] = e.op();
+    if ((e.kind() != LogEntry::Kind::Record && e.kind() != LogEntry::Kind::Wait) || !sel.drawn(i)) continue;
     if (!lanes.count(e.stream.value)) continue;  // a mark alone on a lane with no op drawn
-    const bool rec = e.kind == LogEntry::Kind::Record;
+    const bool rec = e.kind() == LogEntry::Kind::Record;
     const auto& before = last_op[e.stream.value];
     event({{"ph", "i"},
            {"s", "t"},

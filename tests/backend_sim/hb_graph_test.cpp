@@ -145,7 +145,7 @@ TEST(HbGraph, PoolInsertedWaitIsNotAnEdge) {
   m.free(StreamIndex{0}, a->ptr, "free A");
   const auto b = m.alloc(StreamIndex{1}, 256, "B");
   ASSERT_EQ(b->reuse, ReuseKind::InternalDependency);
-  ASSERT_EQ(m.log().back().kind, LogEntry::Kind::Enqueue);
+  ASSERT_EQ(m.log().back().kind(), LogEntry::Kind::Enqueue);
   ASSERT_TRUE(m.hb().pool_dep(m.log().back().op()).has_value());
   const OpRef free_a{StreamIndex{0}, 1}, alloc_b{StreamIndex{1}, 0};
   EXPECT_FALSE(m.happens_before(free_a, alloc_b));
@@ -246,7 +246,7 @@ void random_program(DeviceModel& m, const std::vector<StreamShape>& shapes, std:
 
 /// Whether log entry `l` is an enqueue the pool made wait for a free.
 bool pool_wait(const DeviceModel& m, const LogEntry& l) {
-  return l.kind == LogEntry::Kind::Enqueue && m.hb().pool_dep(l.op()).has_value();
+  return l.kind() == LogEntry::Kind::Enqueue && m.hb().pool_dep(l.op()).has_value();
 }
 
 void expect_graph_equals_clocks(const DeviceModel& m) {
@@ -294,8 +294,8 @@ RC_GTEST_PROP(HbGraphProperty, ReachabilityEqualsVectorClockHappensBefore, ()) {
   RC_TAG(std::count(kinds.begin(), kinds.end(), StreamKind::LegacyDefault) ? "legacy stream" : "no legacy stream");
   RC_TAG(std::count_if(shapes.begin(), shapes.end(), [](StreamShape s) { return s.device == 1; }) ? "two devices"
                                                                                                   : "one device");
-  RC_TAG(has([](const LogEntry& l) { return l.kind == LogEntry::Kind::QueryNotDone; }) ? "query not done"
-                                                                                       : "no query not done");
+  RC_TAG(has([](const LogEntry& l) { return l.kind() == LogEntry::Kind::QueryNotDone; }) ? "query not done"
+                                                                                         : "no query not done");
 }
 
 TEST(HbGraphProperty, RandomChooserProgramsAgreeToo) {
@@ -319,7 +319,7 @@ TEST(HbGraphProperty, RandomChooserProgramsAgreeToo) {
     m.finish();
     for (const auto& l : m.log()) {
       pool_waits += pool_wait(m, l);
-      not_done += l.kind == LogEntry::Kind::QueryNotDone;
+      not_done += l.kind() == LogEntry::Kind::QueryNotDone;
     }
     const HbGraph g(m);
     for (std::uint32_t s = 0; s < m.stream_count(); ++s)

@@ -67,25 +67,25 @@ TEST(LogEntries, EachKindReadsBackWhatItWasMadeWithAndNothingElse) {
   (void)e0;
   const auto& log = m.log();
   ASSERT_EQ(log.size(), 7u);
-  EXPECT_EQ(log[0].kind, LogEntry::Kind::Enqueue);
+  EXPECT_EQ(log[0].kind(), LogEntry::Kind::Enqueue);
   EXPECT_EQ(log[0].op(), k);
   EXPECT_EQ(log[0].stream, s1);
   EXPECT_EQ(log[0].event(), EventIndex{});
-  EXPECT_EQ(log[1].kind, LogEntry::Kind::Record);
+  EXPECT_EQ(log[1].kind(), LogEntry::Kind::Record);
   EXPECT_EQ(log[1].event(), e1);
   EXPECT_EQ(log[1].stream, s1);
   EXPECT_EQ(log[1].op(), OpRef{});
-  EXPECT_EQ(log[2].kind, LogEntry::Kind::Wait);
+  EXPECT_EQ(log[2].kind(), LogEntry::Kind::Wait);
   EXPECT_EQ(log[2].event(), e1);
   EXPECT_EQ(log[2].stream, s0);
-  EXPECT_EQ(log[3].kind, LogEntry::Kind::SyncEvent);
+  EXPECT_EQ(log[3].kind(), LogEntry::Kind::SyncEvent);
   EXPECT_EQ(log[3].event(), e1);
-  EXPECT_EQ(log[4].kind, LogEntry::Kind::SyncDevice);
+  EXPECT_EQ(log[4].kind(), LogEntry::Kind::SyncDevice);
   EXPECT_EQ(log[4].device(), 0u);
   EXPECT_EQ(log[4].event(), EventIndex{});
-  EXPECT_EQ(log[5].kind, LogEntry::Kind::HostRelease);
+  EXPECT_EQ(log[5].kind(), LogEntry::Kind::HostRelease);
   EXPECT_FALSE(log[5].released_by().has_value());
-  EXPECT_EQ(log[6].kind, LogEntry::Kind::HostAcquire);
+  EXPECT_EQ(log[6].kind(), LogEntry::Kind::HostAcquire);
   EXPECT_EQ(log[6].released_by(), release);
   EXPECT_EQ(log[6].device(), 0u);
   EXPECT_EQ(log[6].event(), EventIndex{});
@@ -95,6 +95,74 @@ TEST(LogEntries, EachKindReadsBackWhatItWasMadeWithAndNothingElse) {
       << "a stream synchronize names no event";
   EXPECT_THROW((void)LogEntry::host_acquire(HostThread{0}, std::size_t{1} << 32), std::length_error)
       << "a release past the 2^32nd entry does not fit the entry's word";
+}
+
+// A log entry keeps its kind and host thread in one word (hb_state.h): each
+// reads back its own, for every kind and host threads up to the last one a
+// run may make.
+TEST(LogEntries, KindAndHostThreadShareAWordAndEachReadsBackItsOwn) {
+  const LogEntry::Kind kinds[] = {LogEntry::Kind::Record,     LogEntry::Kind::Wait,      LogEntry::Kind::SyncStream,
+                                  LogEntry::Kind::SyncEvent,  LogEntry::Kind::QueryDone, LogEntry::Kind::QueryNotDone,
+                                  LogEntry::Kind::HostRelease};
+  for (const std::uint32_t host : {0u, 1u, 17u, LogEntry::kMaxHostThreads - 1})
+    for (const LogEntry::Kind kind : kinds) {
+      const LogEntry e = LogEntry::host_call(kind, HostThread{host}, StreamIndex{2}, EventIndex{3});
+      EXPECT_EQ(e.kind(), kind) << "host " << host;
+      EXPECT_EQ(e.host(), HostThread{host}) << "kind " << static_cast<int>(kind);
+      EXPECT_EQ(e.stream, StreamIndex{2});
+    }
+  const LogEntry enqueue = LogEntry::enqueue(HostThread{LogEntry::kMaxHostThreads - 1}, OpRef{StreamIndex{4}, 9});
+  EXPECT_EQ(enqueue.kind(), LogEntry::Kind::Enqueue);
+  EXPECT_EQ(enqueue.host(), HostThread{LogEntry::kMaxHostThreads - 1});
+  EXPECT_EQ(enqueue.op(), (OpRef{StreamIndex{4}, 9}));
+  const LogEntry acquire = LogEntry::host_acquire(HostThread{6}, 41);
+  EXPECT_EQ(acquire.kind(), LogEntry::Kind::HostAcquire);
+  EXPECT_EQ(acquire.host(), HostThread{6});
+  EXPECT_EQ(LogEntry::sync_device(HostThread{7}, 2).host(), HostThread{7});
+}
+
+// A range kept in 32-bit words reads back every bit of both ends, above
+// 4 GiB too.
+TEST(PackedByteRanges, ReadBackBothEndsWhole) {
+  for (const ByteRange r : {ByteRange{0, 0}, ByteRange{1, 4096}, ByteRange{0xffff'ffffull, 0x1'0000'0001ull},
+                            ByteRange{0x7fff'0000'1234'5678ull, 0xffff'ffff'ffff'fffeull}})
+    EXPECT_EQ(PackedByteRange(r).get(), r) << r.lo << ".." << r.hi;
+}
+
+// The race checker keeps each op's accesses in one deque, found by the
+// op's stamp (race_checker.h): every op, on any stream and enqueued in any
+// interleaving, reads back exactly its own accesses -- their bytes, kind and
+// allocation -- and an op with none reads back none.
+TEST(RaceCheckerRecords, EachOpReadsBackItsOwnAccessesWithTheirKindAndAllocation) {
+  ReplayChooser chooser(std::string_view{""});
+  DeviceModel m(chooser);
+  const StreamIndex s0 = m.create_stream(), s1 = m.create_stream();
+  const auto a = m.alloc(s0, 256), b = m.alloc(s1, 512), c = m.alloc(s1, 64);
+  ASSERT_TRUE(a && b && c);
+  const auto access = [](const AllocResult& r, std::uint64_t offset, std::uint64_t bytes, Access how) {
+    return KernelAccess{r.ptr + offset, bytes, how, r.allocation.value};
+  };
+  const std::vector<std::vector<KernelAccess>> launches = {
+      {access(*a, 0, 256, Access::Write)},
+      {access(*b, 8, 16, Access::Read), access(*c, 0, 64, Access::ReadWrite)},
+      {},
+      {access(*c, 4, 4, Access::Read), access(*a, 128, 8, Access::ReadWrite), access(*b, 0, 512, Access::Write)},
+      {access(*a, 0, 1, Access::Read)},
+  };
+  std::vector<OpRef> ops;
+  for (std::size_t i = 0; i < launches.size(); ++i)
+    ops.push_back(m.launch(i % 2 ? s1 : s0, launches[i], "k" + std::to_string(i)));
+  for (std::size_t i = 0; i < launches.size(); ++i) {
+    const std::vector<OpAccess> got = m.accesses(ops[i]);
+    ASSERT_EQ(got.size(), launches[i].size()) << "launch " << i;
+    for (std::size_t j = 0; j < got.size(); ++j) {
+      const KernelAccess& want = launches[i][j];
+      EXPECT_EQ(got[j].range, (ByteRange{want.ptr, want.ptr + want.bytes})) << "launch " << i << " access " << j;
+      EXPECT_EQ(got[j].access, want.access) << "launch " << i << " access " << j;
+      EXPECT_EQ(got[j].allocation, AllocationIndex{*want.allocation}) << "launch " << i << " access " << j;
+    }
+  }
+  EXPECT_TRUE(m.accesses(OpRef{s0, 99}).empty()) << "an op never enqueued has no accesses";
 }
 
 }  // namespace

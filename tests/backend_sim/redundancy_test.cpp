@@ -209,7 +209,7 @@ TEST(Redundancy, NeededWaitsAreNotFlagged) {
   EXPECT_TRUE(ProgramRun(p).redundant().empty()) << show(p);
   const Program q{Launch{1}, Record{0, 1}, Step{}, Query{0}, Wait{2, 0}, Launch{2}};
   const ProgramRun after_query(q, "1");  // the step completes s1's launch: the query answers "done"
-  ASSERT_EQ(after_query.m.log().at(after_query.entry_of_call[3]).kind, LogEntry::Kind::QueryDone);
+  ASSERT_EQ(after_query.m.log().at(after_query.entry_of_call[3]).kind(), LogEntry::Kind::QueryDone);
   EXPECT_TRUE(after_query.redundant().empty()) << show(q);
 }
 
@@ -237,7 +237,7 @@ TEST(Redundancy, O2SyncAfterNewWorkIsNeeded) {
   // A "done" query ordered the host here, but another schedule may answer "not done".
   const Program q{Launch{1}, Record{0, 1}, Step{}, Query{0}, SyncEvent{0}};
   const ProgramRun after_query(q, "1");
-  ASSERT_EQ(after_query.m.log().at(after_query.entry_of_call[3]).kind, LogEntry::Kind::QueryDone);
+  ASSERT_EQ(after_query.m.log().at(after_query.entry_of_call[3]).kind(), LogEntry::Kind::QueryDone);
   EXPECT_TRUE(after_query.redundant().empty()) << show(q);
 }
 
