@@ -184,7 +184,11 @@ class DeviceModel {
 
  private:
   // --- the scheduler
+  /// Executes op `r` after checking that it may (HbState::ready): a
+  /// scheduler that picked a head from its cache (collect_ready_heads).
   void execute(OpRef r);
+  /// Executes op `r`, which the caller has just found ready itself.
+  void execute_ready(OpRef r);
   void complete_through(StreamIndex stream, std::uint32_t count);
   void complete_covered(const VectorClock& vc);
   /// Puts the streams whose next op may execute in heads_, in index order;

@@ -19,17 +19,35 @@ class IntervalMap {
 
   /// Makes [lo, hi) exactly covered by segments (missing parts get
   /// `fill`), and calls fn(lo, hi, value&) for each in address order.
+  /// One search of the tree: the checker calls this for every access and
+  /// every executed read and write, and three searches (a split at each
+  /// end, then the first segment) were a tenth of its time.
   template <class Fn>
   void for_range(std::uint64_t lo, std::uint64_t hi, const T& fill, Fn&& fn) {
     if (lo >= hi) return;
-    split_at(lo);
-    split_at(hi);
+    auto it = map_.upper_bound(lo);  // the first segment that starts past lo
+    if (it != map_.begin()) {
+      const auto before = std::prev(it);
+      if (before->second.hi > lo) {  // lo is inside it: split it there
+        if (before->first < lo) {
+          Segment right{before->second.hi, before->second.value};
+          before->second.hi = lo;
+          it = map_.emplace_hint(it, lo, std::move(right));
+        } else {
+          it = before;
+        }
+      }
+    }
+    // Here `it` is the end or a segment that starts at or past `at`.
     std::uint64_t at = lo;
-    auto it = map_.lower_bound(lo);
     while (at < hi) {
       if (it == map_.end() || it->first > at) {
         const std::uint64_t gap_end = (it == map_.end()) ? hi : std::min(hi, it->first);
         it = map_.emplace_hint(it, at, Segment{gap_end, fill});
+      } else if (it->second.hi > hi) {  // it ends past hi: split it there
+        Segment right{it->second.hi, it->second.value};
+        it->second.hi = hi;
+        map_.emplace_hint(std::next(it), hi, std::move(right));
       }
       fn(it->first, it->second.hi, it->second.value);
       at = it->second.hi;
@@ -52,17 +70,6 @@ class IntervalMap {
   std::size_t segment_count() const { return map_.size(); }
 
  private:
-  void split_at(std::uint64_t x) {
-    auto it = map_.upper_bound(x);
-    if (it == map_.begin()) return;
-    --it;
-    if (it->first < x && x < it->second.hi) {
-      Segment right{it->second.hi, it->second.value};
-      it->second.hi = x;
-      map_.emplace_hint(std::next(it), x, std::move(right));
-    }
-  }
-
   Map map_;
 };
 

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <tuple>
 #include <vector>
 
@@ -70,6 +71,45 @@ TEST(IntervalMap, SplitAtExistingBoundaryAddsNoSegment) {
   EXPECT_EQ(m.segment_count(), 2u);
   m.clear();
   EXPECT_EQ(m.segment_count(), 0u);
+}
+
+// for_range against a byte array, over random ranges that start and end
+// inside segments, on their boundaries and in gaps: it visits [lo, hi) once,
+// in address order, as whole pieces that meet end to end; a byte keeps
+// what it was given last (never-given bytes read `fill` when first
+// visited); and no segment ever crosses lo or hi afterwards.
+TEST(IntervalMap, ForRangeMatchesAByteArrayOverRandomRanges) {
+  constexpr std::uint64_t kBytes = 64;
+  constexpr int kNever = -1;
+  std::mt19937 random(20261128);
+  for (int run = 0; run < 200; ++run) {
+    IntervalMap<int> m;
+    std::vector<int> bytes(kBytes, kNever);
+    for (int step = 0; step < 30; ++step) {
+      std::uint64_t lo = random() % (kBytes + 1), hi = random() % (kBytes + 1);
+      if (lo > hi) std::swap(lo, hi);
+      const int fill = 1000 + step, value = step;
+      std::uint64_t at = lo;
+      m.for_range(lo, hi, fill, [&](std::uint64_t a, std::uint64_t b, int& v) {
+        ASSERT_EQ(a, at) << "pieces meet end to end, in order (run " << run << ", step " << step << ")";
+        ASSERT_LT(a, b);
+        ASSERT_LE(b, hi);
+        for (std::uint64_t x = a; x < b; ++x)
+          ASSERT_EQ(v, bytes[x] == kNever ? fill : bytes[x]) << "byte " << x << " (run " << run << ")";
+        v = value;
+        at = b;
+      });
+      ASSERT_EQ(at, std::max(lo, hi == lo ? lo : hi)) << "the whole range is visited";
+      for (std::uint64_t x = lo; x < hi; ++x) bytes[x] = value;
+      for (const auto& [a, b, v] : all(m, 0, kBytes)) {
+        for (std::uint64_t x = a; x < b; ++x) ASSERT_EQ(v, bytes[x]) << "byte " << x << " (run " << run << ")";
+        if (lo < hi) {
+          ASSERT_FALSE(a < lo && lo < b) << "a segment crosses lo";
+          ASSERT_FALSE(a < hi && hi < b) << "a segment crosses hi";
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
