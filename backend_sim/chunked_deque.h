@@ -135,6 +135,27 @@ class ChunkedDeque {
   using iterator = Iterator<false>;
   using const_iterator = Iterator<true>;
 
+  ChunkedDeque() = default;
+  ChunkedDeque(const ChunkedDeque&) = default;
+  ChunkedDeque& operator=(const ChunkedDeque&) = default;
+  /// A moved-from deque is empty (the default move would leave its counts
+  /// naming chunks it no longer has).
+  ChunkedDeque(ChunkedDeque&& other) noexcept
+      : chunks_(std::move(other.chunks_)),
+        front_(std::exchange(other.front_, 0)),
+        size_(std::exchange(other.size_, 0)) {
+    other.chunks_.clear();
+  }
+  ChunkedDeque& operator=(ChunkedDeque&& other) noexcept {
+    if (this != &other) {
+      chunks_ = std::move(other.chunks_);
+      other.chunks_.clear();
+      front_ = std::exchange(other.front_, 0);
+      size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+  }
+
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
 

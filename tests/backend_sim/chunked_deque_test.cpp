@@ -32,6 +32,34 @@ TEST(ChunkedDeque, IndexesAndIteratesInPushOrderAcrossChunks) {
   EXPECT_THROW((void)d.at(19), std::out_of_range);
 }
 
+// A moved-from deque is empty and takes new elements as a fresh one; a copy
+// holds the same elements and grows on its own.
+TEST(ChunkedDeque, AMovedFromDequeIsEmptyAndACopyGrowsOnItsOwn) {
+  Small d;
+  for (int i = 0; i < 7; ++i) d.push_back("v" + std::to_string(i));
+  d.pop_front();
+  Small copy = d;
+  Small moved = std::move(d);
+  EXPECT_EQ(d.size(), 0u);  // NOLINT(bugprone-use-after-move): what a move leaves is the point
+  EXPECT_TRUE(d.empty());
+  d.push_back("again");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0], "again");
+  ASSERT_EQ(moved.size(), 6u);
+  EXPECT_EQ(moved.front(), "v1");
+  EXPECT_EQ(moved.back(), "v6");
+  for (int i = 7; i < 12; ++i) copy.push_back("v" + std::to_string(i));
+  ASSERT_EQ(copy.size(), 11u);
+  for (std::size_t i = 0; i < copy.size(); ++i) EXPECT_EQ(copy[i], "v" + std::to_string(i + 1)) << i;
+  EXPECT_EQ(moved.size(), 6u);
+  Small assigned;
+  assigned.push_back("old");
+  assigned = std::move(moved);
+  EXPECT_TRUE(moved.empty());  // NOLINT(bugprone-use-after-move)
+  ASSERT_EQ(assigned.size(), 6u);
+  EXPECT_EQ(assigned.front(), "v1");
+}
+
 TEST(ChunkedDeque, ReferencesStayValidWhileItGrows) {
   Small d;
   d.push_back("first");
