@@ -1,5 +1,6 @@
 // GPU overhead of the resource against bare driver calls (SPEC §8):
 //   prepare+finish of a cross-stream read   vs  cuStreamWaitEvent + cuEventRecord
+//   a write on s0 then a read on s1         vs  the four calls a bare program makes
 //   allocate+deallocate                      vs  cuMemAllocFromPoolAsync + cuMemFreeAsync
 //                                                (the same pool) and cuMemAllocAsync +
 //                                                cuMemFreeAsync (the device's default pool)
@@ -225,6 +226,44 @@ int run(const Options& o) {
                [&] { ok(pool.reap_pending(), "reap_pending"); },
                {}});
 
+  // Ping-pong: s0 writes a block and s1 reads it, every iteration. No wait
+  // can be elided here (P-elide): each record is one the other stream has
+  // not waited on, so the resource makes the four driver calls a correct
+  // bare program makes (s0 waits for the last read before it writes again),
+  // and the ratio is the core's own cost per call.
+  CUevent pp_written = nullptr, pp_read = nullptr;
+  ok(api.event_create(&pp_written, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  ok(api.event_create(&pp_read, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  ok(api.event_record(pp_read, raw1), "cuEventRecord");
+  auto pp_block = resource.allocate(o.bytes, s0);
+  if (!pp_block) throw std::runtime_error("Resource::allocate: " + pp_block.error().to_string());
+  const BlockId pp = BlockId::of(pp_block.value());
+  const auto sync_both = [&] {
+    sync(raw0);
+    sync(raw1);
+  };
+  const std::size_t first_ping_pong = v.size();
+  v.push_back({"bare ping-pong (write s0, read s1)",
+               [&](int i) {
+                 ok(api.stream_wait_event(raw0, pp_read, 0), "cuStreamWaitEvent");
+                 ok(api.event_record(pp_written, raw0), "cuEventRecord");
+                 ok(api.stream_wait_event(raw1, pp_written, 0), "cuStreamWaitEvent");
+                 ok(api.event_record(pp_read, raw1), "cuEventRecord");
+                 every(i, sync_both);
+               },
+               sync_both,
+               {}});
+  v.push_back({"resource ping-pong (write s0, read s1)",
+               [&](int i) {
+                 ok(resource.prepare_block_use(pp, s0, Access::Write), "prepare_block_use");
+                 ok(resource.finish_block_use(pp, s0, Access::Write), "finish_block_use");
+                 ok(resource.prepare_block_use(pp, s1, Access::Read), "prepare_block_use");
+                 ok(resource.finish_block_use(pp, s1, Access::Read), "finish_block_use");
+                 every(i, sync_both);
+               },
+               sync_both,
+               {}});
+
   // Warm-up round (pools, caches, lazy driver state), not recorded.
   for (auto& var : v) {
     for (int i = 0; i < o.iterations; ++i) var.step(i);
@@ -262,12 +301,16 @@ int run(const Options& o) {
   ratio(4, 0);
   ratio(7, 5);
   ratio(7, 6);
-  for (std::size_t k = first_pool_variant; k < v.size(); ++k) ratio(k, 5);
+  for (std::size_t k = first_pool_variant; k < first_ping_pong; ++k) ratio(k, 5);
+  ratio(first_ping_pong + 1, first_ping_pong);
   std::cout << "pool steals: " << pooled.steals() << " (the alternating variant takes one whenever the last block "
             << "was freed on the other stream and no reap made it idle)\n";
 
   last_read.reset();
   ok(resource.deallocate(block.value()), "deallocate");
+  ok(resource.deallocate(pp_block.value()), "deallocate");
+  ok(api.event_destroy(pp_written), "cuEventDestroy");
+  ok(api.event_destroy(pp_read), "cuEventDestroy");
   ok(resource.reap_pending(), "reap_pending");
   ok(api.event_destroy(written), "cuEventDestroy");
   ok(api.event_destroy(read), "cuEventDestroy");

@@ -1,5 +1,5 @@
-// Protocol variants: the correct protocol, the mutants M1..M18 (SPEC §5)
-// and the concurrency mutants M19..M21 (P8).
+// Protocol variants: the correct protocol, the mutants M1..M18 and M22
+// (SPEC §5) and the concurrency mutants M19..M21 (P8).
 //
 // A protocol is a type with `static constexpr bool has(MutantId)`. The core
 // tests it with `if constexpr`, so the correct build carries no trace of any
@@ -42,7 +42,10 @@ enum class MutantId : std::uint8_t {
   // single-threaded programs.
   M19,
   M20,
-  M21
+  M21,
+  // Added with P-elide (issue 16); a single-threaded protocol mutant like
+  // M1..M18, listed in kMutants after them.
+  M22
 };
 
 template <MutantId... Ids>
@@ -59,7 +62,7 @@ struct MutantInfo {
   std::string_view description;
 };
 
-inline constexpr std::array<MutantInfo, 18> kMutants{{
+inline constexpr std::array<MutantInfo, 19> kMutants{{
     {MutantId::M1, "M1", "a writing prepare skips the waits on outstanding reads"},
     {MutantId::M2, "M2", "a reading prepare skips the wait on last_write"},
     {MutantId::M3, "M3", "no allocation-ready event: a first use on another stream does not wait for the allocation"},
@@ -82,6 +85,9 @@ inline constexpr std::array<MutantInfo, 18> kMutants{{
     {MutantId::M16, "M16", "finish(Read) keeps the earlier read events of its stream (no read subsumption)"},
     {MutantId::M17, "M17", "a failed wait on an outstanding read is ignored"},
     {MutantId::M18, "M18", "reap goes on synchronizing after a failed synchronization"},
+    // M22: P-elide's one way to go wrong (a wait skipped that is needed).
+    {MutantId::M22, "M22",
+     "a re-recorded event keeps its waiters: a stream that waited on its old record skips the wait on the new one"},
 }};
 
 inline constexpr std::array<MutantInfo, 3> kConcurrencyMutants{{
@@ -93,9 +99,14 @@ inline constexpr std::array<MutantInfo, 3> kConcurrencyMutants{{
 }};
 
 constexpr const MutantInfo& info(MutantId id) {
-  const auto i = static_cast<std::size_t>(id) - 1;
-  return i < kMutants.size() ? kMutants[i] : kConcurrencyMutants[i - kMutants.size()];
+  for (const auto& m : kMutants)
+    if (m.id == id) return m;
+  for (const auto& m : kConcurrencyMutants)
+    if (m.id == id) return m;
+  throw std::invalid_argument("info: unknown mutant id " + std::to_string(static_cast<int>(id)));
 }
+/// "M1..M18, M22": the protocol mutants a single-threaded tool accepts.
+inline constexpr std::string_view kMutantNames = "M1..M18, M22";
 
 inline std::optional<MutantId> parse_mutant(std::string_view name) {
   for (const auto& m : kMutants)
@@ -225,6 +236,8 @@ decltype(auto) with_protocol(std::optional<MutantId> mutant, Fn&& fn) {
       return fn.template operator()<MutantSet<MutantId::M20>>();
     case MutantId::M21:
       return fn.template operator()<MutantSet<MutantId::M21>>();
+    case MutantId::M22:
+      return fn.template operator()<MutantSet<MutantId::M22>>();
   }
   throw std::invalid_argument("with_protocol: unknown mutant id " + std::to_string(static_cast<int>(*mutant)));
 }

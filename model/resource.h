@@ -21,6 +21,10 @@
 //   P-free   deallocate(block) makes the alloc stream wait on last_write and
 //            every read from other streams, then queues the free there.
 //   Same-stream events are never waited on: R1 already orders them.
+//   P-elide  a stream that already waited on an event's current record is
+//            not made to wait on it again (R3 then R1: its later work is
+//            ordered after that capture already). Every record of an event
+//            forgets who waited on it (M22 does not, on a re-record).
 // Using a block on another stream without going through prepare/finish (or
 // a LaunchRecorder) is undefined: the resource cannot see that work.
 //
@@ -28,6 +32,8 @@
 // at once. Locks and atomics come from the backend (Backend::Mutex/Atomic).
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -84,9 +90,28 @@ class Resource {
 
  private:
   using Event = typename B::Event;
+  /// P-elide: the streams that queued a wait on an event since it was last
+  /// recorded, up to three. A stream past the third is not remembered and
+  /// waits every time: a wait too many, never one too few. StreamIds are
+  /// never reused by a backend, so a remembered id is the stream that waited.
+  class Waiters {
+   public:
+    bool contains(StreamId stream) const {
+      return std::find(ids_.begin(), ids_.begin() + count_, stream) != ids_.begin() + count_;
+    }
+    void add(StreamId stream) {
+      if (count_ < ids_.size()) ids_[count_++] = stream;
+    }
+    void clear() { count_ = 0; }
+
+   private:
+    std::array<StreamId, 3> ids_{};
+    std::uint8_t count_ = 0;
+  };
   struct StreamEvent {
     StreamId stream;
     Event event;
+    Waiters waited{};  // P-elide: who has waited on this record of `event`
   };
   struct LiveEntry {
     Generation generation;
@@ -130,8 +155,34 @@ class Resource {
     return ResourceError::driver(where("allocate") + ": pointer collision on allocation at address " +
                                  std::to_string(ptr) + " (a live block is there; the address is not released)");
   }
-  Status wait_for_uses(const char* fn, const LiveEntry& entry, typename B::StreamRef target, StreamId target_id,
+  /// Calls fn(use, is_read) for each event of `entry` that `target_id` must
+  /// wait on: last_write (when `wait_last_write`) and the reads (when
+  /// `wait_reads`), recorded on another stream (needs_wait) and not waited
+  /// on by `target_id` since their last record (P-elide). `Entry` is
+  /// LiveEntry or const LiveEntry (to ask whether any wait is left).
+  template <class Entry, class Fn>
+  static void for_each_wait(Entry& entry, StreamId target_id, StreamId alloc_stream, bool wait_last_write,
+                            bool wait_reads, Fn&& fn) {
+    const auto unwaited = [&](auto& use) {
+      return needs_wait(use.stream, target_id, alloc_stream) && !use.waited.contains(target_id);
+    };
+    if (wait_last_write && entry.last_write && unwaited(*entry.last_write)) fn(*entry.last_write, false);
+    if (wait_reads)
+      for (auto& read : entry.reads)
+        if (unwaited(read)) fn(read, true);
+  }
+  /// Queues target_id's waits on the uses for_each_wait names, and notes
+  /// each one queued (P-elide).
+  Status wait_for_uses(const char* fn, LiveEntry& entry, typename B::StreamRef target, StreamId target_id,
                        StreamId alloc_stream, bool wait_last_write, bool wait_reads);
+  /// Records `use`'s event again on `stream` (P-rerecord): the new record
+  /// has had no waiters yet (M22 keeps the old record's).
+  Status record_again(StreamEvent& use, typename B::StreamRef stream) {
+    auto again = backend_.record_event(use.event, stream);
+    if constexpr (!P::has(MutantId::M22))
+      if (again) use.waited.clear();
+    return again;
+  }
 
   B& backend_;
   const std::uint32_t device_ordinal_;
@@ -176,23 +227,22 @@ Result<DeviceBlock> Resource<B, P>::allocate(std::size_t bytes, StreamId stream,
 }
 
 template <Backend B, class P>
-Status Resource<B, P>::wait_for_uses(const char* fn, const LiveEntry& entry, typename B::StreamRef target,
-                                     StreamId target_id, StreamId alloc_stream, bool wait_last_write, bool wait_reads) {
-  if (wait_last_write && entry.last_write && needs_wait(entry.last_write->stream, target_id, alloc_stream)) {
-    auto w = backend_.wait_event(target, entry.last_write->event);
-    if (!w) return ResourceError::driver_caused_by(where(fn) + ": wait on last_write", w.error());
-  }
-  if (wait_reads) {
-    for (const auto& read : entry.reads) {
-      if (!needs_wait(read.stream, target_id, alloc_stream)) continue;
-      auto w = backend_.wait_event(target, read.event);
-      if (!w) {
-        // M17 goes on as if the wait had been queued.
-        if constexpr (!P::has(MutantId::M17))
-          return ResourceError::driver_caused_by(where(fn) + ": wait on outstanding read", w.error());
-      }
+Status Resource<B, P>::wait_for_uses(const char* fn, LiveEntry& entry, typename B::StreamRef target, StreamId target_id,
+                                     StreamId alloc_stream, bool wait_last_write, bool wait_reads) {
+  std::optional<ResourceError> failure;
+  for_each_wait(entry, target_id, alloc_stream, wait_last_write, wait_reads, [&](StreamEvent& use, bool is_read) {
+    if (failure) return;
+    auto w = backend_.wait_event(target, use.event);
+    if (w) {
+      use.waited.add(target_id);  // P-elide: target_id's later work is ordered after this record
+      return;
     }
-  }
+    // M17 goes on past a failed wait on a read, as if it had been queued.
+    if (P::has(MutantId::M17) && is_read) return;
+    failure = ResourceError::driver_caused_by(
+        where(fn) + (is_read ? ": wait on outstanding read" : ": wait on last_write"), w.error());
+  });
+  if (failure) return *failure;
   return {};
 }
 
@@ -242,7 +292,15 @@ Status Resource<B, P>::prepare_block_use(BlockId id, StreamId use_stream, Access
   }
   // P-write: a writing access also waits on every outstanding read (M1 skips).
   const bool wait_reads = writes(access) && !P::has(MutantId::M1);
-  return wait_for_uses("prepare_block_use", entry, s.value(), use_stream, id.alloc_stream, wait_last_write, wait_reads);
+  // P-elide: when use_stream has waited on every one of them since its
+  // last record, nothing is queued and the entry is only read; else the
+  // waits queued are noted in it (told to the map as a change).
+  bool any_wait = false;
+  for_each_wait(entry, use_stream, id.alloc_stream, wait_last_write, wait_reads,
+                [&](const StreamEvent&, bool) { any_wait = true; });
+  if (!any_wait) return {};
+  return wait_for_uses("prepare_block_use", live.for_update(it)->second, s.value(), use_stream, id.alloc_stream,
+                       wait_last_write, wait_reads);
 }
 
 template <Backend B, class P>
@@ -269,7 +327,7 @@ Status Resource<B, P>::finish_block_use(BlockId id, StreamId use_stream, Access 
     if constexpr (!P::has(MutantId::M11) && !P::has(MutantId::M16) && !P::has(MutantId::M5)) {
       if (same_stream_event(it->second, use_stream, access) != nullptr) {
         LiveEntry& entry = live.for_update(it)->second;  // the same entry, now told as changed
-        auto again = backend_.record_event(same_stream_event(entry, use_stream, access)->event, s.value());
+        auto again = record_again(*same_stream_event(entry, use_stream, access), s.value());
         if (!again) return ResourceError::driver_caused_by(where("finish_block_use") + ": record event", again.error());
         if (writes(access)) entry.reads.clear();  // P-finish (write): its event subsumes them
         return {};
@@ -294,17 +352,17 @@ Status Resource<B, P>::finish_block_use(BlockId id, StreamId use_stream, Access 
   if (writes(access)) {
     // P-finish (write): the writer waited on everything, so its event
     // subsumes the previous state.
-    entry.last_write.emplace(StreamEvent{use_stream, std::move(ev).value()});
+    entry.last_write.emplace(StreamEvent{use_stream, std::move(ev).value(), {}});
     entry.reads.clear();
   } else if constexpr (P::has(MutantId::M5)) {
-    entry.last_write.emplace(StreamEvent{use_stream, std::move(ev).value()});
+    entry.last_write.emplace(StreamEvent{use_stream, std::move(ev).value(), {}});
   } else if constexpr (P::has(MutantId::M11)) {
     // One event per block, re-recorded on each read: the new capture
     // replaces the old one and drops the earlier reader's dependency.
     if (entry.reads.empty()) {
-      entry.reads.push_back(StreamEvent{use_stream, std::move(ev).value()});
+      entry.reads.push_back(StreamEvent{use_stream, std::move(ev).value(), {}});
     } else {
-      auto again = backend_.record_event(entry.reads.front().event, s.value());
+      auto again = record_again(entry.reads.front(), s.value());
       if (!again) return ResourceError::driver_caused_by(where("finish_block_use") + ": re-record", again.error());
       entry.reads.front().stream = use_stream;
     }
@@ -316,7 +374,7 @@ Status Resource<B, P>::finish_block_use(BlockId id, StreamId use_stream, Access 
     // M16 keeps them: the list grows with every read.
     if constexpr (!P::has(MutantId::M16))
       std::erase_if(entry.reads, [&](const StreamEvent& r) { return r.stream == use_stream; });
-    entry.reads.push_back(StreamEvent{use_stream, std::move(ev).value()});
+    entry.reads.push_back(StreamEvent{use_stream, std::move(ev).value(), {}});
   }
   return {};
 }
@@ -349,7 +407,7 @@ Status Resource<B, P>::deallocate(const DeviceBlock& block) {
       live.erase(it);
     }
     if (found) {
-      const LiveEntry& entry = retired ? *retired : it->second;
+      LiveEntry& entry = retired ? *retired : it->second;
       // P-free: the alloc stream waits for last_write and every read (M4
       // skips the reads). If a wait fails the entry stays and nothing moves.
       auto waited = wait_for_uses("deallocate", entry, s.value(), block.alloc_stream, block.alloc_stream, true,

@@ -77,7 +77,7 @@ inline std::optional<MutantId> selected_protocol() {
   if (!name || std::string_view(name).empty() || std::string_view(name) == "correct") return std::nullopt;
   if (auto m = parse_mutant(name)) return m;
   throw std::invalid_argument(std::string("STREAMCHECK_PROTOCOL=") + name +
-                              ": not a protocol; use `correct` or a mutant id M1..M" + std::to_string(kMutants.size()));
+                              ": not a protocol; use `correct` or a mutant id (" + std::string(kMutantNames) + ")");
 }
 
 }  // namespace streamcheck::props

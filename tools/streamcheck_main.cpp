@@ -167,10 +167,11 @@ const CLI::Validator kCallWindow = accepted_by(tools::parse_call_window, "FROM:T
 
 const CLI::Validator kMutantName(
     [](std::string& text) -> std::string {
-      return parse_mutant(text) ? std::string()
-                                : "unknown mutant '" + tools::shown_input(text) + "' (expected M1..M18)";
+      return parse_mutant(text)
+                 ? std::string()
+                 : "unknown mutant '" + tools::shown_input(text) + "' (expected " + std::string(kMutantNames) + ")";
     },
-    "M1..M18");
+    std::string(kMutantNames));
 
 // Each choice an option offers, and what it selects: CLI::IsMember checks the
 // keys, the verbs look the value up (no option value is compared as text).
@@ -749,7 +750,7 @@ int main(int argc, char** argv) {
 
   auto* counterexamples_verb = app.add_subcommand(
       "counterexamples",
-      "Writes DIR/Mk.md and DIR/Mk.svg for every mutant (M1..M18) and DIR/README.md; docs/counterexamples is "
+      "Writes DIR/Mk.md and DIR/Mk.svg for every mutant (M1..M18, M22) and DIR/README.md; docs/counterexamples is "
       "generated this way.");
   counterexamples_verb->add_option("DIR", o.dir, "folder to write the pages into")
       ->required()

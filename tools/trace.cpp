@@ -1102,12 +1102,13 @@ class Parser {
       } else if (opt.text == trace_language::word::kBudget) {
         trace_.budget = number(next("a byte budget"));
       } else if (opt.text == trace_language::word::kMutant) {
-        const Token& m = next("a mutant id (M1..M18, or PM1..PM5 with 'pool')");
+        const Token& m = next("a mutant id (M1..M18, M22, or PM1..PM5 with 'pool')");
         trace_.mutant = parse_mutant(m.text);
         if (!trace_.mutant) {
           trace_.pool_mutant = parse_pool_mutant(m.text);
           if (!trace_.pool_mutant)
-            fail(m.col, fmt::format("unknown mutant '{}' (M1..M18, or PM1..PM5 with 'pool')", shown_input(m.text)));
+            fail(m.col,
+                 fmt::format("unknown mutant '{}' (M1..M18, M22, or PM1..PM5 with 'pool')", shown_input(m.text)));
           pool_mutant_col = m.col;
         }
       } else {

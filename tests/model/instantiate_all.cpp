@@ -48,6 +48,7 @@ template class sc::Resource<SimB, Mut<sc::MutantId::M18>>;
 template class sc::Resource<SimB, Mut<sc::MutantId::M19>>;
 template class sc::Resource<SimB, Mut<sc::MutantId::M20>>;
 template class sc::Resource<SimB, Mut<sc::MutantId::M21>>;
+template class sc::Resource<SimB, Mut<sc::MutantId::M22>>;
 // Several mutants at once must compose too.
 template class sc::Resource<SimB, sc::MutantSet<sc::MutantId::M1, sc::MutantId::M4, sc::MutantId::M11>>;
 
@@ -135,20 +136,25 @@ INSTANTIATE_TEST_SUITE_P(Model, EveryProtocol,
                                            MutantId::M5, MutantId::M6, MutantId::M7, MutantId::M8, MutantId::M9,
                                            MutantId::M10, MutantId::M11, MutantId::M12, MutantId::M13, MutantId::M14,
                                            MutantId::M15, MutantId::M16, MutantId::M17, MutantId::M18, MutantId::M19,
-                                           MutantId::M20, MutantId::M21),
+                                           MutantId::M20, MutantId::M21, MutantId::M22),
                          protocol_name);
 
 TEST(Instantiate, MutantTableMatchesIds) {
-  ASSERT_EQ(kMutants.size(), 18u);
+  // M1..M18 by number, then M22 (added after the concurrency mutants took
+  // M19..M21): each named after its id, and info() finds each.
+  ASSERT_EQ(kMutants.size(), 19u);
   for (std::size_t i = 0; i < kMutants.size(); ++i) {
-    EXPECT_EQ(static_cast<std::size_t>(kMutants[i].id), i + 1);
+    const std::size_t id = i < 18 ? i + 1 : 22;
+    EXPECT_EQ(static_cast<std::size_t>(kMutants[i].id), id);
+    EXPECT_EQ(kMutants[i].name, "M" + std::to_string(id));
     EXPECT_EQ(parse_mutant(kMutants[i].name), std::optional<MutantId>(kMutants[i].id));
+    EXPECT_EQ(info(kMutants[i].id).name, kMutants[i].name);
   }
   // The concurrency mutants are named by their own table, not parsed: the
   // single-threaded tools that parse a mutant id cannot kill them.
   EXPECT_EQ(parse_mutant("M19"), std::nullopt);
   for (std::size_t i = 0; i < kConcurrencyMutants.size(); ++i) {
-    EXPECT_EQ(static_cast<std::size_t>(kConcurrencyMutants[i].id), kMutants.size() + i + 1);
+    EXPECT_EQ(static_cast<std::size_t>(kConcurrencyMutants[i].id), 19 + i);
     EXPECT_EQ(info(kConcurrencyMutants[i].id).name, kConcurrencyMutants[i].name);
   }
   EXPECT_TRUE(CorrectProtocol::is_correct);

@@ -250,6 +250,59 @@ TEST_F(ErrorPaths, PrepareSameStreamQueuesNoWait) {
   EXPECT_EQ(env.backend.calls(), calls) << "on the alloc stream: no allocation-ready event, no wait";
 }
 
+// P-elide is not an error path; it is here for the fixture's call counts.
+// The backend calls a prepare or a deallocate makes (waits, and the free).
+class ElidedWaits : public ErrorPaths {
+ protected:
+  std::uint64_t calls_of(const std::function<Status()>& call) {
+    const auto before = env.backend.calls();
+    const Status st = call();
+    EXPECT_TRUE(st.ok()) << st.error();
+    return env.backend.calls() - before;
+  }
+  std::uint64_t prepare(StreamId s, Access a) {
+    return calls_of([&] { return r.prepare_block_use(id, s, a); });
+  }
+  void use(StreamId s, Access a) {
+    ASSERT_TRUE(r.prepare_block_use(id, s, a).ok());
+    ASSERT_TRUE(r.finish_block_use(id, s, a).ok());
+  }
+};
+
+TEST_F(ElidedWaits, AStreamWaitsOncePerRecordOfAnEvent) {
+  use(env.s0, Access::Write);  // last_write on s0
+  EXPECT_EQ(prepare(env.s1, Access::Read), 1u) << "the wait on last_write";
+  EXPECT_EQ(prepare(env.s1, Access::Read), 0u) << "s1 already waited on that record";
+  use(env.s1, Access::Read);
+  // The writer waits on s1's read; its finish records last_write again on
+  // s0 (P-rerecord): a record no stream has waited on yet.
+  EXPECT_EQ(prepare(env.s0, Access::Write), 1u) << "the wait on s1's read";
+  ASSERT_TRUE(r.finish_block_use(id, env.s0, Access::Write).ok());
+  EXPECT_EQ(prepare(env.s1, Access::Read), 1u) << "last_write re-recorded: s1 waits again (M22 would not)";
+  EXPECT_EQ(prepare(env.s1, Access::ReadWrite), 0u) << "a writer on s1: last_write waited on, no read outstanding";
+}
+
+TEST_F(ElidedWaits, ThreeWaitingStreamsAreRememberedAndAFourthWaitsEveryTime) {
+  const StreamId s3 = env.backend.add_stream("s3"), s4 = env.backend.add_stream("s4");
+  use(env.s0, Access::Write);
+  for (StreamId s : {env.s1, env.s2, s3, s4}) EXPECT_EQ(prepare(s, Access::Read), 1u) << s.value;
+  for (StreamId s : {env.s1, env.s2, s3}) EXPECT_EQ(prepare(s, Access::Read), 0u) << s.value;
+  EXPECT_EQ(prepare(s4, Access::Read), 1u) << "not remembered: a wait too many, never one too few";
+}
+
+TEST_F(ElidedWaits, AFreeSkipsAWaitItsStreamAlreadyQueued) {
+  use(env.s1, Access::Write);                    // last_write on s1; the block's alloc stream is s0
+  EXPECT_EQ(prepare(env.s0, Access::Read), 1u);  // s0 waits on it
+  EXPECT_EQ(calls_of([&] { return r.deallocate(block); }), 1u) << "free_async only: s0 already waited";
+}
+
+TEST_F(ElidedWaits, AFailedWaitIsNotRemembered) {
+  use(env.s0, Access::Write);
+  env.backend.arm_fault(0);
+  ASSERT_FALSE(r.prepare_block_use(id, env.s1, Access::Read).ok());
+  EXPECT_EQ(prepare(env.s1, Access::Read), 1u) << "the failed wait queued nothing: s1 waits now";
+}
+
 TEST_F(ErrorPaths, PrepareWaitFaultOnLastWrite) {
   ASSERT_TRUE(r.prepare_block_use(id, env.s0, Access::Write).ok());
   ASSERT_TRUE(r.finish_block_use(id, env.s0, Access::Write).ok());  // a last_write on s0

@@ -47,7 +47,7 @@ inline const Malformed kMalformed[] = {
     {"PoolWithABudget", "resource pool budget 64\n", 1, 15, "'resource pool' takes no 'budget' or core mutant"},
     {"PoolWithACoreMutant", "resource mutant M2 pool\n", 1, 20, "'resource pool' takes no 'budget' or core mutant"},
     {"PoolMutantWithoutAPool", "resource mutant PM2\n", 1, 17, "a pool mutant (PM1..PM5) needs 'resource pool'"},
-    {"UnknownPoolMutant", "resource pool mutant PM9\n", 1, 22, "unknown mutant 'PM9' (M1..M18, or PM1..PM5"},
+    {"UnknownPoolMutant", "resource pool mutant PM9\n", 1, 22, "unknown mutant 'PM9' (M1..M18, M22, or PM1..PM5"},
     {"DebugWithAPool", "resource debug pool\n", 1, 16, "'resource debug' takes no other option"},
     {"DebugWithABudget", "resource budget 64 debug\n", 1, 20, "'resource debug' takes no other option"},
     {"DebugWithAMutant", "resource debug mutant M2\n", 1, 16, "'resource debug' takes no other option"},
