@@ -279,6 +279,8 @@ StreamId CudaBackend::add_stream(std::string, StreamKind kind, DeviceNumber devi
           id, StreamEntry{std::nullopt, std::nullopt, *StreamRef::from(CU_STREAM_LEGACY), index, 0, device, &g});
       break;
   }
+  handle_by_id_.resize(id.value + 1, nullptr);
+  handle_by_id_[id.value] = streams_.at(id).ref.get();
   return id;
 }
 
@@ -292,6 +294,7 @@ void CudaBackend::remove_stream(StreamId id) {
   else
     errors_.push_back("fencing a destroyed stream's work: " + work.error().to_string());
   streams_.erase(it);
+  handle_by_id_[id.value] = nullptr;
 }
 
 Status CudaBackend::synchronize_device(DeviceNumber device) {
@@ -305,9 +308,9 @@ Status CudaBackend::synchronize_device(DeviceNumber device) {
 }
 
 std::optional<StreamRef> CudaBackend::resolve_stream(StreamId id) const {
-  auto it = streams_.find(id);
-  if (it == streams_.end()) return std::nullopt;
-  return it->second.ref;
+  // Every resource call resolves its stream: one load, not a tree search.
+  if (id.value >= handle_by_id_.size()) return std::nullopt;
+  return StreamRef::from(handle_by_id_[id.value]);  // null: removed
 }
 
 std::uint32_t CudaBackend::stream_index(StreamRef s) const {
@@ -357,13 +360,25 @@ Result<std::uint64_t> CudaBackend::alloc_async(std::size_t bytes, StreamRef s) {
           checked(driver_->api().mem_alloc_from_pool_async(&ptr, bytes, g.pool, s.get()), "cuMemAllocFromPoolAsync");
       !st)
     return st.error();
-  live_allocations_[ptr] = LiveAllocation{bytes, &g};
+  track_allocation(ptr, LiveAllocation{bytes, &g});
   if (options_.stamp_pool_ops) {
     // R7: the allocation is a write of the whole range on its stream.
     const std::uint64_t spin = next_op(s);
     stamp(s, ptr, bytes, next_stamp_++, spin);
   }
   return static_cast<std::uint64_t>(ptr);
+}
+
+void CudaBackend::track_allocation(std::uint64_t ptr, LiveAllocation allocation) {
+  if (spare_allocation_.empty()) {
+    live_allocations_[ptr] = allocation;
+    return;
+  }
+  // The node the last free let go of: no heap allocation per alloc_async.
+  spare_allocation_.key() = ptr;
+  spare_allocation_.mapped() = allocation;
+  auto inserted = live_allocations_.insert(std::move(spare_allocation_));
+  if (!inserted.inserted) inserted.position->second = allocation;  // as operator[] would
 }
 
 Status CudaBackend::free_async(std::uint64_t ptr, StreamRef s) {
@@ -383,7 +398,7 @@ Status CudaBackend::free_async(std::uint64_t ptr, StreamRef s) {
     stamp(s, ptr, it->second.bytes, kFreedStampBit | next_stamp_++, 0);
   }
   if (auto st = checked(driver_->api().mem_free_async(ptr, s.get()), "cuMemFreeAsync"); !st) return st;
-  live_allocations_.erase(it);
+  spare_allocation_ = live_allocations_.extract(it);  // its node serves the next allocation
   if (options_.stamp_pool_ops) {
     // Reap's promise (P3 reap ordering) is checked against this fence: an
     // event recorded right after the free, which must have completed once

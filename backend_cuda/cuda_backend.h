@@ -395,6 +395,9 @@ class CudaBackend {
   /// R13c: the work left on destroyed streams, by device, for synchronize_device.
   std::map<DeviceNumber, std::vector<CompletionFence>> destroyed_work_;
   std::map<StreamId, StreamEntry> streams_;
+  /// Each stream's handle by StreamId (ids are dense and never reused);
+  /// null once removed. resolve_stream's index: one load per call.
+  std::vector<CUstream> handle_by_id_;
   std::uint32_t next_stream_id_ = 0;
   std::uint32_t next_stream_index_ = 0;
   struct LiveAllocation {
@@ -402,6 +405,9 @@ class CudaBackend {
     Gpu* gpu = nullptr;  // whose pool it came from
   };
   std::map<std::uint64_t, LiveAllocation> live_allocations_;
+  /// The node of the last allocation freed, reused by the next (track_allocation).
+  std::map<std::uint64_t, LiveAllocation>::node_type spare_allocation_;
+  void track_allocation(std::uint64_t ptr, LiveAllocation allocation);
   std::map<std::uint64_t, std::uint64_t> host_buffers_;                          // R12: ptr -> bytes, live ones
   std::map<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>> sub_blocks_;  // R10: live block -> ptr, bytes
   std::map<std::uint64_t, std::uint32_t> newest_block_at_;                       // R10: ptr -> newest block there

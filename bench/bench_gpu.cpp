@@ -196,6 +196,18 @@ int run(const Options& o) {
                [&] { ok(resource.reap_pending(), "reap_pending"); },
                {}});
 
+  // The backend's own alloc_async + free_async, without the core: what the
+  // resource adds above it is the rest of its allocate + deallocate.
+  const StreamRef ref0 = *backend.resolve_stream(s0);
+  v.push_back({"backend alloc_async+free_async",
+               [&](int i) {
+                 auto p = backend.alloc_async(o.bytes, ref0);
+                 if (!p) throw std::runtime_error("alloc_async: " + p.error().to_string());
+                 ok(backend.free_async(p.value(), ref0), "free_async");
+                 every(i, [&] { sync(raw0); });
+               },
+               [&] { sync(raw0); },
+               {}});
   const std::size_t first_pool_variant = v.size();
   v.push_back({"pool resource allocate+deallocate",
                [&](int i) {
@@ -301,6 +313,7 @@ int run(const Options& o) {
   ratio(4, 0);
   ratio(7, 5);
   ratio(7, 6);
+  ratio(first_pool_variant - 1, 5);
   for (std::size_t k = first_pool_variant; k < first_ping_pong; ++k) ratio(k, 5);
   ratio(first_ping_pong + 1, first_ping_pong);
   std::cout << "pool steals: " << pooled.steals() << " (the alternating variant takes one whenever the last block "

@@ -203,23 +203,19 @@ Result<DeviceBlock> Resource<B, P>::allocate(std::size_t bytes, StreamId stream,
   if (!s) return s.error();
   auto ptr = backend_.alloc_async(bytes, s.value());
   if (!ptr) return ResourceError::driver_caused_by(where("allocate") + ": alloc_async", ptr.error());
-  if constexpr (!P::has(MutantId::M13)) {
-    // The backend handed out an address we still track (a driver bug):
-    // refuse before anything else, and never free it, which would release
-    // the live block there (P5). M13 goes on and overwrites its entry.
-    if (live_.lock().contains(ptr.value())) return collision(ptr.value());
-  }
-
   // P-alloc: no event yet; prepare_block_use records the allocation-ready
   // event when the block is first used on another stream. Nothing below can
   // fail but a collision, which must not free the address (P5).
-  auto live = live_.lock();
   const Generation generation = Generation::next();
   LiveEntry entry{generation, bytes, std::nullopt, {}};
+  auto live = live_.lock();
   if constexpr (P::has(MutantId::M13)) {
+    // M13 overwrites the live entry at an address the backend handed out twice.
     live.insert_or_assign(ptr.value(), std::move(entry));
   } else if (!live.try_emplace(ptr.value(), std::move(entry)).second) {
-    // Another host thread was handed the same address since the check above.
+    // The backend handed out an address we still track (a driver bug):
+    // refuse, and never free it, which would release the live block there
+    // (P5); the live entry is untouched (try_emplace leaves it).
     return collision(ptr.value());
   }
   live_bytes_.fetch_add(bytes);
