@@ -199,6 +199,7 @@ int run(const Options& o) {
   // The backend's own alloc_async + free_async, without the core: what the
   // resource adds above it is the rest of its allocate + deallocate.
   const StreamRef ref0 = *backend.resolve_stream(s0);
+  const std::size_t backend_alloc = v.size();
   v.push_back({"backend alloc_async+free_async",
                [&](int i) {
                  auto p = backend.alloc_async(o.bytes, ref0);
@@ -313,7 +314,7 @@ int run(const Options& o) {
   ratio(4, 0);
   ratio(7, 5);
   ratio(7, 6);
-  ratio(first_pool_variant - 1, 5);
+  ratio(backend_alloc, 5);
   for (std::size_t k = first_pool_variant; k < first_ping_pong; ++k) ratio(k, 5);
   ratio(first_ping_pong + 1, first_ping_pong);
   std::cout << "pool steals: " << pooled.steals() << " (the alternating variant takes one whenever the last block "

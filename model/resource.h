@@ -156,20 +156,23 @@ class Resource {
                                  std::to_string(ptr) + " (a live block is there; the address is not released)");
   }
   /// Calls fn(use, is_read) for each event of `entry` that `target_id` must
-  /// wait on: last_write (when `wait_last_write`) and the reads (when
-  /// `wait_reads`), recorded on another stream (needs_wait) and not waited
-  /// on by `target_id` since their last record (P-elide). `Entry` is
-  /// LiveEntry or const LiveEntry (to ask whether any wait is left).
+  /// wait on, while fn returns true: last_write (when `wait_last_write`) and
+  /// the reads (when `wait_reads`), recorded on another stream (needs_wait)
+  /// and not waited on by `target_id` since their last record (P-elide).
+  /// `Entry` is LiveEntry or const LiveEntry (to ask whether any wait is
+  /// left). Returns false when fn stopped it.
   template <class Entry, class Fn>
-  static void for_each_wait(Entry& entry, StreamId target_id, StreamId alloc_stream, bool wait_last_write,
+  static bool for_each_wait(Entry& entry, StreamId target_id, StreamId alloc_stream, bool wait_last_write,
                             bool wait_reads, Fn&& fn) {
     const auto unwaited = [&](auto& use) {
       return needs_wait(use.stream, target_id, alloc_stream) && !use.waited.contains(target_id);
     };
-    if (wait_last_write && entry.last_write && unwaited(*entry.last_write)) fn(*entry.last_write, false);
+    if (wait_last_write && entry.last_write && unwaited(*entry.last_write) && !fn(*entry.last_write, false))
+      return false;
     if (wait_reads)
       for (auto& read : entry.reads)
-        if (unwaited(read)) fn(read, true);
+        if (unwaited(read) && !fn(read, true)) return false;
+    return true;
   }
   /// Queues target_id's waits on the uses for_each_wait names, and notes
   /// each one queued (P-elide).
@@ -227,16 +230,16 @@ Status Resource<B, P>::wait_for_uses(const char* fn, LiveEntry& entry, typename 
                                      StreamId alloc_stream, bool wait_last_write, bool wait_reads) {
   std::optional<ResourceError> failure;
   for_each_wait(entry, target_id, alloc_stream, wait_last_write, wait_reads, [&](StreamEvent& use, bool is_read) {
-    if (failure) return;
     auto w = backend_.wait_event(target, use.event);
     if (w) {
       use.waited.add(target_id);  // P-elide: target_id's later work is ordered after this record
-      return;
+      return true;
     }
     // M17 goes on past a failed wait on a read, as if it had been queued.
-    if (P::has(MutantId::M17) && is_read) return;
+    if (P::has(MutantId::M17) && is_read) return true;
     failure = ResourceError::driver_caused_by(
         where(fn) + (is_read ? ": wait on outstanding read" : ": wait on last_write"), w.error());
+    return false;
   });
   if (failure) return *failure;
   return {};
@@ -291,10 +294,9 @@ Status Resource<B, P>::prepare_block_use(BlockId id, StreamId use_stream, Access
   // P-elide: when use_stream has waited on every one of them since its
   // last record, nothing is queued and the entry is only read; else the
   // waits queued are noted in it (told to the map as a change).
-  bool any_wait = false;
-  for_each_wait(entry, use_stream, id.alloc_stream, wait_last_write, wait_reads,
-                [&](const StreamEvent&, bool) { any_wait = true; });
-  if (!any_wait) return {};
+  const bool none_left = for_each_wait(entry, use_stream, id.alloc_stream, wait_last_write, wait_reads,
+                                       [](const StreamEvent&, bool) { return false; });
+  if (none_left) return {};
   return wait_for_uses("prepare_block_use", live.for_update(it)->second, s.value(), use_stream, id.alloc_stream,
                        wait_last_write, wait_reads);
 }
