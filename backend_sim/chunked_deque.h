@@ -11,15 +11,18 @@
 // indexes these records more than anything else: chunks of 8, 8, 16, ... 256
 // cost it 8-16 %, docs/PERFORMANCE.md), and elements never move once added
 // (references stay valid, as with std::deque). A chunk's storage goes back
-// to a small cache of its thread when the chunk is freed, and the next
-// chunk of that element type takes it from there: the explorer's fresh
-// model per run then reuses the last run's chunks instead of allocating
-// them again (a malloc, and the heap's trim and page faults, each run).
+// to a free list of its thread when the chunk is freed, and the next chunk
+// of that element type takes it from there: the explorer's fresh model per
+// run then reuses the last run's chunks instead of allocating them again (a
+// malloc, and the heap's trim and page faults, each run). Every freed chunk
+// is kept: a list of 64 let a million-op run give back all but 64 of its
+// chunks, to fault them in again in the next run.
 // pop_front drops elements from the front; they are destroyed with their
 // chunk, when the last of it is popped.
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 #include <iterator>
 #include <memory>
 #include <stdexcept>
@@ -31,10 +34,13 @@ namespace streamcheck::sim {
 
 namespace chunk_storage {
 
-/// An allocator that keeps up to kKept freed blocks of kElements T in a
-/// cache of the thread, for the next block of that size; other sizes, and
-/// every block under AddressSanitizer (which must see each free), go to
-/// the heap.
+/// An allocator that keeps every freed block of kElements T on a free list
+/// of its thread, for the next block of that size: a million-op run frees
+/// thousands of chunks, and the next run in the process (the explorer's,
+/// a benchmark's next iteration) takes them back without a malloc or a
+/// page fault. Kept blocks go back to the heap when the thread ends. Other
+/// sizes, and every block under AddressSanitizer (which must see each
+/// allocation and free), go to the heap.
 template <class T, std::size_t kElements>
 class Recycling {
  public:
@@ -48,45 +54,51 @@ class Recycling {
   explicit Recycling(const Recycling<U, kElements>&) {}
 
   T* allocate(std::size_t n) {
-    if (kRecycles && n == kElements) {
-      auto& blocks = cache().blocks;
-      if (!blocks.empty()) {
-        T* p = blocks.back();
-        blocks.pop_back();
-        return p;
-      }
-    }
+    if (kRecycles && n == kElements)
+      if (void* block = cache().take()) return static_cast<T*>(block);
     return std::allocator<T>().allocate(n);
   }
   void deallocate(T* p, std::size_t n) noexcept {
-    if (kRecycles && n == kElements) {
-      auto& blocks = cache().blocks;
-      if (blocks.size() < kKept) {
-        blocks.push_back(p);  // reserved to kKept: no allocation, no throw
-        return;
-      }
-    }
-    std::allocator<T>().deallocate(p, n);
+    if (kRecycles && n == kElements)
+      cache().keep(p);
+    else
+      std::allocator<T>().deallocate(p, n);
   }
   friend bool operator==(const Recycling&, const Recycling&) { return true; }
   /// Blocks this thread keeps for the next allocations of kElements T.
-  static std::size_t cached() { return cache().blocks.size(); }
+  static std::size_t cached() { return cache().size; }
 
  private:
-  static constexpr std::size_t kKept = 64;
 #if defined(__SANITIZE_ADDRESS__)
   static constexpr bool kRecycles = false;
 #else
   static constexpr bool kRecycles = true;
 #endif
+  // A kept block holds the address of the next one in its first bytes, so
+  // keeping one never allocates (deallocate must not throw).
+  static_assert(kElements * sizeof(T) >= sizeof(void*), "a block must hold a pointer to be kept");
   struct Cache {
-    std::vector<T*> blocks;
-    Cache() { blocks.reserve(kKept); }
+    void* head = nullptr;
+    std::size_t size = 0;
+    Cache() = default;
     ~Cache() {
-      for (T* p : blocks) std::allocator<T>().deallocate(p, kElements);
+      while (void* block = take()) std::allocator<T>().deallocate(static_cast<T*>(block), kElements);
     }
     Cache(const Cache&) = delete;
     Cache& operator=(const Cache&) = delete;
+    void keep(void* block) noexcept {
+      std::memcpy(block, &head, sizeof head);
+      head = block;
+      ++size;
+    }
+    void* take() noexcept {
+      void* block = head;
+      if (block) {
+        std::memcpy(&head, block, sizeof head);
+        --size;
+      }
+      return block;
+    }
   };
   static Cache& cache() {
     thread_local Cache c;
