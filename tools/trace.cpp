@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -224,11 +225,14 @@ class Parser {
   }
   /// The running thread's current device (R13: `device N`; 0 until then).
   DeviceNumber current_device() const {
+    if (thread_device_.empty()) return 0;  // no `device N` yet: no name hashed for nothing
     auto it = thread_device_.find(thread_);
     return it == thread_device_.end() ? 0 : it->second;
   }
   /// The device of a stream as use_name returns it (R13).
   DeviceNumber device_of(const std::string& stream) const {
+    // No `device N` yet: every stream so far was made on device 0.
+    if (thread_device_.empty()) return 0;
     auto it = stream_device_.find(stream);
     return it == stream_device_.end() ? 0 : it->second;
   }
@@ -765,6 +769,9 @@ class Parser {
   /// captured event from another stream makes that stream join the
   /// capture, and what CUDA refuses during a capture is an error.
   void capture_rules(Statement& statement) {
+    // No capture open on any thread: no rule below applies (each needs this
+    // thread's capture or a stream being captured), and no name is hashed.
+    if (captures_.empty() && capturing_.empty()) return;
     const std::string& thread = source(statement).thread;
     OpenCapture* c = nullptr;
     if (auto it = captures_.find(thread); it != captures_.end()) c = &it->second;

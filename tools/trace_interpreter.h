@@ -358,6 +358,7 @@ class TraceInterpreter {
       }
       runs_[last_run].statements.push_back(&st);
       if (const auto* join = std::get_if<ast::Join>(&st)) joined_.insert(join->target);
+      if (const auto* device = std::get_if<ast::SetDevice>(&st); device && device->device != 0) other_devices_ = true;
     }
     std::optional<std::size_t> last;
     std::vector<std::size_t> ready;  // made once: a vector a statement was a malloc each
@@ -711,7 +712,9 @@ class TraceInterpreter {
   /// captured before; the statement is not run.
   std::optional<std::string> wrong_device(const Statement& st) const {
     const auto* record = std::get_if<ast::Record>(&st);
-    if (!record || !event_devices_.contains(record->event)) return std::nullopt;
+    // Without a `device N` other than 0, every stream and event is device
+    // 0's (R13): no name hashed for nothing.
+    if (!record || !other_devices_ || !event_devices_.contains(record->event)) return std::nullopt;
     const DeviceNumber event_device = event_devices_.at(record->event);
     const DeviceNumber stream_device = stream_shapes_.at(record->stream).device;
     if (event_device == stream_device) return std::nullopt;
@@ -1298,6 +1301,7 @@ class TraceInterpreter {
   NameMap<StreamId> host_streams_;                  // host thread -> its host stream (R12)
   NameMap<StreamShape> stream_shapes_;              // R8, R13: for footprints
   NameMap<DeviceNumber> event_devices_;             // R13: each event's device, for `record`
+  bool other_devices_ = false;                      // R13: the trace sets a device other than 0
   std::map<int, std::vector<GraphNode>> captured_;  // R14a: the nodes of each open capture, by its begin line
   NameMap<GraphRun> graphs_;                        // R14: each graph, from its `capture end`
   NameMap<int> destroyed_;                          // stream or event -> the line of its `destroy` (R9)
