@@ -96,6 +96,15 @@ TEST(ChunkedDeque, EmptiedAtAChunkBoundaryTakesNewElementsInTheNextChunk) {
   EXPECT_EQ(d[1], "after");
 }
 
+/// A deque holding every chunk earlier tests left in this thread's cache,
+/// so that a test's counts of cached chunks start at 0.
+Small take_every_cached_chunk() {
+  Small hog;
+  while (chunk_storage::Recycling<std::string, 4>::cached() > 0)
+    for (int i = 0; i < 4; ++i) hog.push_back("hog");
+  return hog;
+}
+
 // A chunk's storage is recycled (chunk_storage::Recycling): a dropped
 // deque's chunks go to the thread's cache, the next deque takes them from
 // there, and sees only its own elements in them.
@@ -107,9 +116,7 @@ TEST(ChunkedDeque, ChunksOfADroppedDequeServeTheNextOneWithItsOwnElements) {
 #else
   const auto cached = [](std::size_t n) { return n; };
 #endif
-  Small hog;  // takes every block earlier tests left in the cache: the counts below start at 0
-  while (Storage::cached() > 0)
-    for (int i = 0; i < 4; ++i) hog.push_back("hog");
+  const Small hog = take_every_cached_chunk();  // the counts below start at 0
   {
     Small d;
     for (int i = 0; i < 12; ++i) d.push_back("an old value long enough for the heap " + std::to_string(i));
@@ -133,9 +140,7 @@ TEST(ChunkedDeque, EveryChunkOfADroppedDequeIsKeptForTheNextOne) {
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "under AddressSanitizer every chunk goes back to the heap, for it to see";
 #endif
-  Small hog;  // takes every block earlier tests left in the cache: the counts below start at 0
-  while (Storage::cached() > 0)
-    for (int i = 0; i < 4; ++i) hog.push_back("hog");
+  const Small hog = take_every_cached_chunk();  // the counts below start at 0
   {
     Small d;
     for (int i = 0; i < 4 * 200; ++i) d.push_back("x");  // 200 full chunks of 4
