@@ -360,25 +360,13 @@ Result<std::uint64_t> CudaBackend::alloc_async(std::size_t bytes, StreamRef s) {
           checked(driver_->api().mem_alloc_from_pool_async(&ptr, bytes, g.pool, s.get()), "cuMemAllocFromPoolAsync");
       !st)
     return st.error();
-  track_allocation(ptr, LiveAllocation{bytes, &g});
+  live_allocations_.insert_or_assign(ptr, LiveAllocation{bytes, &g});
   if (options_.stamp_pool_ops) {
     // R7: the allocation is a write of the whole range on its stream.
     const std::uint64_t spin = next_op(s);
     stamp(s, ptr, bytes, next_stamp_++, spin);
   }
   return static_cast<std::uint64_t>(ptr);
-}
-
-void CudaBackend::track_allocation(std::uint64_t ptr, LiveAllocation allocation) {
-  if (spare_allocation_.empty()) {
-    live_allocations_[ptr] = allocation;
-    return;
-  }
-  // The node the last free let go of: no heap allocation per alloc_async.
-  spare_allocation_.key() = ptr;
-  spare_allocation_.mapped() = allocation;
-  auto inserted = live_allocations_.insert(std::move(spare_allocation_));
-  if (!inserted.inserted) inserted.position->second = allocation;  // as operator[] would
 }
 
 Status CudaBackend::free_async(std::uint64_t ptr, StreamRef s) {
@@ -398,7 +386,7 @@ Status CudaBackend::free_async(std::uint64_t ptr, StreamRef s) {
     stamp(s, ptr, it->second.bytes, kFreedStampBit | next_stamp_++, 0);
   }
   if (auto st = checked(driver_->api().mem_free_async(ptr, s.get()), "cuMemFreeAsync"); !st) return st;
-  spare_allocation_ = live_allocations_.extract(it);  // its node serves the next allocation
+  live_allocations_.erase(it);
   if (options_.stamp_pool_ops) {
     // Reap's promise (P3 reap ordering) is checked against this fence: an
     // event recorded right after the free, which must have completed once

@@ -34,6 +34,7 @@
 #include "backend_cuda/handles.h"
 #include "backend_cuda/launch_resources.h"
 #include "backend_sim/interval_map.h"
+#include "model/address_map.h"
 #include "model/backend.h"
 #include "model/fault_injecting.h"
 #include "model/kernel_access.h"
@@ -404,10 +405,10 @@ class CudaBackend {
     std::uint64_t bytes = 0;
     Gpu* gpu = nullptr;  // whose pool it came from
   };
-  std::map<std::uint64_t, LiveAllocation> live_allocations_;
-  /// The node of the last allocation freed, reused by the next (track_allocation).
-  std::map<std::uint64_t, LiveAllocation>::node_type spare_allocation_;
-  void track_allocation(std::uint64_t ptr, LiveAllocation allocation);
+  /// By address: open addressing, no node or tree walk per alloc_async and
+  /// free_async (model/address_map.h). Iterated only to free or check
+  /// them all, in no particular order.
+  AddressMap<LiveAllocation> live_allocations_;
   std::map<std::uint64_t, std::uint64_t> host_buffers_;                          // R12: ptr -> bytes, live ones
   std::map<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>> sub_blocks_;  // R10: live block -> ptr, bytes
   std::map<std::uint64_t, std::uint32_t> newest_block_at_;                       // R10: ptr -> newest block there

@@ -37,6 +37,29 @@ void tell_guarded_keyed(Mutex& mutex) {
   if constexpr (requires { mutex.note_guarded_keyed(); }) mutex.note_guarded_keyed();
 }
 
+/// Adds `delta` to `counter`, whose every writer holds one mutex (the
+/// caller holds it now), so no other write can come between the load and
+/// the store: a std::atomic then needs no locked read-modify-write, which
+/// costs the resource's allocate/deallocate path about as much as a lock
+/// (docs/PERFORMANCE.md). Readers that hold no lock still see whole values.
+/// Any other atomic (the simulator's, a scheduling point per operation) is
+/// given the one fetch_add it had, so exploration sees what it saw.
+template <class Counter, class T>
+void add_holding_lock(Counter& counter, T delta) {
+  if constexpr (std::is_same_v<Counter, std::atomic<T>>)
+    counter.store(counter.load(std::memory_order_relaxed) + delta, std::memory_order_release);
+  else
+    counter.fetch_add(delta);
+}
+/// add_holding_lock, subtracting.
+template <class Counter, class T>
+void sub_holding_lock(Counter& counter, T delta) {
+  if constexpr (std::is_same_v<Counter, std::atomic<T>>)
+    counter.store(counter.load(std::memory_order_relaxed) - delta, std::memory_order_release);
+  else
+    counter.fetch_sub(delta);
+}
+
 template <class T, class Mutex>
 class Guarded {
  public:
@@ -108,7 +131,10 @@ class GuardedMap {
     /// same as find_for_update of its key, without looking the key up again.
     iterator for_update(const_iterator found) const requires kWritable {
       tell(found->first, true);
-      return map_->erase(found, found);  // erases nothing: a const_iterator made mutable
+      if constexpr (requires { map_->mutable_iterator(found); })
+        return map_->mutable_iterator(found);
+      else
+        return map_->erase(found, found);  // erases nothing: a const_iterator made mutable
     }
     bool contains(const key_type& key) const {
       tell(key, false);

@@ -39,10 +39,10 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "model/address_map.h"
 #include "model/backend.h"
 #include "model/guarded.h"
 #include "model/memory_resource.h"
@@ -192,7 +192,10 @@ class Resource {
   // Keyed (GuardedMap): a critical section says which block it touches, so
   // the simulator's lock-aware exploration (P8) need not order sections on
   // different blocks.
-  GuardedMap<std::unordered_map<std::uint64_t, LiveEntry>, Mutex> live_;
+  GuardedMap<AddressMap<LiveEntry>, Mutex> live_;
+  // Written only with a lock held (live_bytes_ under live_'s,
+  // pending_bytes_ under pending_per_stream_'s; M19 breaks that), read
+  // without one: add_holding_lock / sub_holding_lock.
   typename B::template Atomic<std::size_t> live_bytes_{0};
   typename B::template Atomic<std::size_t> pending_bytes_{0};
   // Ordered by stream id so reap visits streams in a reproducible order.
@@ -221,7 +224,7 @@ Result<DeviceBlock> Resource<B, P>::allocate(std::size_t bytes, StreamId stream,
     // (P5); the live entry is untouched (try_emplace leaves it).
     return collision(ptr.value());
   }
-  live_bytes_.fetch_add(bytes);
+  add_holding_lock(live_bytes_, bytes);  // every writer holds live_'s lock
   return DeviceBlock{ptr.value(), device_ordinal_, stream, bytes, 1, tag, generation, BlockState::Live};
 }
 
@@ -384,7 +387,11 @@ Status Resource<B, P>::deallocate(const DeviceBlock& block) {
   auto s = resolve("deallocate", block.alloc_stream);
   if (!s) return s.error();
 
-  std::optional<LiveEntry> retired;
+  // The entry once it leaves the map. Not a std::optional<LiveEntry>: g++
+  // fills an empty one with a `rep stos` of its whole size, which cost
+  // deallocate about as much as its map lookup (docs/PERFORMANCE.md).
+  LiveEntry retired{};
+  bool is_retired = false;
   if constexpr (P::has(MutantId::M21)) {
     // Validates, then lets go of the lock; the second locked step below
     // takes whatever entry is at the address, and frees it even when a
@@ -401,11 +408,12 @@ Status Resource<B, P>::deallocate(const DeviceBlock& block) {
     if (!found && !P::has(MutantId::M21)) return ResourceError::use_after_free(block.generation);
     if constexpr (P::has(MutantId::M10)) {
       // Removes the entry before the waits are known to have succeeded.
-      retired.emplace(std::move(it->second));
+      retired = std::move(it->second);
+      is_retired = true;
       live.erase(it);
     }
     if (found) {
-      LiveEntry& entry = retired ? *retired : it->second;
+      LiveEntry& entry = is_retired ? retired : it->second;
       // P-free: the alloc stream waits for last_write and every read (M4
       // skips the reads). If a wait fails the entry stays and nothing moves.
       auto waited = wait_for_uses("deallocate", entry, s.value(), block.alloc_stream, block.alloc_stream, true,
@@ -414,18 +422,19 @@ Status Resource<B, P>::deallocate(const DeviceBlock& block) {
     }
     auto freed = backend_.free_async(block.ptr, s.value());
     if (!freed) return ResourceError::driver_caused_by(where("deallocate") + ": free_async", freed.error());
-    if (found && !retired) {
-      retired.emplace(std::move(it->second));
+    if (found && !is_retired) {
+      retired = std::move(it->second);
+      is_retired = true;
       live.erase(it);
     }
-    const std::size_t bytes = retired ? retired->bytes : block.bytes;
+    const std::size_t bytes = is_retired ? retired.bytes : block.bytes;
     // Move the bytes from live to pending, the per-stream tally and the
     // total together under the pending lock, so a concurrent reap either
     // sees both or neither (M19 updates the total after the locks).
-    live_bytes_.fetch_sub(bytes);
+    sub_holding_lock(live_bytes_, bytes);
     auto pending = pending_per_stream_.lock();
     pending[block.alloc_stream] += bytes;
-    if constexpr (!P::has(MutantId::M19)) pending_bytes_.fetch_add(bytes);
+    if constexpr (!P::has(MutantId::M19)) add_holding_lock(pending_bytes_, bytes);  // every writer holds its lock
   }
   if constexpr (P::has(MutantId::M19)) pending_bytes_.store(pending_bytes_.load() + block.bytes);
   // `retired` (and its events) is released here, after the free is queued:
@@ -471,7 +480,7 @@ Status Resource<B, P>::reap_pending() {
   } else {
     // Subtract only what was synchronized; a concurrent deallocate's bytes
     // stay counted.
-    pending_bytes_.fetch_sub(synced);
+    sub_holding_lock(pending_bytes_, synced);
   }
   if (failure) return *failure;
   return {};

@@ -4,7 +4,7 @@
 Generates mutants of model/*.h mechanically (negate a condition, swap a
 comparison or a logical operator, drop a `!`, delete a statement, drop a lock,
 skip a loop, swap break/continue, turn an error return into success, change a
-literal, fetch_add<->fetch_sub, +<->-, ++<->--, front()<->back(),
+literal, fetch_add<->fetch_sub (add_holding_lock<->sub_holding_lock), +<->-, ++<->--, front()<->back(),
 true<->false), builds them all at once as a *mutant schema* (every site becomes
 a run-time choice guarded by SC_MUT(id), tools/mutation/schema_switch.h), runs
 the tests of the chosen CTest labels once per mutant with STREAMCHECK_MUTANT=id,
@@ -295,11 +295,13 @@ class FileMutator:
                 p = s + mo.start()
                 if ok(p):
                     out.append(Variant("increment-swap", p, p + 2, "--" if mo.group(1) == "++" else "++"))
-        for mo in re.finditer(r"\bfetch_(add|sub)\b", m[s:e]):
+        # An atomic add and subtract, and their lock-holder forms (model/guarded.h).
+        swapped = {"fetch_add": "fetch_sub", "fetch_sub": "fetch_add",
+                   "add_holding_lock": "sub_holding_lock", "sub_holding_lock": "add_holding_lock"}
+        for mo in re.finditer(r"\b(fetch_add|fetch_sub|add_holding_lock|sub_holding_lock)\b", m[s:e]):
             p = s + mo.start()
             if ok(p):
-                out.append(Variant("atomic-swap", p, p + len(mo.group(0)),
-                                   "fetch_sub" if mo.group(1) == "add" else "fetch_add"))
+                out.append(Variant("atomic-swap", p, p + len(mo.group(0)), swapped[mo.group(0)]))
         for mo in re.finditer(r"\.(front|back)\(\)", m[s:e]):
             p = s + mo.start() + 1
             if ok(p):

@@ -8,6 +8,7 @@
 #include <string>
 
 namespace streamcheck::header_check {
+const char* header_address_map();
 const char* header_backend();
 const char* header_budget_resource();
 const char* header_debug_guard();
@@ -30,10 +31,23 @@ namespace {
 
 std::set<std::string> checked_headers() {
   using namespace streamcheck::header_check;
-  return {header_backend(),         header_budget_resource(), header_debug_guard(),           header_fault_injecting(),
-          header_guarded(),         header_kernel_access(),   header_launch_recorder(),       header_logging_resource(),
-          header_memory_resource(), header_mutants(),         header_non_tracking_resource(), header_pool_backend(),
-          header_pool_policy(),     header_resource(),        header_trace_keywords(),        header_types()};
+  return {header_address_map(),
+          header_backend(),
+          header_budget_resource(),
+          header_debug_guard(),
+          header_fault_injecting(),
+          header_guarded(),
+          header_kernel_access(),
+          header_launch_recorder(),
+          header_logging_resource(),
+          header_memory_resource(),
+          header_mutants(),
+          header_non_tracking_resource(),
+          header_pool_backend(),
+          header_pool_policy(),
+          header_resource(),
+          header_trace_keywords(),
+          header_types()};
 }
 
 TEST(ModelHeaders, EveryHeaderHasAStandaloneTranslationUnit) {
