@@ -17,10 +17,12 @@
 // (growth) and an erase may move the entries after it: iterators and
 // references live only until the map next changes. The resource holds them
 // only within one critical section, between changes.
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <new>
 #include <optional>
 #include <stdexcept>
 #include <tuple>
@@ -142,6 +144,16 @@ class AddressMap {
       slots_[here].reset();
       hole = here;
     }
+    // A table a burst of blocks grew is given back once most of them are
+    // gone (at most 1/8 of the slots used; afterwards at most 1/4), so an
+    // idle resource does not keep the slots of its busiest moment. Best
+    // effort: when the smaller table cannot be had, this one stays.
+    if (slots_.size() > kMinSlots && size_ * 8 <= slots_.size()) {
+      try {
+        rehash(std::max(kMinSlots, std::bit_ceil(size_ * 4)));
+      } catch (const std::bad_alloc&) {
+      }
+    }
   }
   std::size_t erase(key_type key) {
     const std::size_t index = index_of(key);
@@ -190,6 +202,11 @@ class AddressMap {
   void grow() {
     const std::size_t count = slots_.empty() ? kMinSlots : slots_.size() * 2;
     if (count > (std::size_t{1} << 62)) throw std::length_error("AddressMap: too many entries");
+    rehash(count);
+  }
+  /// Moves every entry into a table of `count` slots (a power of two, more
+  /// than twice the entries). If the new table cannot be had, nothing changes.
+  void rehash(std::size_t count) {
     Slots old(count);
     old.swap(slots_);
     shift_ = 64 - std::countr_zero(count);

@@ -99,6 +99,21 @@ TEST(AddressMap, GrowthKeepsEveryEntry) {
   }
 }
 
+TEST(AddressMap, ATableGrownByABurstShrinksOnceMostEntriesAreGone) {
+  Map map;
+  for (int i = 0; i < 5000; ++i) map.try_emplace(0x7f0000000000ULL + 512ULL * i, i);
+  const std::size_t grown = map.slot_count();
+  ASSERT_GE(grown, 10000u);
+  for (int i = 0; i < 4990; ++i) ASSERT_EQ(map.erase(0x7f0000000000ULL + 512ULL * i), 1u);
+  EXPECT_LE(map.slot_count(), 64u) << "the burst's " << grown << " slots are still held";
+  for (int i = 4990; i < 5000; ++i) {
+    auto it = map.find(0x7f0000000000ULL + 512ULL * i);
+    ASSERT_NE(it, map.end());
+    EXPECT_EQ(it->second, i);
+  }
+  EXPECT_EQ(contents(map).size(), 10u);
+}
+
 TEST(AddressMap, TryEmplaceOfAPresentKeyChangesNothing) {
   AddressMap<std::unique_ptr<int>> map;
   ASSERT_TRUE(map.try_emplace(0x2000, std::make_unique<int>(1)).second);
