@@ -118,6 +118,13 @@ void HbState::set_host_thread(HostThread h) {
 
 void HbState::host_tick() { hosts_.at(current_host_.value).tick(host_agents_.at(current_host_.value)); }
 
+void HbState::host_tick_into(VectorClock& vc) {
+  VectorClock& host = hosts_.at(current_host_.value);
+  const AgentId agent = host_agents_.at(current_host_.value);
+  vc.join(host);                      // R5: the host's past ...
+  vc.raise(agent, host.tick(agent));  // ... and this call (R6)
+}
+
 std::size_t HbState::host_release() {
   host_tick();
   const std::size_t entry = log_.size();
@@ -141,30 +148,48 @@ void HbState::log_host(LogEntry::Kind kind, StreamIndex stream, EventIndex event
 
 OpRef HbState::enqueue(StreamIndex s, OpKind kind, std::string label, std::optional<OpRef> pool_dep) {
   Stream& st = stream(s);
-  host_tick();
-  st.vc.join(host_clock());    // R5: the host's past is ordered before this op
+  host_tick_into(st.vc);       // R5, R6
   default_stream_barrier(st);  // R8
   st.vc.tick(st.agent);        // R1: the own component counts this stream's ops
   const OpRef ref{s, static_cast<std::uint32_t>(st.ops.size())};
   if (st.vc.get(st.agent) != ref.index + 1)
     throw std::logic_error(fmt::format("HbState: internal error: op {} of stream {} counts {} ops of its stream",
                                        ref.index, s.value, st.vc.get(st.agent)));
-  auto [interned, fresh] = label_ids_.try_emplace(std::move(label), static_cast<std::uint32_t>(labels_.size()));
-  if (fresh) labels_.push_back(interned->first);
+  const std::uint32_t label_id = intern(std::move(label));
   // The op's clock by difference (Op::clock_base): a new base only when
   // another stream's component changed.
   if (!st.last_base || !same_other_streams(*st.last_base, st.vc, s)) st.last_base = store_base(st.vc);
-  st.ops.push_back(Op{kind, pool_dep.has_value(), interned->second, *st.last_base});
+  st.ops.push_back(Op{kind, pool_dep.has_value(), label_id, *st.last_base});
   if (pool_dep) pool_deps_.emplace(ref, *pool_dep);
   log_.push_back(LogEntry::enqueue(current_host_, ref));
   return ref;
 }
 
+namespace {
+// A label is a kernel name of a few to a few dozen characters: compared
+// here in a loop, where std::string's == called memcmp (3 % of a check).
+bool same_text(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+}  // namespace
+
+std::uint32_t HbState::intern(std::string label) {
+  // A program's ops come in runs of one label (a loop's kernel): the last
+  // label answers most calls with one string comparison, not a hash.
+  if (last_label_ < labels_.size() && same_text(labels_[last_label_], label)) return last_label_;
+  auto [interned, fresh] = label_ids_.try_emplace(std::move(label), static_cast<std::uint32_t>(labels_.size()));
+  if (fresh) labels_.push_back(interned->first);
+  last_label_ = interned->second;
+  return last_label_;
+}
+
 void HbState::record(EventIndex event, StreamIndex s) {
   Event& ev = live_event(event, "record");
   Stream& st = stream(s);
-  host_tick();
-  st.vc.join(host_clock());    // R5
+  host_tick_into(st.vc);       // R5, R6
   default_stream_barrier(st);  // R8
   ev.capture = st.vc;          // R2: the capture is replaced, never merged
   log_host(LogEntry::Kind::Record, s, event);
@@ -173,8 +198,7 @@ void HbState::record(EventIndex event, StreamIndex s) {
 void HbState::wait(StreamIndex s, EventIndex event) {
   const Event& ev = live_event(event, "wait");
   Stream& st = stream(s);
-  host_tick();
-  st.vc.join(host_clock());    // R5
+  host_tick_into(st.vc);       // R5, R6
   default_stream_barrier(st);  // R8
   // R3: later work on the stream is ordered after the capture as of now; a
   // never-recorded event orders nothing.
@@ -304,18 +328,22 @@ std::optional<OpRef> HbState::pool_dep(OpRef r) const {
   return pool_deps_.at(r);
 }
 
-std::optional<OpRef> HbState::unmet_dependency(OpRef r) const {
+std::uint64_t HbState::unmet_dependency_packed(OpRef r) const {
   const Stream& own = stream(r.stream);
   const Op& o = own.ops.at(r.index);
-  const OpClock clock = clock_of(r, o);
-  for (std::uint32_t u = 0; u < streams_.size(); ++u) {
+  const auto [components, base_streams] = base_components(o.clock_base);
+  // The op's own stream is met (R1: it is ordered after its earlier ops
+  // only); every other stream made before its base must have run as far
+  // as the base says, and one made after it holds nothing it waits for.
+  const std::uint32_t streams = std::min(base_streams, static_cast<std::uint32_t>(streams_.size()));
+  for (std::uint32_t u = 0; u < streams; ++u) {
     if (u == r.stream.value) continue;
-    const std::uint32_t need = clock.get(StreamIndex{u});
-    if (streams_[u].executed < need) return OpRef{StreamIndex{u}, need - 1};
+    const std::uint32_t need = components[u];
+    if (streams_[u].executed < need) return (std::uint64_t{u} << 32) | (need - 1);
   }
   if (o.has_pool_dep)
-    if (const OpRef dep = pool_deps_.at(r); !completed(dep)) return dep;
-  return std::nullopt;
+    if (const OpRef dep = pool_deps_.at(r); !completed(dep)) return (std::uint64_t{dep.stream.value} << 32) | dep.index;
+  return kNoDependency;
 }
 
 bool HbState::ready(OpRef r) const { return r.index == stream(r.stream).executed && !unmet_dependency(r); }

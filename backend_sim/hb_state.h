@@ -271,7 +271,11 @@ class HbState {
   /// far, else the pool's dependency; nullopt when none is left. It stays
   /// unmet exactly while its stream has executed no further (executed
   /// counts only grow), so a scheduler may keep it to skip asking again.
-  std::optional<OpRef> unmet_dependency(OpRef r) const;
+  std::optional<OpRef> unmet_dependency(OpRef r) const {
+    const std::uint64_t packed = unmet_dependency_packed(r);
+    if (packed == kNoDependency) return std::nullopt;
+    return OpRef{StreamIndex{static_cast<std::uint32_t>(packed >> 32)}, static_cast<std::uint32_t>(packed)};
+  }
   const Log& log() const { return log_; }
 
  private:
@@ -297,6 +301,12 @@ class HbState {
   void check_event(EventIndex e) const;
   /// R6: every host API call is the next event of the current host thread.
   void host_tick();
+  /// R5 and R6 for a call that puts work on a stream: the host's next
+  /// event (host_tick), and the stream's clock `vc` joined with the host's
+  /// past including that event. The join reads the host clock before the
+  /// tick writes it: a vector load of the words a store has just written
+  /// waits for the store to complete, the largest single cost of enqueue.
+  void host_tick_into(VectorClock& vc);
   /// R8: orders the next stream-side node of `s` after the work the legacy
   /// default stream and the blocking streams must wait for.
   void default_stream_barrier(Stream& s);
@@ -311,8 +321,17 @@ class HbState {
   /// Base `base`'s components, one per stream made before it, and how many.
   std::pair<const std::uint32_t*, std::uint32_t> base_components(std::uint32_t base) const;
   OpClock clock_of(OpRef r, const Op& o) const;
+  /// unmet_dependency's answer as one word, stream << 32 | index, or
+  /// kNoDependency (no stream has index 2^32 - 1). An std::optional<OpRef>
+  /// built in the function went back to its caller through the stack as
+  /// two 4-byte stores read as one 8-byte load, which the CPU cannot
+  /// forward: a third of the function's time (docs/PERFORMANCE.md).
+  static constexpr std::uint64_t kNoDependency = ~std::uint64_t{0};
+  std::uint64_t unmet_dependency_packed(OpRef r) const;
   void host_joins(const VectorClock& vc) { hosts_.at(current_host_.value).join(vc); }
   void log_host(LogEntry::Kind kind, StreamIndex stream, EventIndex event);
+  /// The label's position in labels_, added there if new.
+  std::uint32_t intern(std::string label);
 
   std::vector<Stream> streams_;
   std::map<DeviceNumber, StreamIndex> legacy_;  // each device's LegacyDefault stream, once created
@@ -341,6 +360,7 @@ class HbState {
   std::map<std::size_t, VectorClock> releases_;               // HostRelease entry -> the releaser's clock
   std::vector<std::string> labels_;                           // every op label, once
   std::unordered_map<std::string, std::uint32_t> label_ids_;  // label -> its position in labels_
+  std::uint32_t last_label_ = 0;                              // the label intern() gave last
 };
 
 static_assert(sizeof(HbState::Op) <= 16, "an Op is kept per op of a run: keep it at 16 bytes");

@@ -44,26 +44,34 @@ void RaceChecker::enqueued(OpRef q, std::span<const OpAccess> accesses, bool cha
   starts.changes_memory = changes_memory ? 1 : 0;
   starts.expected = position(std::size_t{expected_base_} + expected_.size());
   starts_.push_back(starts);
+  const bool q_is_kernel = hb_.op(q).kind == OpKind::Kernel;
+  const HbState::OpClock q_clock = hb_.op_clock(q);
   for (const OpAccess& a : accesses) {
     if (a.allocation.value >= (std::uint32_t{1} << 30))
       throw std::length_error("RaceChecker: more than 2^30 allocations in one run; split the trace");
     checked_.push_back(
         StoredAccess{PackedByteRange(a.range), (a.allocation.value << 2) | static_cast<std::uint32_t>(a.access)});
-    check(q, a);
+    check(q, q_is_kernel, q_clock, a);
   }
   position(std::size_t{expected_base_} + expected_.size());  // the next op's start must fit too
 }
 
-bool RaceChecker::ordered(const ShadowAccess& p, const HbState::OpClock& q_clock, AllocationIndex q_allocation) const {
-  if (hb_.covers(q_clock, p.op)) return true;  // p is q, or happens before it
-  const auto before = [&](OpRef r) { return p.op == r || hb_.happens_before(p.op, r); };
-  const Allocation& a = pool_.allocation(q_allocation);
+RaceChecker::Orderer RaceChecker::orderer(const HbState::OpClock& q_clock, AllocationIndex q_allocation) const {
   // R7: the pool guarantees that a reused range is not handed out before
   // the previous occupant's free (and everything ordered before it) is done;
   // a sub-block's bytes were handed out by the pool to its outermost parent.
-  const Allocation* from_pool = &a;
+  const Allocation* from_pool = &pool_.allocation(q_allocation);
   while (from_pool->parent) from_pool = &pool_.allocation(*from_pool->parent);
-  if (!related(p.allocation, q_allocation) && from_pool->fence) return before(*from_pool->fence);
+  return Orderer{q_clock, q_allocation, from_pool->fence};
+}
+
+bool RaceChecker::ordered(const ShadowAccess& p, const Orderer& o) const {
+  if (hb_.covers(o.q_clock, p.op)) return true;  // p is q, or happens before it
+  // R7: an access of the range's previous occupant (an allocation q's does
+  // not share bytes with) is ordered before q when it is ordered before the
+  // previous occupant's free.
+  if (o.pool_fence && !related(p.allocation, o.q_allocation))
+    return p.op == *o.pool_fence || hb_.happens_before(p.op, *o.pool_fence);
   return false;
 }
 
@@ -93,13 +101,13 @@ void RaceChecker::report(FindingKind kind, OpRef first, std::optional<OpRef> sec
   findings_.push_back(Finding{kind, first, second, {bytes}, definite});
 }
 
-void RaceChecker::check(OpRef q, const OpAccess& acc) {
+void RaceChecker::check(OpRef q, bool q_is_kernel, const HbState::OpClock& q_clock, const OpAccess& acc) {
   // A kernel ordered after the free of its block, or of a block it is a
   // sub-block of (R10a), uses freed memory whatever else orders it. A
   // sub-block is given back by the host (R10b): a kernel enqueued after
   // that uses freed memory even where nothing orders it after the give-back
   // (racing).
-  if (hb_.op(q).kind == OpKind::Kernel)
+  if (q_is_kernel)
     for (std::optional<AllocationIndex> at = acc.allocation; at; at = pool_.allocation(*at).parent) {
       const Allocation& target = pool_.allocation(*at);
       if (!target.free_op) continue;
@@ -110,7 +118,7 @@ void RaceChecker::check(OpRef q, const OpAccess& acc) {
       }
     }
 
-  const HbState::OpClock q_clock = hb_.op_clock(q);  // the HB state does not change while q is checked
+  const Orderer order = orderer(q_clock, acc.allocation);
   shadow_.for_range(acc.range.lo, acc.range.hi, Shadow{}, [&](std::uint64_t lo, std::uint64_t hi, Shadow& sh) {
     const ByteRange seg{lo, hi};
     // R10c: a use on a record_stream stream is no race with the block's
@@ -119,7 +127,7 @@ void RaceChecker::check(OpRef q, const OpAccess& acc) {
     // op ordered after it -- the next hand-out, after its host sync -- subsumes it.
     bool keeps_last_write = false;
     if (sh.last_write) {
-      if (ordered(*sh.last_write, q_clock, acc.allocation)) {
+      if (ordered(*sh.last_write, order)) {
         if (reads(acc.access)) expected_.push_back(Expected{PackedByteRange(seg), stamp_of(sh.last_write->op)});
       } else if (released_before(*sh.last_write, q, acc.allocation)) {
         keeps_last_write = true;
@@ -129,12 +137,12 @@ void RaceChecker::check(OpRef q, const OpAccess& acc) {
     }
     if (writes(acc.access)) {
       for (const auto& r : sh.reads)
-        if (!ordered(r, q_clock, acc.allocation) && !released_before(r, q, acc.allocation))
+        if (!ordered(r, order) && !released_before(r, q, acc.allocation))
           report(classify(r, q, acc.allocation), r.op, q, seg, false);
     }
     // Reads ordered before q are subsumed by q; racing reads stay so that
     // later ops of a reused range are checked against them too.
-    std::erase_if(sh.reads, [&](const ShadowAccess& r) { return ordered(r, q_clock, acc.allocation); });
+    std::erase_if(sh.reads, [&](const ShadowAccess& r) { return ordered(r, order); });
     if (writes(acc.access) && !keeps_last_write)
       sh.last_write = ShadowAccess{q, acc.allocation};
     else

@@ -140,11 +140,24 @@ class RaceChecker {
   /// past its stream's last enqueued one.
   std::uint32_t stamp_of(OpRef r) const { return stamps_.at(r.stream.value).at(r.index); }
   Ends ends(std::uint32_t stamp) const;
-  void check(OpRef q, const OpAccess& acc);
+  /// P1 for one access of op `q`, a kernel or not, whose clock is
+  /// `q_clock`: both are looked up once per op, not per access (the HB
+  /// state does not change while q is checked).
+  void check(OpRef q, bool q_is_kernel, const HbState::OpClock& q_clock, const OpAccess& acc);
   static std::uint32_t position(std::size_t size);
-  /// Whether access `p` is ordered before op q, whose clock (HbState::op_clock,
-  /// looked up once per check) is `q_clock`, or is q's own.
-  bool ordered(const ShadowAccess& p, const HbState::OpClock& q_clock, AllocationIndex q_allocation) const;
+  /// What decides whether an earlier access is ordered before an access of
+  /// op q, looked up once per access of q (not per shadow entry: the entries
+  /// of a buffer many streams read are mostly unordered, and each asked the
+  /// pool for q's allocation and its parents again).
+  struct Orderer {
+    HbState::OpClock q_clock;         // HbState::op_clock(q)
+    AllocationIndex q_allocation;     // the allocation q's access means
+    std::optional<OpRef> pool_fence;  // R7: the fence of the pool allocation q's bytes came from
+  };
+  Orderer orderer(const HbState::OpClock& q_clock, AllocationIndex q_allocation) const;
+  /// Whether access `p` is ordered before the access of op q that `o`
+  /// describes, or is q's own.
+  bool ordered(const ShadowAccess& p, const Orderer& o) const;
   /// Whether two allocations share live bytes: the same one, or one a
   /// sub-block of the other (R10a).
   bool related(AllocationIndex a, AllocationIndex b) const { return pool_.within(a, b) || pool_.within(b, a); }

@@ -36,6 +36,10 @@ class VectorClock {
     }
     size_ = std::max<std::size_t>(size_, std::size_t{a} + 1);
   }
+  /// Component `a` becomes at least `v` (a join of that component alone).
+  void raise(AgentId a, std::uint32_t v) {
+    if (get(a) < v) set(a, v);
+  }
   std::uint32_t tick(AgentId a) {
     set(a, get(a) + 1);
     return get(a);
