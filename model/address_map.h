@@ -195,9 +195,13 @@ class AddressMap {
   std::pair<std::size_t, bool> slot_for_insert(key_type key) {
     if (const std::size_t at = index_of(key); at != slots_.size()) return {at, true};
     if ((size_ + 1) * 2 > slots_.size()) grow();
+    return {first_free_slot(key), false};
+  }
+  /// Where `key` goes in the table: the first empty slot from its home on.
+  std::size_t first_free_slot(key_type key) const {
     std::size_t i = home_of(key);
     while (slots_[i]) i = step(i);
-    return {i, false};
+    return i;
   }
   void grow() {
     const std::size_t count = slots_.empty() ? kMinSlots : slots_.size() * 2;
@@ -212,9 +216,7 @@ class AddressMap {
     shift_ = 64 - std::countr_zero(count);
     for (auto& slot : old) {
       if (!slot) continue;
-      std::size_t i = home_of(slot->first);
-      while (slots_[i]) i = step(i);
-      slots_[i].emplace(std::move(*slot));
+      slots_[first_free_slot(slot->first)].emplace(std::move(*slot));
     }
   }
 

@@ -39,6 +39,20 @@ std::vector<std::uint64_t> keys_with_home(std::size_t home, std::size_t count) {
   return keys;
 }
 
+/// Block `i` of a burst of allocations, 512 bytes apart, and its value i.
+std::uint64_t burst_key(int i) { return 0x7f0000000000ULL + 512ULL * static_cast<std::uint64_t>(i); }
+void insert_burst(Map& map, int count) {
+  for (int i = 0; i < count; ++i) ASSERT_TRUE(map.try_emplace(burst_key(i), i).second) << "block " << i;
+}
+/// Blocks [from, to) of the burst are found with their values.
+void expect_burst_found(const Map& map, int from, int to) {
+  for (int i = from; i < to; ++i) {
+    auto it = map.find(burst_key(i));
+    ASSERT_NE(it, map.end()) << "block " << i;
+    EXPECT_EQ(it->second, i);
+  }
+}
+
 /// Inserts `run` in order, erases each one in turn (in a fresh map each
 /// time) and checks the others are still found with their values.
 void expect_every_other_key_found_after_each_erase(const std::vector<std::uint64_t>& run) {
@@ -90,27 +104,19 @@ TEST(AddressMap, AProbeRunThatWrapsPastTheLastSlotSurvivesErases) {
 
 TEST(AddressMap, GrowthKeepsEveryEntry) {
   Map map;
-  for (int i = 0; i < 5000; ++i) ASSERT_TRUE(map.try_emplace(0x7f0000000000ULL + 512ULL * i, i).second);
+  ASSERT_NO_FATAL_FAILURE(insert_burst(map, 5000));
   EXPECT_EQ(map.size(), 5000u);
-  for (int i = 0; i < 5000; ++i) {
-    auto it = map.find(0x7f0000000000ULL + 512ULL * i);
-    ASSERT_NE(it, map.end());
-    EXPECT_EQ(it->second, i);
-  }
+  expect_burst_found(map, 0, 5000);
 }
 
 TEST(AddressMap, ATableGrownByABurstShrinksOnceMostEntriesAreGone) {
   Map map;
-  for (int i = 0; i < 5000; ++i) map.try_emplace(0x7f0000000000ULL + 512ULL * i, i);
+  ASSERT_NO_FATAL_FAILURE(insert_burst(map, 5000));
   const std::size_t grown = map.slot_count();
   ASSERT_GE(grown, 10000u);
-  for (int i = 0; i < 4990; ++i) ASSERT_EQ(map.erase(0x7f0000000000ULL + 512ULL * i), 1u);
+  for (int i = 0; i < 4990; ++i) ASSERT_EQ(map.erase(burst_key(i)), 1u);
   EXPECT_LE(map.slot_count(), 64u) << "the burst's " << grown << " slots are still held";
-  for (int i = 4990; i < 5000; ++i) {
-    auto it = map.find(0x7f0000000000ULL + 512ULL * i);
-    ASSERT_NE(it, map.end());
-    EXPECT_EQ(it->second, i);
-  }
+  expect_burst_found(map, 4990, 5000);
   EXPECT_EQ(contents(map).size(), 10u);
 }
 
