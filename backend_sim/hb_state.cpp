@@ -155,11 +155,13 @@ OpRef HbState::enqueue(StreamIndex s, OpKind kind, std::string label, std::optio
   if (st.vc.get(st.agent) != ref.index + 1)
     throw std::logic_error(fmt::format("HbState: internal error: op {} of stream {} counts {} ops of its stream",
                                        ref.index, s.value, st.vc.get(st.agent)));
+  if (enqueued_ == std::numeric_limits<std::uint32_t>::max())
+    throw std::length_error("HbState: more than 2^32 - 1 ops enqueued in one run; split the trace");
   const std::uint32_t label_id = intern(std::move(label));
   // The op's clock by difference (Op::clock_base): a new base only when
   // another stream's component changed.
   if (!st.last_base || !same_other_streams(*st.last_base, st.vc, s)) st.last_base = store_base(st.vc);
-  st.ops.push_back(Op{kind, pool_dep.has_value(), label_id, *st.last_base});
+  st.ops.push_back(Op{kind, pool_dep.has_value(), label_id, *st.last_base, 0, ++enqueued_});
   if (pool_dep) pool_deps_.emplace(ref, *pool_dep);
   log_.push_back(LogEntry::enqueue(current_host_, ref));
   return ref;

@@ -130,7 +130,7 @@ using Log = ChunkedDeque<LogEntry>;
 
 class HbState {
  public:
-  /// What HB knows of one op: 16 bytes, one kept per op of a run (the
+  /// What HB knows of one op: 20 bytes, one kept per op of a run (the
   /// pool's rare dependency is kept beside them, pool_deps_).
   struct Op {
     OpKind kind;
@@ -154,6 +154,11 @@ class HbState {
     /// Its index in the execution order + 1, once executed; 0 before
     /// (completion(op) reads it).
     std::uint32_t executed_as = 0;
+    /// Its place in the enqueue order of the whole run, from 1: the race
+    /// checker's stamp of the op (RaceChecker::stamp_of), kept here so that
+    /// running an op reads one record for both, not a second one in a
+    /// table of the checker's (docs/PERFORMANCE.md).
+    std::uint32_t enqueued_as = 0;
   };
 
   HbState();
@@ -360,9 +365,10 @@ class HbState {
   std::map<std::size_t, VectorClock> releases_;               // HostRelease entry -> the releaser's clock
   std::vector<std::string> labels_;                           // every op label, once
   std::unordered_map<std::string, std::uint32_t> label_ids_;  // label -> its position in labels_
+  std::uint32_t enqueued_ = 0;                                // ops enqueued so far (Op::enqueued_as)
   std::uint32_t last_label_ = 0;                              // the label intern() gave last
 };
 
-static_assert(sizeof(HbState::Op) <= 16, "an Op is kept per op of a run: keep it at 16 bytes");
+static_assert(sizeof(HbState::Op) <= 20, "an Op is kept per op of a run: keep it at 20 bytes");
 
 }  // namespace streamcheck::sim

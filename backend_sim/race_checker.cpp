@@ -1,5 +1,7 @@
 #include "backend_sim/race_checker.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
@@ -34,11 +36,13 @@ RaceChecker::Ends RaceChecker::ends(std::uint32_t stamp) const {
 }
 
 void RaceChecker::enqueued(OpRef q, std::span<const OpAccess> accesses, bool changes_memory) {
-  if (stamps_.size() <= q.stream.value) stamps_.resize(q.stream.value + 1);
-  auto& on_stream = stamps_[q.stream.value];
-  while (on_stream.size() <= q.index) on_stream.push_back(0);
+  // Stamps are the HB state's enqueue order (HbState::Op::enqueued_as):
+  // every op the device model enqueues is checked here at once, in order.
   const std::uint32_t stamp = position(starts_.size() + 1);
-  on_stream[q.index] = stamp;
+  if (hb_.op(q).enqueued_as != stamp)
+    throw std::logic_error(
+        fmt::format("RaceChecker: internal error: op {}:{} is the HB state's enqueue number {} but the checker's {}",
+                    q.stream.value, q.index, hb_.op(q).enqueued_as, stamp));
   Starts starts{};
   starts.accesses = position(checked_.size());
   starts.changes_memory = changes_memory ? 1 : 0;
@@ -183,8 +187,8 @@ void RaceChecker::executed(OpRef r) {
 
 std::vector<OpAccess> RaceChecker::accesses(OpRef r) const {
   std::vector<OpAccess> out;
-  if (r.stream.value >= stamps_.size() || r.index >= stamps_[r.stream.value].size()) return out;
-  const std::uint32_t stamp = stamps_[r.stream.value][r.index];
+  if (r.stream.value >= hb_.stream_count() || r.index >= hb_.op_count(r.stream)) return out;
+  const std::uint32_t stamp = stamp_of(r);
   if (stamp == 0) return out;
   const Ends end = ends(stamp);
   for (std::size_t i = starts_[stamp - 1].accesses; i < end.accesses; ++i) out.push_back(checked_[i].get());

@@ -135,10 +135,14 @@ class RaceChecker {
     std::size_t expected;
   };
 
-  /// The op's stamp: the value its writes leave in memory; 0 for an op on a
-  /// known stream never enqueued here. Throws std::out_of_range for an op
-  /// past its stream's last enqueued one.
-  std::uint32_t stamp_of(OpRef r) const { return stamps_.at(r.stream.value).at(r.index); }
+  /// The op's stamp: the value its writes leave in memory (its place in
+  /// the enqueue order, HbState::Op::enqueued_as); 0 for an op the HB state
+  /// has and this checker was never told of (a call that failed between
+  /// the two). Throws std::out_of_range for an op the HB state does not have.
+  std::uint32_t stamp_of(OpRef r) const {
+    const std::uint32_t stamp = hb_.op(r).enqueued_as;
+    return stamp <= starts_.size() ? stamp : 0;
+  }
   Ends ends(std::uint32_t stamp) const;
   /// P1 for one access of op `q`, a kernel or not, whose clock is
   /// `q_clock`: both are looked up once per op, not per access (the HB
@@ -169,9 +173,8 @@ class RaceChecker {
 
   const HbState& hb_;
   const Pool& pool_;
-  std::vector<ChunkedDeque<std::uint32_t>> stamps_;  // [stream][index]: stamp_of
-  ChunkedDeque<Starts> starts_;                      // [stamp - 1]
-  ChunkedDeque<StoredAccess> checked_;               // every op's accesses, in enqueue order
+  ChunkedDeque<Starts> starts_;         // [stamp - 1]
+  ChunkedDeque<StoredAccess> checked_;  // every op's accesses, in enqueue order
   /// P2: the stamps reads not executed yet must see, from position
   /// expected_base_ on; an executed read's are marked seen (stamp 0: no
   /// write leaves it) and dropped from the front.
