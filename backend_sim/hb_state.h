@@ -305,7 +305,12 @@ class HbState {
   Event& live_event(EventIndex e, const char* call);
   void check_event(EventIndex e) const;
   /// R6: every host API call is the next event of the current host thread.
-  void host_tick();
+  /// Answers the thread's component after the tick.
+  struct HostTick {
+    AgentId agent;
+    std::uint32_t count;
+  };
+  HostTick host_tick();
   /// R5 and R6 for a call that puts work on a stream: the host's next
   /// event (host_tick), and the stream's clock `vc` joined with the host's
   /// past including that event. The join reads the host clock before the

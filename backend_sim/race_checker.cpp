@@ -38,17 +38,18 @@ RaceChecker::Ends RaceChecker::ends(std::uint32_t stamp) const {
 void RaceChecker::enqueued(OpRef q, std::span<const OpAccess> accesses, bool changes_memory) {
   // Stamps are the HB state's enqueue order (HbState::Op::enqueued_as):
   // every op the device model enqueues is checked here at once, in order.
+  const HbState::Op& op = hb_.op(q);
   const std::uint32_t stamp = position(starts_.size() + 1);
-  if (hb_.op(q).enqueued_as != stamp)
+  if (op.enqueued_as != stamp)
     throw std::logic_error(
         fmt::format("RaceChecker: internal error: op {}:{} is the HB state's enqueue number {} but the checker's {}",
-                    q.stream.value, q.index, hb_.op(q).enqueued_as, stamp));
+                    q.stream.value, q.index, op.enqueued_as, stamp));
   Starts starts{};
   starts.accesses = position(checked_.size());
   starts.changes_memory = changes_memory ? 1 : 0;
   starts.expected = position(std::size_t{expected_base_} + expected_.size());
   starts_.push_back(starts);
-  const bool q_is_kernel = hb_.op(q).kind == OpKind::Kernel;
+  const bool q_is_kernel = op.kind == OpKind::Kernel;
   const HbState::OpClock q_clock = hb_.op_clock(q);
   for (const OpAccess& a : accesses) {
     if (a.allocation.value >= (std::uint32_t{1} << 30))
