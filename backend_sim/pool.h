@@ -14,11 +14,13 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "backend_sim/byte_range.h"
 #include "backend_sim/hb_state.h"
 #include "backend_sim/ids.h"
+#include "backend_sim/interval_map.h"
 #include "backend_sim/schedule.h"
 #include "model/pool_policy.h"
 
@@ -113,8 +115,24 @@ class Pool {
     OpRef free_op;
   };
 
+  /// Every allocation goes through here, so that the two indexes below
+  /// hold it.
+  AllocationIndex added(const Allocation& a);
+  /// `a` is no longer live (freed): live_at no longer answers it.
+  void forget_live(AllocationIndex a);
+
   PoolPolicy policy_;
   std::vector<Allocation> allocations_;
+  /// containing()'s answer for every byte an allocation ever held: the
+  /// newest allocation over it (a reuse or a sub-block takes over its
+  /// bytes). A scan of every allocation made in the run, newest first, was
+  /// the pool's answer before: a launch that names no allocation cost as
+  /// much as the run had allocations (docs/PERFORMANCE.md).
+  IntervalMap<std::uint32_t> newest_;
+  /// live_at()'s answer: each live pool or host allocation by its start
+  /// (never a sub-block). Live ones do not overlap, so one starts at each
+  /// address at most.
+  std::unordered_map<std::uint64_t, std::uint32_t> live_starts_;
   std::vector<FreeRange> free_ranges_;
   std::vector<ByteRange> released_;
   std::uint64_t bump_;

@@ -5,6 +5,8 @@
 //   - the same program as a trace, checked (BM_TraceCheck), parsed alone
 //     (BM_TraceParse) and parsed + checked (BM_TraceParseAndCheck) as
 //     `streamcheck check` does,
+//   - a program of many blocks (BM_HbCheckManyBlocks): what a launch that
+//     names no allocation, and a free, cost as the run's allocations grow,
 //   - "does a happen before b" by vector clocks (BM_HbQueryVectorClock) and
 //     by Boost.Graph reachability on the same run (BM_HbQueryBoostGraph),
 //     the test oracle.
@@ -52,6 +54,35 @@ void BM_HbCheckModelStepping(benchmark::State& state) {
   check_model(state, DeviceSteps::BeforeEveryCall, "BM_HbCheckModelStepping");
 }
 BENCHMARK(BM_HbCheckModelStepping)->Arg(4096)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
+
+// A program of many blocks, as a caching allocator's user makes: N blocks
+// allocated on one stream, a kernel writing each, then each freed. Each
+// launch names its block by address only, as the resource's launches over
+// the simulator do, so the pool finds the allocation that holds it; each
+// free finds the live block by its address. Items are ops (3 N).
+void BM_HbCheckManyBlocks(benchmark::State& state) {
+  const auto blocks = static_cast<std::uint64_t>(state.range(0));
+  constexpr std::uint64_t kBlockBytes = 512;
+  for (auto _ : state) {
+    sim::RandomChooser chooser(1);
+    sim::DeviceModel m(chooser);
+    const sim::StreamIndex s = m.create_stream();
+    std::vector<std::uint64_t> ptrs;
+    ptrs.reserve(blocks);
+    for (std::uint64_t i = 0; i < blocks; ++i) {
+      const auto block = m.alloc(s, kBlockBytes);
+      if (!block) throw std::logic_error("BM_HbCheckManyBlocks: the simulated pool is out of memory");
+      ptrs.push_back(block->ptr);
+      m.launch(s, {KernelAccess{block->ptr, kBlockBytes, Access::Write, {}}}, "fill");
+    }
+    for (const std::uint64_t ptr : ptrs)
+      if (!m.free(s, ptr)) throw std::logic_error("BM_HbCheckManyBlocks: a live block could not be freed");
+    m.finish();
+    require_clean(m.findings().size(), "BM_HbCheckManyBlocks");
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0) * 3);
+}
+BENCHMARK(BM_HbCheckManyBlocks)->Arg(1024)->Arg(16384)->Unit(benchmark::kMillisecond);
 
 void BM_TraceCheck(benchmark::State& state) {
   const tools::Trace trace = tools::parse_trace(workload_trace(static_cast<std::uint64_t>(state.range(0))), "bench");

@@ -324,5 +324,65 @@ TEST(PoolFindings, LeakNamesTheAllocationAndTheRequestedBytes) {
             "  fix: deallocate the block before the program ends");
 }
 
+// The pool's two indexes (pool.h): containing() answers the newest
+// allocation over a byte -- a sub-block inside its parent, a reuse over the
+// block it reuses, a freed block while nothing took its bytes (a stale
+// pointer), whether found among the newest or in the index -- and
+// live_at() the live pool or host allocation starting at an
+// address, never a sub-block, never a freed one, and not forgotten when an
+// older occupant of its range is freed again.
+TEST(PoolIndex, ContainingAnswersTheNewestAllocationAndLiveAtTheLiveOneAtAnAddress) {
+  HbState hb;
+  const StreamIndex s = hb.create_stream("s");
+  ReplayChooser chooser(std::string_view{""});
+  Pool pool(PoolPolicy{});
+  const auto a = pool.place(s, 512, hb, chooser);
+  ASSERT_TRUE(a);
+  const std::uint64_t lo = pool.allocation(*a).range.lo;
+  ASSERT_EQ(lo, kBase);
+  const AllocationIndex sub = pool.sub_allocated(*a, ByteRange{lo + 128, lo + 256}, 128, s);
+
+  EXPECT_EQ(pool.containing(lo), *a);
+  EXPECT_EQ(pool.containing(lo + 127), *a);
+  EXPECT_EQ(pool.containing(lo + 128), sub);
+  EXPECT_EQ(pool.containing(lo + 255), sub);
+  EXPECT_EQ(pool.containing(lo + 256), *a);
+  EXPECT_THROW(pool.containing(lo - 1), std::invalid_argument);
+  EXPECT_THROW(pool.containing(pool.allocation(*a).range.hi), std::invalid_argument);
+  EXPECT_EQ(pool.live_at(lo), a);
+  EXPECT_EQ(pool.live_at(lo + 128), std::nullopt) << "a sub-block is not a live pool allocation";
+
+  const OpRef free_op{s, 0};
+  pool.freed(*a, free_op);
+  EXPECT_EQ(pool.live_at(lo), std::nullopt);
+  EXPECT_EQ(pool.containing(lo), *a) << "a stale pointer still means the freed block";
+
+  const auto b = pool.place(s, 512, hb, chooser, lo);  // the same-stream reuse of a's range, forced
+  ASSERT_TRUE(b);
+  ASSERT_EQ(pool.allocation(*b).range.lo, lo);
+  EXPECT_EQ(pool.containing(lo), *b);
+  EXPECT_EQ(pool.containing(lo + 128), *b) << "the reuse took over the sub-block's bytes too";
+  EXPECT_EQ(pool.live_at(lo), b);
+  pool.freed(*a, free_op);  // a again: b stays live at lo
+  EXPECT_EQ(pool.live_at(lo), b);
+
+  const AllocationIndex host = pool.host_allocated(64, s);
+  const std::uint64_t host_lo = pool.allocation(host).range.lo;
+  EXPECT_EQ(pool.live_at(host_lo), host);
+  EXPECT_EQ(pool.containing(host_lo + 63), host);
+  pool.host_freed(host, OpRef{s, 1});
+  EXPECT_EQ(pool.live_at(host_lo), std::nullopt);
+  EXPECT_EQ(pool.containing(host_lo), host);
+
+  // Past the few newest allocations containing() scans first, its index
+  // answers the same.
+  for (int i = 0; i < 40; ++i) pool.host_allocated(64, s);
+  EXPECT_EQ(pool.containing(lo), *b);
+  EXPECT_EQ(pool.containing(lo + 128), *b);
+  EXPECT_EQ(pool.containing(host_lo + 63), host);
+  EXPECT_THROW(pool.containing(lo - 1), std::invalid_argument);
+  EXPECT_EQ(pool.live_at(lo), b);
+}
+
 }  // namespace
 }  // namespace streamcheck::sim::test
