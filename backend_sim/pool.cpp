@@ -15,6 +15,8 @@ constexpr std::uint64_t kGranule = 256;
 // R12a: host buffers live far above the pool (whose capacity is at most
 // 2^48 bytes, as a trace's buffers): no host address is ever a device one.
 constexpr std::uint64_t kHostBase = std::uint64_t{1} << 56;
+// In Pool::newest_: a segment made for an allocation whose adding failed.
+constexpr std::uint32_t kNoAllocation = std::numeric_limits<std::uint32_t>::max();
 }  // namespace
 
 std::string_view to_string(ReuseKind k) {
@@ -115,12 +117,23 @@ std::optional<AllocationIndex> Pool::place(StreamIndex stream, std::uint64_t byt
 }
 
 AllocationIndex Pool::added(const Allocation& a) {
-  if (allocations_.size() >= std::numeric_limits<std::uint32_t>::max())
+  if (allocations_.size() >= kNoAllocation)
     throw std::length_error("Pool: more than 2^32 - 1 allocations in one run; split the trace");
   const auto index = static_cast<std::uint32_t>(allocations_.size());
+  // What may fail (std::bad_alloc) comes first, and undoes itself or leaves
+  // nothing that answers wrong: the record, the index's segments over the
+  // range (new ones name no allocation), the live start. Writing the index
+  // into segments that then all exist cannot fail.
   allocations_.push_back(a);
-  newest_.for_range(a.range.lo, a.range.hi, index, [&](std::uint64_t, std::uint64_t, std::uint32_t& v) { v = index; });
-  if (!a.parent) live_starts_[a.range.lo] = index;
+  try {
+    newest_.for_range(a.range.lo, a.range.hi, kNoAllocation, [](std::uint64_t, std::uint64_t, std::uint32_t&) {});
+    if (!a.parent) live_starts_[a.range.lo] = index;
+  } catch (...) {
+    allocations_.pop_back();
+    throw;
+  }
+  newest_.for_range(a.range.lo, a.range.hi, kNoAllocation,
+                    [&](std::uint64_t, std::uint64_t, std::uint32_t& v) { v = index; });
   return AllocationIndex{index};
 }
 
@@ -151,7 +164,9 @@ AllocationIndex Pool::containing(std::uint64_t ptr) const {
   }
   std::optional<std::uint32_t> newest;
   if (ptr < std::numeric_limits<std::uint64_t>::max())
-    newest_.visit(ptr, ptr + 1, [&](std::uint64_t, std::uint64_t, std::uint32_t v) { newest = v; });
+    newest_.visit(ptr, ptr + 1, [&](std::uint64_t, std::uint64_t, std::uint32_t v) {
+      if (v != kNoAllocation) newest = v;
+    });
   if (!newest) throw std::invalid_argument(fmt::format("DeviceModel: address {:#x} is not inside any allocation", ptr));
   return AllocationIndex{*newest};
 }
