@@ -32,7 +32,7 @@ std::set<std::string> used_names(const Trace& trace) {
 /// "@worker " for a statement on a host thread other than main.
 std::string thread_prefix(const Trace& trace, int line) {
   for (const Statement& st : trace.statements)
-    if (source(st).line == line) return source(st).thread == "main" ? "" : "@" + source(st).thread + " ";
+    if (source(st).line == line) return source(st).thread == kMainThread ? "" : fmt::format("@{} ", source(st).thread);
   return "";
 }
 

@@ -53,7 +53,7 @@ class NearMissAnalysis::Program {
   std::size_t size() const { return t_.statements.size(); }
   int line(std::size_t i) const { return lines_[i]; }
   const ast::Source& src(std::size_t i) const { return source(t_.statements[i]); }
-  TraceLine trace_line(std::size_t i) const { return TraceLine{src(i).line, src(i).text}; }
+  TraceLine trace_line(std::size_t i) const { return TraceLine{src(i).line, std::string(src(i).text)}; }
   const Trace& trace() const { return t_; }
   std::optional<std::size_t> index_of(int line) const {
     auto it = std::lower_bound(lines_.begin(), lines_.end(), line);

@@ -323,9 +323,9 @@ class Parser {
     return r;
   }
   /// R12: `thread` touches host memory itself, so it gets a host stream.
-  void touches_host_memory(const std::string& thread) {
+  void touches_host_memory(std::string_view thread) {
     if (std::find(trace_.host_threads.begin(), trace_.host_threads.end(), thread) == trace_.host_threads.end())
-      trace_.host_threads.push_back(thread);
+      trace_.host_threads.emplace_back(thread);
   }
   /// The bytes `r` names, as offsets into its buffer.
   std::pair<std::uint64_t, std::uint64_t> range_of(const BufferRef& r) const {
@@ -418,7 +418,7 @@ class Parser {
              fmt::format("unknown thread '{}' (declare it with 'thread {}')", shown_input(name), shown_input(name)));
       if (it->second != NameKind::Thread)
         fail(t.col, fmt::format("'{}' is {}, not a thread", name, with_article(it->second)));
-      src.thread = name;
+      src.thread = thread_name(name);
       thread_ = name;
       ++pos_;
       if (at_end()) fail(end_col_, fmt::format("expected a statement after '{}'", shown_input(t.text)));
@@ -426,11 +426,13 @@ class Parser {
     const Token kw = toks_[pos_++];
     std::size_t text_bytes = 0;
     for (const Token& t : toks_) text_bytes += t.text.size() + 1;
-    src.text.reserve(text_bytes);
+    statement_text_.clear();
+    statement_text_.reserve(text_bytes);
     for (std::size_t i = 0; i < toks_.size(); ++i) {
-      if (i && toks_[i].text != ",") src.text += ' ';
-      src.text += toks_[i].text;
+      if (i && toks_[i].text != ",") statement_text_ += ' ';
+      statement_text_ += toks_[i].text;
     }
+    src.text = trace_.texts->keep(statement_text_);
     const auto keyword = trace_language::statement_keyword(kw.text);
     if (!keyword) {
       std::string hint;
@@ -569,7 +571,7 @@ class Parser {
                                      "'if done E')",
                                      shown_input(word.text)));
         ast::IfDone st{std::move(src), use_name(NameKind::Event, "an event"), 0, 0};
-        blocks_.push_back(Block{line_, st.thread, trace_.statements.size(), std::nullopt, {}, {}, {}});
+        blocks_.push_back(Block{line_, std::string(st.thread), trace_.statements.size(), std::nullopt, {}, {}, {}});
         return st;
       }
       case K::Else: {
@@ -771,7 +773,7 @@ class Parser {
     // No capture open on any thread: no rule below applies (each needs this
     // thread's capture or a stream being captured), and no name is hashed.
     if (captures_.empty() && capturing_.empty()) return;
-    const std::string& thread = source(statement).thread;
+    const std::string_view thread = source(statement).thread;
     OpenCapture* c = nullptr;
     if (auto it = captures_.find(thread); it != captures_.end()) c = &it->second;
     const auto capturing = [&](const std::string& stream) {
@@ -914,7 +916,7 @@ class Parser {
   /// declares nothing (a name declared in one branch would exist in only one
   /// of them) nor orders host threads (lock, send, spawn ...: the parser
   /// checks those along straight-line code).
-  void inside_block(trace_language::StatementKeyword k, const Token& kw, const std::string& thread) const {
+  void inside_block(trace_language::StatementKeyword k, const Token& kw, std::string_view thread) const {
     using K = trace_language::StatementKeyword;
     const Block& b = blocks_.back();
     if (thread != b.thread)
@@ -1037,7 +1039,7 @@ class Parser {
   Statement mutex_use(bool lock, ast::Source src) {
     const int col = next_col();
     std::string mutex = use_name(NameKind::Mutex, "a mutex");
-    auto& held = held_[src.thread];
+    auto& held = held_[std::string(src.thread)];
     if (lock) {
       if (auto it = held.find(mutex); it != held.end())
         fail(col, fmt::format("thread {} already holds mutex {} (locked at line {}): mutexes are not recursive, "
@@ -1049,7 +1051,7 @@ class Parser {
     if (held.erase(mutex) == 0)
       fail(col, fmt::format("thread {} does not hold mutex {}: only the thread that locked a mutex unlocks it",
                             src.thread, mutex));
-    if (held.empty()) held_.erase(src.thread);
+    if (held.empty()) held_.erase(std::string(src.thread));
     return ast::Unlock{std::move(src), std::move(mutex)};
   }
 
@@ -1179,13 +1181,13 @@ class Parser {
     return name;
   }
   NameMap<BufferInfo> buffers_;
-  NameMap<DeviceNumber> thread_device_;              // R13: each thread's current device (`device N`)
-  std::map<std::string, OpenCapture> captures_;      // R14: each thread's open capture
-  NameMap<std::string> capturing_;                   // R14: stream -> the thread whose capture holds it
-  std::map<std::string, GraphInfo> graphs_;          // R14: each graph, from its `capture end`
-  NameMap<DeviceNumber> stream_device_;              // R13: each stream's device, by the name use_name returns
-  std::optional<int> first_run_line_;                // the first statement that is not a declaration
-  std::map<std::string, int, std::less<>> spawned_;  // thread -> the line of its `spawn`
+  NameMap<DeviceNumber> thread_device_;                       // R13: each thread's current device (`device N`)
+  std::map<std::string, OpenCapture, std::less<>> captures_;  // R14: each thread's open capture
+  NameMap<std::string> capturing_;                            // R14: stream -> the thread whose capture holds it
+  std::map<std::string, GraphInfo> graphs_;                   // R14: each graph, from its `capture end`
+  NameMap<DeviceNumber> stream_device_;                       // R13: each stream's device, by the name use_name returns
+  std::optional<int> first_run_line_;                         // the first statement that is not a declaration
+  std::map<std::string, int, std::less<>> spawned_;           // thread -> the line of its `spawn`
   /// What the parser knows of an open `if` block.
   struct Block {
     int if_line = 0;
@@ -1204,6 +1206,15 @@ class Parser {
   NameMap<Unsure> maybe_made_;
   NameSet destroyed_;                // streams and events destroyed, not declared again (R9)
   std::string thread_{kMainThread};  // the thread of the statement being parsed
+  /// Each thread's name kept once in the trace's TextStore: what its
+  /// statements' Source::thread views.
+  std::string_view thread_name(const std::string& name) {
+    auto it = thread_names_.find(name);
+    if (it == thread_names_.end()) it = thread_names_.emplace(name, trace_.texts->keep(name)).first;
+    return it->second;
+  }
+  NameMap<std::string_view> thread_names_;
+  std::string statement_text_;  // the statement being parsed, its words joined (reused: no heap block a line)
   /// Per thread, the mutexes it holds at this point of its statements, with
   /// the line and column of their `lock`.
   std::map<std::string, std::map<std::string, std::pair<int, int>>> held_;
@@ -1240,6 +1251,27 @@ ParsedNumber parse_number(std::string_view text, std::uint64_t max) {
   }
   if (too_large || v > max / scale) return {0, NumberProblem::TooLarge};
   return {v * scale, std::nullopt};
+}
+
+std::string_view TextStore::keep(std::string_view text) {
+  if (text.empty()) return {};
+  if (text.size() > left_) {
+    // A long text gets a block of its own, and the chunk being filled
+    // stays the one filled (its bytes never move: next_ stays valid).
+    if (text.size() > kChunkBytes / 4) {
+      const auto& own = chunks_.emplace_back(std::make_unique_for_overwrite<char[]>(text.size()));
+      std::memcpy(own.get(), text.data(), text.size());
+      return {own.get(), text.size()};
+    }
+    chunks_.push_back(std::make_unique_for_overwrite<char[]>(kChunkBytes));
+    next_ = chunks_.back().get();
+    left_ = kChunkBytes;
+  }
+  char* at = next_;
+  std::memcpy(at, text.data(), text.size());
+  next_ += text.size();
+  left_ -= text.size();
+  return {at, text.size()};
 }
 
 Trace parse_trace(std::string_view text, const std::string& file) { return Parser(text, file).parse(); }
@@ -1308,8 +1340,8 @@ Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const Trac
   // Line -> statement text, indexed by line (a map of a million lines was a
   // tree walk per op: docs/PERFORMANCE.md, "HB checking").
   struct LineTexts {
-    std::vector<const std::string*> by_line;
-    const std::string* at(int line) const {
+    std::vector<const std::string_view*> by_line;
+    const std::string_view* at(int line) const {
       const auto i = static_cast<std::size_t>(line);
       if (i >= by_line.size() || by_line[i] == nullptr) throw std::out_of_range("no statement at that line");
       return by_line[i];
@@ -1362,7 +1394,7 @@ OpOrigin Execution::origin_at(int line) const {
   const auto i = static_cast<std::size_t>(line);
   if (i >= line_texts_.size() || line_texts_[i] == nullptr)
     throw std::logic_error("Execution: internal error: no statement at line " + std::to_string(line));
-  return OpOrigin{line, *line_texts_[i]};
+  return OpOrigin{line, std::string(*line_texts_[i])};
 }
 
 std::optional<OpOrigin> Execution::origin(sim::OpRef op) const {

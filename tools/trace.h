@@ -112,6 +112,24 @@ inline std::string trace_name_of(std::string_view reported) {
 /// The longest name (stream, event, thread, buffer, kernel, copy) a trace may use.
 inline constexpr std::size_t kMaxNameBytes = 128;
 
+/// Where a trace keeps its statements' texts (ast::Source::text) and thread
+/// names: appended to chunks that never move, so a view into them stays
+/// valid while the store lives, however the statements are moved or copied.
+/// One heap block per 64 KiB of text, where a std::string a statement was
+/// one a statement (docs/PERFORMANCE.md, "Statement texts in one store").
+/// Not thread-safe: only the parser appends.
+class TextStore {
+ public:
+  /// A copy of `text` that lives as long as the store.
+  std::string_view keep(std::string_view text);
+
+ private:
+  static constexpr std::size_t kChunkBytes = std::size_t{1} << 16;
+  std::vector<std::unique_ptr<char[]>> chunks_;
+  std::size_t left_ = 0;  // bytes free at the end of the last chunk of kChunkBytes
+  char* next_ = nullptr;  // where they start
+};
+
 struct BufferRef {
   std::string buffer;
   std::uint64_t lo = 0;
@@ -129,14 +147,17 @@ struct AccessList {
 namespace ast {
 
 /// What every statement carries: where it is and which host thread runs it.
+/// Its texts are views into the trace's TextStore (or static text), never
+/// owned: a std::string each was a heap block a statement.
 struct Source {
   int line = 0;
-  std::string text;             // the source line, trimmed, without its comment
-  std::string thread = "main";  // the "@name" prefix, or "main"
   /// R14a: set (the line of its `capture begin`) when the statement is
   /// captured into a graph instead of run: a launch, copy, callback,
-  /// record or wait on a stream of an open capture.
+  /// record or wait on a stream of an open capture. (Next to `line`: two
+  /// ints in one word, a Source in 40 bytes.)
   int captured_by = 0;
+  std::string_view text;                  // the source line, trimmed, without its comment
+  std::string_view thread = kMainThread;  // the "@name" prefix, or "main"
 };
 
 /// `stream NAME [nonblocking]`: cudaStreamCreate (a blocking stream, R8)
@@ -427,6 +448,9 @@ std::optional<PoolSwitchProblem> set_pool_switch(PoolPolicy& policy, std::string
 struct Trace {
   std::string file;
   std::vector<Statement> statements;
+  /// The statements' texts and thread names: shared by copies of the
+  /// trace, whose statements view the same texts.
+  std::shared_ptr<TextStore> texts = std::make_shared<TextStore>();
   PoolPolicy policy;
   bool uses_resource = false;
   std::optional<MutantId> mutant;
@@ -627,7 +651,7 @@ class Execution {
   /// Where the ops came from: a line per op, and the statement text of each
   /// line (pointers into the trace the run ran, which must outlive this
   /// record; origin() copies the text out).
-  void set_origins(sim::OpLines lines, std::vector<const std::string*> texts) {
+  void set_origins(sim::OpLines lines, std::vector<const std::string_view*> texts) {
     origin_lines_ = std::move(lines);
     line_texts_ = std::move(texts);
   }
@@ -638,7 +662,7 @@ class Execution {
   std::map<std::string, TraceBuffer> buffers_;
   OpOrigin origin_at(int line) const;
   sim::OpLines origin_lines_;
-  std::vector<const std::string*> line_texts_;  // by line; null where no statement is
+  std::vector<const std::string_view*> line_texts_;  // by line; null where no statement is
   std::map<sim::OpRef, OpOrigin> special_origins_;
   std::vector<ChoicePoint> choices_;
   std::vector<QueryAnswer> query_answers_;

@@ -344,16 +344,20 @@ class TraceInterpreter {
     // cache): a thread is declared before any statement of it (the parser
     // checks), and a thread's statements come in runs, so the last thread's
     // index is kept instead of hashing the name of every statement.
-    const std::string* last_thread = nullptr;
+    const std::string_view* last_thread = nullptr;
     std::size_t last_run = 0;
     for (const Statement& st : trace_.statements) {
       if (const auto* decl = std::get_if<ast::ThreadDecl>(&st)) {
         run_index_[decl->name] = runs_.size();
         runs_.push_back(HostRun{decl->name, {}, 0, false, std::nullopt, std::nullopt, std::nullopt});
       }
-      const std::string& thread = source(st).thread;
+      const std::string_view& thread = source(st).thread;
       if (last_thread == nullptr || *last_thread != thread) {
-        last_run = run_index_.at(thread);
+        const auto run = run_index_.find(thread);
+        if (run == run_index_.end())
+          throw std::logic_error(fmt::format(
+              "TraceInterpreter: internal error: line {} runs on thread {}, never declared", source(st).line, thread));
+        last_run = run->second;
         last_thread = &thread;
       }
       runs_[last_run].statements.push_back(&st);

@@ -1,13 +1,16 @@
 // The trace language: malformed input gives FILE:LINE:COL and runs nothing;
 // well-formed traces give the verdicts of the HB rules; reports and JSON.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "backend_sim/sim_backend.h"
 #include "model/trace_keywords.h"
@@ -60,6 +63,39 @@ TEST(TraceParse, CommentsBlankLinesNumbersAndRanges) {
   EXPECT_EQ(k.accesses[1].refs[0].lo, 1024u);
   EXPECT_EQ(*k.accesses[1].refs[0].hi, 2048u);
   EXPECT_EQ(k.line, 6);
+}
+
+TEST(TextStore, EveryKeptTextStaysWhereItWasPutWhateverItsLength) {
+  // Short texts share chunks; one longer than a quarter of a chunk, or than
+  // a whole chunk, gets a block of its own while the chunk being filled
+  // goes on being filled: each view must still read its own text.
+  TextStore store;
+  std::vector<std::pair<std::string, std::string_view>> kept;
+  for (std::size_t i = 0; i < 3000; ++i) {
+    const std::size_t bytes = i % 500 == 7 ? 70000 + i : i % 200 == 3 ? 20000 : 1 + i % 97;
+    std::string text(bytes, static_cast<char>('a' + i % 26));
+    text.front() = '<';
+    text.back() = '>';
+    kept.emplace_back(text, store.keep(text));
+  }
+  for (const auto& [text, view] : kept) ASSERT_EQ(view, text);
+  EXPECT_TRUE(store.keep("").empty());
+}
+
+TEST(TraceParse, StatementTextsAndThreadsOutliveTheParserAndTheTraceCopiedFrom) {
+  std::string text = "thread w\nstream s1\nbuffer A 64 on s1\n";
+  for (int i = 0; i < 4000; ++i)
+    text += fmt::format("@w launch K{} on s1 reads A[{}:{}]   # c\n", i, i % 32, i % 32 + 1);
+  auto original = std::make_unique<Trace>(parse_trace(text, "t.trace"));
+  const Trace copy = *original;
+  original.reset();  // the copy's texts are the store it shares
+  ASSERT_EQ(copy.statements.size(), 4003u);
+  for (int i = 0; i < 4000; ++i) {
+    const auto& k = std::get<ast::Launch>(copy.statements[static_cast<std::size_t>(i) + 3]);
+    ASSERT_EQ(k.text, fmt::format("@w launch K{} on s1 reads A[{}:{}]", i, i % 32, i % 32 + 1));
+    ASSERT_EQ(k.thread, "w");
+  }
+  EXPECT_EQ(source(copy.statements[1]).thread, "main");
 }
 
 TEST(TraceParse, AByteOrderMarkBeforeTheFirstLineIsNotAWord) {
