@@ -94,16 +94,15 @@ class NearMissAnalysis::Program {
   /// The resource blocks a raw kernel (`launch` or `copy`) at statement `i`
   /// uses, with the access of each; empty for any other statement.
   std::map<std::string, Access> raw_block_uses(std::size_t i) const {
-    std::vector<AccessList> lists;
-    if (const auto* l = get<ast::Launch>(i)) lists = l->accesses;
-    if (const auto* c = get<ast::Copy>(i)) lists = c->accesses();
+    std::vector<BufferAccess> accesses;
+    if (const auto* l = get<ast::Launch>(i)) accesses = l->accesses;
+    if (const auto* c = get<ast::Copy>(i)) accesses = c->accesses();
     std::map<std::string, Access> out;
-    for (const auto& list : lists)
-      for (const auto& ref : list.refs) {
-        if (!is_resource_block(ref.buffer)) continue;
-        auto [it, fresh] = out.try_emplace(ref.buffer, list.access);
-        if (!fresh) it->second = combine(it->second, list.access);
-      }
+    for (const auto& [access, ref] : accesses) {
+      if (!is_resource_block(ref.buffer)) continue;
+      auto [it, fresh] = out.try_emplace(ref.buffer, access);
+      if (!fresh) it->second = combine(it->second, access);
+    }
     return out;
   }
   /// The stream of a raw kernel at statement `i`.
@@ -185,7 +184,7 @@ class NearMissAnalysis::Program {
   void index(std::size_t i, const ast::Copy& s) { index_raw(i, s.accesses()); }
   template <class Other>
   void index(std::size_t, const Other&) {}
-  void index_raw(std::size_t i, const std::vector<AccessList>& lists) {
+  void index_raw(std::size_t i, const std::vector<BufferAccess>& accesses) {
     // Only resource_fix reads this index (last_raw_use), and only in a
     // trace that uses the resource: any other trace would pay a hash
     // insert per buffer of every launch for nothing.
@@ -193,12 +192,11 @@ class NearMissAnalysis::Program {
     // Each buffer once: a kernel names a handful, so a scan of those
     // before it beats a set made for every launch of the trace.
     std::vector<const std::string*> named;
-    for (const auto& list : lists)
-      for (const auto& ref : list.refs) {
-        if (std::any_of(named.begin(), named.end(), [&](const std::string* n) { return *n == ref.buffer; })) continue;
-        named.push_back(&ref.buffer);
-        raw_uses_[ref.buffer].push_back(i);
-      }
+    for (const auto& [access, ref] : accesses) {
+      if (std::any_of(named.begin(), named.end(), [&](const std::string* n) { return *n == ref.buffer; })) continue;
+      named.push_back(&ref.buffer);
+      raw_uses_[ref.buffer].push_back(i);
+    }
   }
 
   const Trace& t_;

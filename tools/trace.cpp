@@ -338,8 +338,8 @@ class Parser {
   /// The accesses after a kernel's stream; `launch` may have none (a kernel
   /// that touches no buffer the trace knows still runs on its stream), `run`
   /// needs one (the resource brackets the blocks it uses).
-  std::vector<AccessList> accesses(bool may_be_empty, Toucher who, DeviceNumber kernel_device = 0) {
-    std::vector<AccessList> out;
+  std::vector<BufferAccess> accesses(bool may_be_empty, Toucher who, DeviceNumber kernel_device = 0) {
+    std::vector<BufferAccess> out;
     while (!at_end()) {
       const Token& t = next("an access");
       Access a;
@@ -351,12 +351,11 @@ class Parser {
         a = Access::ReadWrite;
       else
         fail(t.col, fmt::format("expected 'reads', 'writes' or 'readwrites', found '{}'", shown_input(t.text)));
-      AccessList list{a, {touched_ref(who, kernel_device)}};
+      out.push_back(BufferAccess{a, touched_ref(who, kernel_device)});
       while (peek(",")) {
         ++pos_;
-        list.refs.push_back(touched_ref(who, kernel_device));
+        out.push_back(BufferAccess{a, touched_ref(who, kernel_device)});
       }
-      out.push_back(std::move(list));
     }
     if (out.empty() && !may_be_empty) fail(end_col_, "expected 'reads', 'writes' or 'readwrites' and the blocks used");
     return out;

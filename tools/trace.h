@@ -136,9 +136,13 @@ struct BufferRef {
   std::optional<std::uint64_t> hi;  // nullopt: to the end of the buffer
 };
 
-struct AccessList {
+/// One buffer a statement touches, and how. A statement's accesses are one
+/// flat vector in the order written (`reads A, B writes C`: A, B, C): one
+/// heap block a statement, where a vector per access word was one more
+/// each (docs/PERFORMANCE.md, "Statement texts in one store").
+struct BufferAccess {
   Access access;
-  std::vector<BufferRef> refs;
+  BufferRef ref;
 };
 
 /// The parsed statements (docs/TRACES.md), one struct per kind. Names are
@@ -268,7 +272,7 @@ struct Free : Source {
 struct Launch : Source {
   std::string kernel;
   std::string stream;
-  std::vector<AccessList> accesses;
+  std::vector<BufferAccess> accesses;
 };
 /// `copy NAME on STREAM from REF to REF`: cudaMemcpyAsync, the direction
 /// from where the buffers live (R12d).
@@ -281,7 +285,7 @@ struct Copy : Source {
   /// with the host (R12d: the host waits for the copy).
   bool host_to_host = false;
   /// Reads `from`, writes `to`.
-  std::vector<AccessList> accesses() const { return {{Access::Read, {from}}, {Access::Write, {to}}}; }
+  std::vector<BufferAccess> accesses() const { return {{Access::Read, from}, {Access::Write, to}}; }
 };
 /// `buffer NAME BYTES pageable|pinned` (R12a): host memory made by the
 /// running host thread -- malloc / new (pageable) or cudaMallocHost
@@ -300,14 +304,14 @@ struct HostFree : Source {
 /// touches host memory, ordered after what it synchronized with (R4) and
 /// before what it enqueues next (R5).
 struct HostAccess : Source {
-  std::vector<AccessList> accesses;
+  std::vector<BufferAccess> accesses;
 };
 /// `callback NAME on STREAM [accesses]` (R12c): cudaLaunchHostFunc -- a
 /// host function run in stream order on STREAM, touching host memory.
 struct Callback : Source {
   std::string name;
   std::string stream;
-  std::vector<AccessList> accesses;
+  std::vector<BufferAccess> accesses;
 };
 struct Record : Source {
   std::string event;
@@ -402,7 +406,7 @@ struct Reap : Source {};
 struct Run : Source {
   std::string kernel;
   std::string stream;
-  std::vector<AccessList> accesses;
+  std::vector<BufferAccess> accesses;
 };
 
 }  // namespace ast

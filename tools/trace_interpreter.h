@@ -450,9 +450,8 @@ class TraceInterpreter {
     const auto buffer = [&](const std::string& name) {
       if (!out && !exec_.buffers().contains(name) && !missing_.contains(name)) out = name;
     };
-    const auto accesses = [&](const std::vector<AccessList>& lists) {
-      for (const auto& list : lists)
-        for (const auto& r : list.refs) buffer(r.buffer);
+    const auto accesses = [&](const std::vector<BufferAccess>& list) {
+      for (const auto& a : list) buffer(a.ref.buffer);
     };
     std::visit(
         [&](const auto& s) {
@@ -517,10 +516,9 @@ class TraceInterpreter {
       auto it = carved_from_.find(name);
       return object(kBufferObject, it == carved_from_.end() ? name : it->second);
     };
-    const auto buffer_touch = [&](const std::vector<AccessList>& lists) {
-      for (const auto& list : lists)
-        for (const auto& r : list.refs)
-          f.touch(buffer_object(r.buffer), list.access == Access::Read ? Touch::Read : Touch::Write);
+    const auto buffer_touch = [&](const std::vector<BufferAccess>& list) {
+      for (const auto& [access, ref] : list)
+        f.touch(buffer_object(ref.buffer), access == Access::Read ? Touch::Read : Touch::Write);
     };
     const auto pool_op = [&](const std::string& buffer, const std::optional<std::string>& stream) {
       if (!stream) return f.touch_everything();  // cudaMalloc / cudaFree synchronize the device
@@ -1160,18 +1158,16 @@ class TraceInterpreter {
   }
   void step(const ast::Run& st, TraceResource* resource) {
     std::vector<TraceResource::Use> uses;
-    for (const auto& list : st.accesses)
-      for (const auto& r : list.refs) {
-        auto it = blocks_.find(r.buffer);
-        uses.push_back({it == blocks_.end() ? nullptr : &it->second, list.access});
-      }
+    for (const auto& [access, ref] : st.accesses) {
+      auto it = blocks_.find(ref.buffer);
+      uses.push_back({it == blocks_.end() ? nullptr : &it->second, access});
+    }
     const std::unique_ptr<TraceResource::Launch> rec = resource->launch(streams_.at(st.stream), uses);
     // The preflight's prepares record only allocation-ready events (P-alloc),
     // named by the blocks they may serve.
     std::vector<std::string> named;
-    for (const auto& list : st.accesses)
-      for (const auto& r : list.refs)
-        if (std::find(named.begin(), named.end(), r.buffer) == named.end()) named.push_back(r.buffer);
+    for (const auto& a : st.accesses)
+      if (std::find(named.begin(), named.end(), a.ref.buffer) == named.end()) named.push_back(a.ref.buffer);
     b_.set_event_label(fmt::format("{} ready", fmt::join(named, ",")));
     if (auto s = retried([&] { return rec->preflight(); }); !s) {
       refused(st, "preflight", s.error());
@@ -1201,29 +1197,26 @@ class TraceInterpreter {
   }
   typename B::Event& event(const std::string& name) { return events_.at(name); }
 
-  /// The accesses `lists` names, as the buffers are now: a graph node keeps them.
-  std::vector<KernelAccess> kernel_accesses(const std::vector<AccessList>& lists) const {
+  /// The buffer accesses of a statement, as the buffers are now: a graph node keeps them.
+  std::vector<KernelAccess> kernel_accesses(const std::vector<BufferAccess>& accesses) const {
     std::vector<KernelAccess> out;
-    fill_kernel_accesses(lists, out);
+    fill_kernel_accesses(accesses, out);
     return out;
   }
   /// The same, for a call that reads them at once (a launch, a host access):
   /// one vector kept across statements, not a heap block each.
-  const std::vector<KernelAccess>& accesses_now(const std::vector<AccessList>& lists) {
-    fill_kernel_accesses(lists, accesses_now_);
+  const std::vector<KernelAccess>& accesses_now(const std::vector<BufferAccess>& accesses) {
+    fill_kernel_accesses(accesses, accesses_now_);
     return accesses_now_;
   }
-  void fill_kernel_accesses(const std::vector<AccessList>& lists, std::vector<KernelAccess>& out) const {
+  void fill_kernel_accesses(const std::vector<BufferAccess>& accesses, std::vector<KernelAccess>& out) const {
     out.clear();
-    std::size_t refs = 0;
-    for (const auto& list : lists) refs += list.refs.size();
-    out.reserve(refs);
-    for (const auto& list : lists)
-      for (const auto& r : list.refs) {
-        const TraceBuffer& b = exec_.buffers().at(r.buffer);
-        const std::uint64_t hi = r.hi ? *r.hi : b.bytes;
-        out.push_back(KernelAccess{b.ptr + r.lo, hi - r.lo, list.access, b.allocation});
-      }
+    out.reserve(accesses.size());
+    for (const auto& [access, r] : accesses) {
+      const TraceBuffer& b = exec_.buffers().at(r.buffer);
+      const std::uint64_t hi = r.hi ? *r.hi : b.bytes;
+      out.push_back(KernelAccess{b.ptr + r.lo, hi - r.lo, access, b.allocation});
+    }
   }
 
   /// The block `buffer` got from `allocate`, or nullptr with a note saying
@@ -1243,10 +1236,9 @@ class TraceInterpreter {
       if (it == missing_.end()) return std::nullopt;
       return fmt::format("skipped: {}", it->second);
     };
-    const auto any_of = [&](const std::vector<AccessList>& lists) -> std::optional<std::string> {
-      for (const auto& list : lists)
-        for (const auto& r : list.refs)
-          if (auto why = check(r.buffer)) return why;
+    const auto any_of = [&](const std::vector<BufferAccess>& accesses) -> std::optional<std::string> {
+      for (const auto& a : accesses)
+        if (auto why = check(a.ref.buffer)) return why;
       return std::nullopt;
     };
     return std::visit(

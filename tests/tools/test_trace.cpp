@@ -58,10 +58,13 @@ TEST(TraceParse, CommentsBlankLinesNumbersAndRanges) {
   EXPECT_EQ(k.stream, "s1");
   EXPECT_EQ(k.text, "launch K on s1 reads A[0:1024], B writes A[1K:2K]");
   EXPECT_EQ(k.thread, "main");
-  ASSERT_EQ(k.accesses.size(), 2u);
-  EXPECT_EQ(k.accesses[0].refs.size(), 2u);
-  EXPECT_EQ(k.accesses[1].refs[0].lo, 1024u);
-  EXPECT_EQ(*k.accesses[1].refs[0].hi, 2048u);
+  ASSERT_EQ(k.accesses.size(), 3u);  // A[0:1024], B, A[1K:2K], in the order written
+  EXPECT_EQ(k.accesses[0].access, Access::Read);
+  EXPECT_EQ(k.accesses[1].access, Access::Read);
+  EXPECT_EQ(k.accesses[1].ref.buffer, "B");
+  EXPECT_EQ(k.accesses[2].access, Access::Write);
+  EXPECT_EQ(k.accesses[2].ref.lo, 1024u);
+  EXPECT_EQ(*k.accesses[2].ref.hi, 2048u);
   EXPECT_EQ(k.line, 6);
 }
 
