@@ -630,7 +630,7 @@ class Parser {
         const int to_col = next_col();
         st.to = ref();
         copy_sizes_match(st, to_col);
-        st.host_to_host = buffers_.at(st.from.buffer).host() && buffers_.at(st.to.buffer).host();
+        st.host_to_host = buffers_.at(st.from->buffer).host() && buffers_.at(st.to->buffer).host();
         return st;
       }
       case K::Record: {
@@ -995,19 +995,19 @@ class Parser {
     expect(trace_language::word::kFrom);
     const int col = next_col();
     st.block = ref();
-    const BufferInfo& parent = buffers_.at(st.block.buffer);
+    const BufferInfo& parent = buffers_.at(st.block->buffer);
     if (parent.made_by == BufferInfo::MadeBy::Allocate)
       fail(col, fmt::format("'{}' was made by 'allocate' (line {}): a resource block cannot be sub-allocated (the "
                             "resource tracks its blocks itself); sub-allocate from a 'buffer'",
-                            st.block.buffer, parent.line));
+                            st.block->buffer, parent.line));
     if (parent.host())
-      fail(col, fmt::format("'{}' is host memory (line {}): sub-allocate from a device 'buffer'", st.block.buffer,
+      fail(col, fmt::format("'{}' is host memory (line {}): sub-allocate from a device 'buffer'", st.block->buffer,
                             parent.line));
-    if (st.block.buffer == st.name) fail(col, fmt::format("'{}' cannot be sub-allocated from itself", st.name));
-    const auto [lo, hi] = range_of(st.block);
-    st.block.hi = hi;
+    if (st.block->buffer == st.name) fail(col, fmt::format("'{}' cannot be sub-allocated from itself", st.name));
+    const auto [lo, hi] = range_of(*st.block);
+    st.block->hi = hi;
     if (st.bytes > hi - lo)
-      fail(col, fmt::format("the block {} holds {} bytes, fewer than the {} bytes of {}", describe(st.block), hi - lo,
+      fail(col, fmt::format("the block {} holds {} bytes, fewer than the {} bytes of {}", describe(*st.block), hi - lo,
                             st.bytes, st.name));
     made_in_branch(st.name, BufferInfo::MadeBy::SubAlloc);
     const DeviceNumber parent_device = parent.device;
@@ -1067,16 +1067,16 @@ class Parser {
   /// cudaMemcpyAsync moves one byte count: the source and the destination
   /// must be the same size, and (memcpy) must not overlap.
   void copy_sizes_match(const ast::Copy& st, int to_col) const {
-    const auto [from_lo, from_hi] = range_of(st.from);
-    const auto [to_lo, to_hi] = range_of(st.to);
+    const auto [from_lo, from_hi] = range_of(*st.from);
+    const auto [to_lo, to_hi] = range_of(*st.to);
     if (from_hi - from_lo != to_hi - to_lo)
       fail(to_col, fmt::format("copy {} reads {} bytes ({}) but writes {} bytes ({}): the source and the destination "
                                "of a copy are the same size",
-                               st.name, from_hi - from_lo, describe(st.from), to_hi - to_lo, describe(st.to)));
-    if (st.from.buffer == st.to.buffer && from_lo < to_hi && to_lo < from_hi)
+                               st.name, from_hi - from_lo, describe(*st.from), to_hi - to_lo, describe(*st.to)));
+    if (st.from->buffer == st.to->buffer && from_lo < to_hi && to_lo < from_hi)
       fail(to_col, fmt::format("copy {}: the source {} and the destination {} overlap (a copy between overlapping "
                                "bytes is undefined)",
-                               st.name, describe(st.from), describe(st.to)));
+                               st.name, describe(*st.from), describe(*st.to)));
   }
 
   std::string kernel_name(const char* what) {

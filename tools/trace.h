@@ -136,6 +136,37 @@ struct BufferRef {
   std::optional<std::uint64_t> hi;  // nullopt: to the end of the buffer
 };
 
+/// A value of a rare statement kind kept on the heap, copied whole: a
+/// Statement is as large as its largest kind, so the two references of a
+/// `copy` and the block of a `suballoc` held inline made every statement of
+/// a trace 88 bytes larger (docs/PERFORMANCE.md, "Statement texts in one
+/// store"). A moved-from Boxed holds nothing; reading it is a logic_error.
+template <class T>
+class Boxed {
+ public:
+  Boxed() : value_(std::make_unique<T>()) {}
+  Boxed(T value) : value_(std::make_unique<T>(std::move(value))) {}  // implicit: `st.from = ref();`
+  Boxed(const Boxed& other) : value_(std::make_unique<T>(*other)) {}
+  Boxed(Boxed&&) noexcept = default;
+  Boxed& operator=(const Boxed& other) {
+    if (this != &other) value_ = std::make_unique<T>(*other);
+    return *this;
+  }
+  Boxed& operator=(Boxed&&) noexcept = default;
+  ~Boxed() = default;
+  T& operator*() { return *get(); }
+  const T& operator*() const { return *get(); }
+  T* operator->() { return get(); }
+  const T* operator->() const { return get(); }
+
+ private:
+  T* get() const {
+    if (!value_) throw std::logic_error("Boxed: internal error: a moved-from statement field was read");
+    return value_.get();
+  }
+  std::unique_ptr<T> value_;
+};
+
 /// One buffer a statement touches, and how. A statement's accesses are one
 /// flat vector in the order written (`reads A, B writes C`: A, B, C): one
 /// heap block a statement, where a vector per access word was one more
@@ -279,13 +310,13 @@ struct Launch : Source {
 struct Copy : Source {
   std::string name;
   std::string stream;
-  BufferRef from;
-  BufferRef to;
+  Boxed<BufferRef> from;
+  Boxed<BufferRef> to;
   /// Both ends are host buffers: cudaMemcpyAsync is then fully synchronous
   /// with the host (R12d: the host waits for the copy).
   bool host_to_host = false;
   /// Reads `from`, writes `to`.
-  std::vector<BufferAccess> accesses() const { return {{Access::Read, from}, {Access::Write, to}}; }
+  std::vector<BufferAccess> accesses() const { return {{Access::Read, *from}, {Access::Write, *to}}; }
 };
 /// `buffer NAME BYTES pageable|pinned` (R12a): host memory made by the
 /// running host thread -- malloc / new (pageable) or cudaMallocHost
@@ -351,7 +382,7 @@ struct DestroyEvent : Source {
 struct SubAlloc : Source {
   std::string name;
   std::uint64_t bytes = 0;
-  BufferRef block;
+  Boxed<BufferRef> block;
   std::string stream;
 };
 /// `subfree NAME on STREAM` (R10b): the block goes back to the allocator,

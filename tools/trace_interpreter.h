@@ -473,7 +473,7 @@ class TraceInterpreter {
           else if constexpr (requires { s.accesses; })
             accesses(s.accesses);
           if constexpr (requires { s.buffer; } && !std::is_same_v<S, ast::Allocate>) buffer(s.buffer);
-          if constexpr (std::is_same_v<S, ast::SubAlloc>) buffer(s.block.buffer);
+          if constexpr (std::is_same_v<S, ast::SubAlloc>) buffer(s.block->buffer);
           if constexpr (std::is_same_v<S, ast::GraphLaunch>)
             if (!out && !graphs_.contains(s.graph) && !missing_.contains(s.graph)) out = s.graph;
         },
@@ -548,7 +548,7 @@ class TraceInterpreter {
             // for the recorded streams' work (a host sync: it observes the device).
             if (!pending_.empty()) f.touch_everything();
             stream_touch(s.stream);
-            f.touch(buffer_object(s.block.buffer), Touch::Write);
+            f.touch(buffer_object(s.block->buffer), Touch::Write);
             f.touch(sim::SharedObject{kSubAllocatorObject, 0}, Touch::Write);
           } else if constexpr (std::is_same_v<S, ast::SubFree>) {
             stream_touch(s.stream);
@@ -929,22 +929,22 @@ class TraceInterpreter {
   /// only once the recorded streams' work is done (R10c): the allocator
   /// found their events complete, which orders the host after that work.
   void step(const ast::SubAlloc& st, TraceResource*) {
-    const TraceBuffer& parent = exec_.buffers().at(st.block.buffer);
-    if (auto freed = freed_.find(st.block.buffer); freed != freed_.end()) {
-      note(
-          st, NoteKind::NotLive,
-          fmt::format("suballoc {} from {}, which was given back at line {}", st.name, st.block.buffer, freed->second));
+    const TraceBuffer& parent = exec_.buffers().at(st.block->buffer);
+    if (auto freed = freed_.find(st.block->buffer); freed != freed_.end()) {
+      note(st, NoteKind::NotLive,
+           fmt::format("suballoc {} from {}, which was given back at line {}", st.name, st.block->buffer,
+                       freed->second));
       missing_[st.name] = fmt::format("{} has no memory (line {}: its parent was given back)", st.name, st.line);
       return;
     }
-    const std::uint64_t lo = parent.ptr + st.block.lo;
-    const std::uint64_t hi = parent.ptr + *st.block.hi;
+    const std::uint64_t lo = parent.ptr + st.block->lo;
+    const std::uint64_t hi = parent.ptr + *st.block->hi;
     for (const auto& [name, live] : live_blocks_)
       if (live.lo < hi && lo < live.hi && name != st.name) {
         note(st, NoteKind::DoubleHandOut,
              fmt::format("{} gets bytes {} still held by {} (handed out at line {}, not given back): the allocator "
                          "handed out the same bytes twice",
-                         st.name, fmt::format("{}[{}:{}]", st.block.buffer, st.block.lo, *st.block.hi), name,
+                         st.name, fmt::format("{}[{}:{}]", st.block->buffer, st.block->lo, *st.block->hi), name,
                          live.line));
         break;
       }
@@ -968,8 +968,8 @@ class TraceInterpreter {
     freed_.erase(st.name);
     exec_.made_buffer(st.name, TraceBuffer{p.value(), st.bytes, b_.allocation_of(p.value())});
     live_blocks_.insert_or_assign(st.name, LiveBlock{lo, hi, st.line, st.stream});
-    auto root = carved_from_.find(st.block.buffer);
-    carved_from_[st.name] = root == carved_from_.end() ? st.block.buffer : root->second;
+    auto root = carved_from_.find(st.block->buffer);
+    carved_from_[st.name] = root == carved_from_.end() ? st.block->buffer : root->second;
   }
   /// R10b: the block goes back to its allocator, stream-ordered on the
   /// stream. R10c: with record_stream, an event recorded now on each
@@ -1247,7 +1247,7 @@ class TraceInterpreter {
           if constexpr (std::is_same_v<S, ast::Allocate>)
             return std::nullopt;  // makes the buffer anew
           else if constexpr (std::is_same_v<S, ast::SubAlloc>)
-            return check(s.block.buffer);  // makes the block anew, from its parent
+            return check(s.block->buffer);  // makes the block anew, from its parent
           else if constexpr (std::is_same_v<S, ast::Copy>)
             return any_of(s.accesses());
           else if constexpr (requires { s.accesses; })

@@ -101,6 +101,27 @@ TEST(TraceParse, StatementTextsAndThreadsOutliveTheParserAndTheTraceCopiedFrom) 
   EXPECT_EQ(source(copy.statements[1]).thread, "main");
 }
 
+TEST(TraceParse, ACopiedStatementOwnsItsBoxedReferencesAndAMovedFromOneRefusesToBeRead) {
+  const Trace t =
+      parse_trace("stream s\nbuffer A 64 on s\nbuffer B 64 on s\ncopy c on s from A[0:8] to B[8:16]\n", "t.trace");
+  const auto& original = std::get<ast::Copy>(t.statements[3]);
+  ast::Copy copied = original;
+  EXPECT_EQ(copied.from->buffer, "A");
+  EXPECT_EQ(*copied.to->hi, 16u);
+  copied.from->lo = 4;
+  copied.to = BufferRef{"A", 32, 40};
+  EXPECT_EQ(original.from->lo, 0u);
+  EXPECT_EQ(original.to->buffer, "B");
+  EXPECT_EQ(*original.to->hi, 16u);
+  copied = original;  // assigned back: equal again, still its own
+  EXPECT_EQ(copied.to->buffer, "B");
+  copied.to->lo = 9;
+  EXPECT_EQ(original.to->lo, 8u);
+  const ast::Copy moved = std::move(copied);
+  EXPECT_EQ(moved.to->lo, 9u);
+  EXPECT_THROW((void)copied.from->buffer, std::logic_error);  // NOLINT(bugprone-use-after-move): the point
+}
+
 TEST(TraceParse, AByteOrderMarkBeforeTheFirstLineIsNotAWord) {
   const Trace t = parse_trace("\xEF\xBB\xBFstream s1\nbuffer A 64 on s1\n", "bom.trace");
   ASSERT_EQ(t.statements.size(), 2u);
@@ -412,9 +433,9 @@ TEST(TraceParse, OneStructPerStatementKind) {
   EXPECT_EQ(prepare.access, Access::Write);
   EXPECT_EQ(std::get<ast::Wait>(t.statements[7]).event, "e");
   const auto& copy = std::get<ast::Copy>(t.statements[8]);
-  EXPECT_EQ(copy.from.lo, 0u);
-  EXPECT_EQ(copy.to.lo, 32u);
-  EXPECT_EQ(*copy.to.hi, 64u);
+  EXPECT_EQ(copy.from->lo, 0u);
+  EXPECT_EQ(copy.to->lo, 32u);
+  EXPECT_EQ(*copy.to->hi, 64u);
   EXPECT_EQ(source(t.statements[9]).line, 10);
   EXPECT_EQ(*t.budget, 4096u);
 }
