@@ -112,5 +112,60 @@ TEST(IntervalMap, ForRangeMatchesAByteArrayOverRandomRanges) {
   }
 }
 
+std::vector<Seg> set(IntervalMap<int>& m, std::uint64_t lo, std::uint64_t hi, int value, int fill = 0) {
+  std::vector<Seg> before;
+  m.for_range(lo, hi, fill, [&](std::uint64_t a, std::uint64_t b, int& v) {
+    before.emplace_back(a, b, v);
+    v = value;
+  });
+  return before;
+}
+
+// A map remembers where its recent ranges start (their tree nodes); a copy,
+// an assigned-to map, a moved-from one and a cleared one must not act on
+// nodes that are not theirs (or are gone: the ASan run catches that).
+TEST(IntervalMap, CopiesMovesAndClearsForgetTheStartsTheyRemembered) {
+  IntervalMap<int> original;
+  set(original, 10, 20, 1);
+  IntervalMap<int> copy(original);
+  EXPECT_EQ(set(copy, 10, 20, 2), (std::vector<Seg>{{10, 20, 1}}));
+  EXPECT_EQ(all(original), (std::vector<Seg>{{10, 20, 1}})) << "a copy changes its own segments";
+
+  IntervalMap<int> assigned;
+  set(assigned, 30, 40, 3);  // a start the assigned map no longer has (its node may now hold another)
+  assigned = original;
+  EXPECT_EQ(set(assigned, 30, 40, 4, 9), (std::vector<Seg>{{30, 40, 9}}));
+  EXPECT_EQ(set(assigned, 10, 20, 4), (std::vector<Seg>{{10, 20, 1}}));
+  EXPECT_EQ(all(original), (std::vector<Seg>{{10, 20, 1}})) << "an assigned-to map changes its own segments";
+
+  IntervalMap<int> moved(std::move(original));
+  EXPECT_EQ(set(original, 10, 20, 5, 9), (std::vector<Seg>{{10, 20, 9}})) << "a moved-from map starts empty";
+  EXPECT_EQ(all(moved), (std::vector<Seg>{{10, 20, 1}})) << "the moved-from map keeps nothing of the moved-to";
+
+  set(moved, 10, 20, 1);  // remembers 10, a node the next move hands over
+  IntervalMap<int> move_assigned;
+  set(move_assigned, 10, 20, 6);
+  move_assigned = std::move(moved);
+  EXPECT_EQ(set(move_assigned, 10, 20, 7), (std::vector<Seg>{{10, 20, 1}}));
+  EXPECT_EQ(set(moved, 10, 20, 8, 9), (std::vector<Seg>{{10, 20, 9}}));
+  EXPECT_EQ(all(move_assigned), (std::vector<Seg>{{10, 20, 7}}));
+
+  move_assigned.clear();
+  EXPECT_EQ(set(move_assigned, 10, 20, 1, 9), (std::vector<Seg>{{10, 20, 9}})) << "a cleared map starts empty";
+  EXPECT_EQ(move_assigned.segment_count(), 1U);
+}
+
+// A remembered start is the segment that still starts there: ranges that
+// split it, cover it whole or begin just before it see the bytes as they are.
+TEST(IntervalMap, ARememberedStartSeesLaterSplitsAroundIt) {
+  IntervalMap<int> m;
+  set(m, 10, 20, 1);
+  set(m, 15, 30, 2);  // splits [10, 20) at 15
+  EXPECT_EQ(set(m, 10, 20, 3), (std::vector<Seg>{{10, 15, 1}, {15, 20, 2}}));
+  set(m, 5, 12, 4);  // splits [10, 15) at 12
+  EXPECT_EQ(set(m, 10, 12, 5), (std::vector<Seg>{{10, 12, 4}}));
+  EXPECT_EQ(all(m), (std::vector<Seg>{{5, 10, 4}, {10, 12, 5}, {12, 15, 3}, {15, 20, 3}, {20, 30, 2}}));
+}
+
 }  // namespace
 }  // namespace streamcheck::sim
