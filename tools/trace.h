@@ -23,6 +23,7 @@
 #include "model/pool_policy.h"
 #include "model/types.h"
 #include "tools/input_text.h"
+#include "tools/name_map.h"
 
 namespace streamcheck::tools {
 
@@ -630,7 +631,7 @@ class Execution {
   bool has_model() const { return model_ != nullptr; }
   const std::vector<Note>& notes() const { return notes_; }
   /// Every buffer ever made, by name (the newest of a name wins).
-  const std::map<std::string, TraceBuffer>& buffers() const { return buffers_; }
+  const NameMap<TraceBuffer>& buffers() const { return buffers_; }
   /// The statement that enqueued `op`, if any (resource ops: the call).
   std::optional<OpOrigin> origin(sim::OpRef op) const;
   /// `bytes` cut where buffers begin and end: each piece named by the buffer
@@ -694,7 +695,7 @@ class Execution {
  private:
   std::unique_ptr<sim::DeviceModel> model_;
   std::vector<Note> notes_;
-  std::map<std::string, TraceBuffer> buffers_;
+  NameMap<TraceBuffer> buffers_;
   OpOrigin origin_at(int line) const;
   sim::OpLines origin_lines_;
   std::vector<const std::string_view*> line_texts_;  // by line; null where no statement is
