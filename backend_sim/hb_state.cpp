@@ -64,8 +64,8 @@ void HbState::default_stream_barrier(Stream& s) {
     s.vc.join(streams_[legacy->second.value].vc);  // R8: a blocking stream after the legacy stream
   }
 }
+
 const VectorClock& HbState::stream_clock(StreamIndex s) const { return stream(s).vc; }
-std::uint32_t HbState::op_count(StreamIndex s) const { return static_cast<std::uint32_t>(stream(s).ops.size()); }
 
 EventIndex HbState::create_event(std::string name) {
   const EventIndex id{static_cast<std::uint32_t>(events_.size())};

@@ -178,7 +178,11 @@ class HbState {
   const std::string& stream_name(StreamIndex s) const;
   /// The clock of the next op on the stream: the joins of its waits and host actions.
   const VectorClock& stream_clock(StreamIndex s) const;
-  std::uint32_t op_count(StreamIndex s) const;
+  /// Inline: the device's stepping asks it of every stream at every step.
+  std::uint32_t op_count(StreamIndex s) const {
+    if (s.value >= streams_.size()) check_stream(s);  // throws, saying which
+    return static_cast<std::uint32_t>(streams_[s.value].ops.size());
+  }
   /// `name` is how reports and pictures call the event (the trace's name);
   /// empty: "e<N>".
   EventIndex create_event(std::string name = {});
