@@ -527,7 +527,7 @@ void CudaBackend::check(StreamRef s, std::uint64_t ptr, std::uint64_t bytes, std
   }
 }
 
-void CudaBackend::launch(StreamRef s, const std::vector<KernelAccess>& accesses, std::string label) {
+void CudaBackend::launch(StreamRef s, const std::vector<KernelAccess>& accesses, std::string_view label) {
   (void)label;
   std::uint64_t spin = next_op(s);
   for (const auto& a : accesses) {
@@ -650,12 +650,13 @@ void CudaBackend::HostWork::run() const {
   if (bad > 0) mismatches->fetch_add(bad);
 }
 
-void CudaBackend::host_access(StreamRef host_stream, const std::vector<KernelAccess>& accesses, std::string label) {
+void CudaBackend::host_access(StreamRef host_stream, const std::vector<KernelAccess>& accesses,
+                              std::string_view label) {
   (void)label;
   host_work(accesses, next_op(host_stream)).run();
 }
 
-void CudaBackend::host_function(StreamRef s, const std::vector<KernelAccess>& accesses, std::string label) {
+void CudaBackend::host_function(StreamRef s, const std::vector<KernelAccess>& accesses, std::string_view label) {
   (void)label;
   auto& work = host_functions_.emplace_back(std::make_unique<HostWork>(host_work(accesses, next_op(s))));
   gpu_of(s);  // with several GPUs: makes its context current

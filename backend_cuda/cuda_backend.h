@@ -28,6 +28,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -208,13 +209,13 @@ class CudaBackend {
   Status host_free(std::uint64_t ptr, StreamRef host_stream);
   /// R12b: the host checks the stamps it reads and writes its own, on the
   /// CPU, after the op's delay (a host sleep).
-  void host_access(StreamRef host_stream, const std::vector<KernelAccess>& accesses, std::string label);
+  void host_access(StreamRef host_stream, const std::vector<KernelAccess>& accesses, std::string_view label);
   /// R12c: cuLaunchHostFunc on `s`: the function checks and writes stamps
   /// on the driver's callback thread, in stream order.
-  void host_function(StreamRef s, const std::vector<KernelAccess>& accesses, std::string label);
+  void host_function(StreamRef s, const std::vector<KernelAccess>& accesses, std::string_view label);
 
   // --- validation (the props harness's ValidationBackend)
-  void launch(StreamRef s, const std::vector<KernelAccess>& accesses, std::string label);
+  void launch(StreamRef s, const std::vector<KernelAccess>& accesses, std::string_view label);
   void arm_fault(std::uint32_t nth, std::string_view call = {}) { faults_.arm_fault(nth, call); }
   void disarm_fault() { faults_.disarm_fault(); }
   bool fault_armed() const { return faults_.fault_armed(); }

@@ -8,7 +8,7 @@
 
 namespace streamcheck::sim {
 
-OpRef DeviceModel::launch(StreamIndex stream, const std::vector<KernelAccess>& accesses, std::string label) {
+OpRef DeviceModel::launch(StreamIndex stream, const std::vector<KernelAccess>& accesses, std::string_view label) {
   hb_.check_stream(stream);
   std::vector<OpAccess>& touched = touched_;
   touched.clear();
@@ -19,12 +19,12 @@ OpRef DeviceModel::launch(StreamIndex stream, const std::vector<KernelAccess>& a
       throw std::invalid_argument(fmt::format("DeviceModel::launch: unknown allocation {}", alloc.value));
     touched.push_back(OpAccess{ByteRange{a.ptr, a.ptr + a.bytes}, a.access, alloc});
   }
-  const OpRef ref = hb_.enqueue(stream, OpKind::Kernel, std::move(label), std::nullopt);
+  const OpRef ref = hb_.enqueue(stream, OpKind::Kernel, label, std::nullopt);
   race_.enqueued(ref, touched);
   return ref;
 }
 
-std::optional<AllocResult> DeviceModel::alloc(StreamIndex stream, std::uint64_t bytes, std::string label,
+std::optional<AllocResult> DeviceModel::alloc(StreamIndex stream, std::uint64_t bytes, std::string_view label,
                                               std::optional<std::uint64_t> preferred) {
   hb_.check_stream(stream);
   const bool on_observation = progress_ == DeviceProgress::OnObservation;
@@ -34,39 +34,39 @@ std::optional<AllocResult> DeviceModel::alloc(StreamIndex stream, std::uint64_t 
   // OnObservation: an opportunistic reuse observes that the free has run.
   if (a.reuse == ReuseKind::Opportunistic && !hb_.completed(*a.fence))
     complete_through(a.fence->stream, a.fence->index + 1);
-  const OpRef ref = hb_.enqueue(stream, OpKind::Alloc, std::move(label), a.pool_dep());
+  const OpRef ref = hb_.enqueue(stream, OpKind::Alloc, label, a.pool_dep());
   pool_.set_alloc_op(*id, ref);
   race_.enqueued(ref, OpAccess{a.range, Access::Write, *id});
   return AllocResult{a.range.lo, *id, a.reuse};
 }
 
-bool DeviceModel::free(StreamIndex stream, std::uint64_t ptr, std::string label) {
+bool DeviceModel::free(StreamIndex stream, std::uint64_t ptr, std::string_view label) {
   hb_.check_stream(stream);
   const auto id = pool_.live_at(ptr);
   if (!id) return false;
-  const OpRef ref = hb_.enqueue(stream, OpKind::Free, std::move(label), std::nullopt);
+  const OpRef ref = hb_.enqueue(stream, OpKind::Free, label, std::nullopt);
   pool_.freed(*id, ref);  // R7: the range becomes a reuse candidate
   race_.enqueued(ref, OpAccess{pool_.allocation(*id).range, Access::Write, *id});
   return true;
 }
 
 std::optional<AllocResult> DeviceModel::suballoc(StreamIndex stream, AllocationIndex parent, ByteRange block,
-                                                 std::uint64_t bytes, std::string label) {
+                                                 std::uint64_t bytes, std::string_view label) {
   hb_.check_stream(stream);
   if (pool_.allocation(parent).free_op) return std::nullopt;
   const AllocationIndex id = pool_.sub_allocated(parent, block, bytes, stream);
-  const OpRef ref = hb_.enqueue(stream, OpKind::Alloc, std::move(label), std::nullopt);
+  const OpRef ref = hb_.enqueue(stream, OpKind::Alloc, label, std::nullopt);
   pool_.set_alloc_op(id, ref);
   race_.enqueued(ref, OpAccess{block, Access::Write, id});
   return AllocResult{block.lo, id, ReuseKind::SubAllocated};
 }
 
 bool DeviceModel::subfree(StreamIndex stream, AllocationIndex block, std::vector<OpRef> released_after,
-                          std::string label) {
+                          std::string_view label) {
   hb_.check_stream(stream);
   const Allocation& a = pool_.allocation(block);
   if (!a.parent || a.free_op) return false;
-  const OpRef ref = hb_.enqueue(stream, OpKind::Free, std::move(label), std::nullopt);
+  const OpRef ref = hb_.enqueue(stream, OpKind::Free, label, std::nullopt);
   pool_.sub_freed(block, ref, std::move(released_after));
   // Giving a block back to its allocator changes no byte: the value oracle
   // (P2) must not see it as a write, or a recorded stream's read that runs
@@ -80,29 +80,30 @@ bool DeviceModel::subfree(StreamIndex stream, AllocationIndex block, std::vector
 // thread is ordered after it). It covers only work that has executed, so it
 // executes now.
 
-AllocResult DeviceModel::host_alloc(StreamIndex host_stream, std::uint64_t bytes, std::string label) {
+AllocResult DeviceModel::host_alloc(StreamIndex host_stream, std::uint64_t bytes, std::string_view label) {
   hb_.check_stream(host_stream);
   const AllocationIndex id = pool_.host_allocated(bytes, host_stream);
-  const OpRef ref = hb_.enqueue(host_stream, OpKind::Alloc, std::move(label), std::nullopt);
+  const OpRef ref = hb_.enqueue(host_stream, OpKind::Alloc, label, std::nullopt);
   pool_.set_alloc_op(id, ref);
   race_.enqueued(ref, OpAccess{pool_.allocation(id).range, Access::Write, id});
   sync_stream(host_stream);
   return AllocResult{pool_.allocation(id).range.lo, id, ReuseKind::HostMemory};
 }
 
-bool DeviceModel::host_free(StreamIndex host_stream, std::uint64_t ptr, std::string label) {
+bool DeviceModel::host_free(StreamIndex host_stream, std::uint64_t ptr, std::string_view label) {
   hb_.check_stream(host_stream);
   const auto id = pool_.live_at(ptr);  // host addresses are never device ones (Pool::host_allocated)
   if (!id || pool_.allocation(*id).reuse != ReuseKind::HostMemory) return false;
-  const OpRef ref = hb_.enqueue(host_stream, OpKind::Free, std::move(label), std::nullopt);
+  const OpRef ref = hb_.enqueue(host_stream, OpKind::Free, label, std::nullopt);
   pool_.host_freed(*id, ref);
   race_.enqueued(ref, OpAccess{pool_.allocation(*id).range, Access::Write, *id});
   sync_stream(host_stream);
   return true;
 }
 
-OpRef DeviceModel::host_access(StreamIndex host_stream, const std::vector<KernelAccess>& accesses, std::string label) {
-  const OpRef ref = launch(host_stream, accesses, std::move(label));
+OpRef DeviceModel::host_access(StreamIndex host_stream, const std::vector<KernelAccess>& accesses,
+                               std::string_view label) {
+  const OpRef ref = launch(host_stream, accesses, label);
   sync_stream(host_stream);
   return ref;
 }

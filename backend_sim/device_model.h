@@ -103,34 +103,34 @@ class DeviceModel {
   // --- device work (each enqueue is a point where device steps may happen)
   void record(EventIndex event, StreamIndex stream) { hb_.record(event, stream); }  // R2
   void wait(StreamIndex stream, EventIndex event) { hb_.wait(stream, event); }      // R3
-  OpRef launch(StreamIndex stream, const std::vector<KernelAccess>& accesses, std::string label);
+  OpRef launch(StreamIndex stream, const std::vector<KernelAccess>& accesses, std::string_view label);
   /// R7; `preferred`: see Pool::place.
-  std::optional<AllocResult> alloc(StreamIndex stream, std::uint64_t bytes, std::string label = "alloc",
+  std::optional<AllocResult> alloc(StreamIndex stream, std::uint64_t bytes, std::string_view label = "alloc",
                                    std::optional<std::uint64_t> preferred = std::nullopt);
   /// False (and nothing enqueued) when ptr is not the start of a live allocation.
-  bool free(StreamIndex stream, std::uint64_t ptr, std::string label = "free");  // R7
+  bool free(StreamIndex stream, std::uint64_t ptr, std::string_view label = "free");  // R7
   /// R10a: a user-space allocator hands out bytes `block` of live
   /// allocation `parent` as a block for `stream` (an op on it writing the
   /// block, as a pool alloc does); nullopt when `parent` is not live.
   std::optional<AllocResult> suballoc(StreamIndex stream, AllocationIndex parent, ByteRange block, std::uint64_t bytes,
-                                      std::string label = "suballoc");
+                                      std::string_view label = "suballoc");
   /// R10b/R10c: the block goes back, an op on `stream` writing it for the
   /// race checker (it changes no memory); an op ordered before one of
   /// `released_after` counts as ordered before it. False (nothing
   /// enqueued) when `block` is not a live sub-block.
   bool subfree(StreamIndex stream, AllocationIndex block, std::vector<OpRef> released_after,
-               std::string label = "subfree");
+               std::string_view label = "subfree");
 
   // --- the host's own memory work (R12): each an op on `host_stream` (the
   // running host thread's, a non-blocking stream nothing else uses) that
   // executes at once, the host thread ordered after it.
   /// R12a: a host buffer (malloc, cudaMallocHost): an op writing it.
-  AllocResult host_alloc(StreamIndex host_stream, std::uint64_t bytes, std::string label = "host buffer");
+  AllocResult host_alloc(StreamIndex host_stream, std::uint64_t bytes, std::string_view label = "host buffer");
   /// R12a: the host buffer at `ptr` goes (free, cudaFreeHost), an op
   /// writing it; false (nothing done) when it is no live host buffer.
-  bool host_free(StreamIndex host_stream, std::uint64_t ptr, std::string label = "host free");
+  bool host_free(StreamIndex host_stream, std::uint64_t ptr, std::string_view label = "host free");
   /// R12b: the host reads or writes host memory.
-  OpRef host_access(StreamIndex host_stream, const std::vector<KernelAccess>& accesses, std::string label);
+  OpRef host_access(StreamIndex host_stream, const std::vector<KernelAccess>& accesses, std::string_view label);
 
   // --- host synchronization (R4)
   void sync_stream(StreamIndex stream);

@@ -148,7 +148,7 @@ void HbState::log_host(LogEntry::Kind kind, StreamIndex stream, EventIndex event
   log_.push_back(LogEntry::host_call(kind, current_host_, stream, event));
 }
 
-OpRef HbState::enqueue(StreamIndex s, OpKind kind, std::string label, std::optional<OpRef> pool_dep) {
+OpRef HbState::enqueue(StreamIndex s, OpKind kind, std::string_view label, std::optional<OpRef> pool_dep) {
   Stream& st = stream(s);
   host_tick_into(st.vc);       // R5, R6
   default_stream_barrier(st);  // R8
@@ -159,7 +159,7 @@ OpRef HbState::enqueue(StreamIndex s, OpKind kind, std::string label, std::optio
                                        ref.index, s.value, st.vc.get(st.agent)));
   if (enqueued_ == std::numeric_limits<std::uint32_t>::max())
     throw std::length_error("HbState: more than 2^32 - 1 ops enqueued in one run; split the trace");
-  const std::uint32_t label_id = intern(std::move(label));
+  const std::uint32_t label_id = intern(label);
   // The op's clock by difference (Op::clock_base): a new base only when
   // another stream's component changed.
   if (!st.last_base || !same_other_streams(*st.last_base, st.vc, s)) st.last_base = store_base(st.vc);
@@ -173,7 +173,7 @@ namespace {
 // A label is a kernel name of a few to a few dozen characters: compared
 // here in a loop, where std::string's == called memcmp (with ==, the
 // checker alone was 1.03-1.05x slower: docs/PERFORMANCE.md).
-bool same_text(const std::string& a, const std::string& b) {
+bool same_text(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i)
     if (a[i] != b[i]) return false;
@@ -181,14 +181,15 @@ bool same_text(const std::string& a, const std::string& b) {
 }
 }  // namespace
 
-std::uint32_t HbState::intern(std::string label) {
+std::uint32_t HbState::intern(std::string_view label) {
   // A program's ops come in runs of one label (a loop's kernel): the last
   // label answers most calls with one string comparison, not a hash.
   if (last_label_ < labels_.size() && same_text(labels_[last_label_], label)) return last_label_;
-  auto [interned, fresh] = label_ids_.try_emplace(std::move(label), static_cast<std::uint32_t>(labels_.size()));
-  if (fresh) labels_.push_back(interned->first);
-  last_label_ = interned->second;
-  return last_label_;
+  if (const auto known = label_ids_.find(label); known != label_ids_.end()) return last_label_ = known->second;
+  const auto id = static_cast<std::uint32_t>(labels_.size());
+  labels_.emplace_back(label);
+  label_ids_.emplace(labels_.back(), id);
+  return last_label_ = id;
 }
 
 void HbState::record(EventIndex event, StreamIndex s) {

@@ -40,9 +40,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -198,9 +200,9 @@ class HbState {
   const VectorClock& host_clock() const { return hosts_.at(current_host_.value); }
 
   // --- the rules; each host call is logged
-  OpRef enqueue(StreamIndex stream, OpKind kind, std::string label, std::optional<OpRef> pool_dep);  // R1, R5
-  void record(EventIndex event, StreamIndex stream);                                                 // R2
-  void wait(StreamIndex stream, EventIndex event);                                                   // R3
+  OpRef enqueue(StreamIndex stream, OpKind kind, std::string_view label, std::optional<OpRef> pool_dep);  // R1, R5
+  void record(EventIndex event, StreamIndex stream);                                                      // R2
+  void wait(StreamIndex stream, EventIndex event);                                                        // R3
   /// R4: the host is ordered after everything enqueued on the stream (the
   /// caller executes that work first).
   void sync_stream(StreamIndex stream);
@@ -344,8 +346,10 @@ class HbState {
   std::uint64_t unmet_dependency_packed(OpRef r) const;
   void host_joins(const VectorClock& vc) { hosts_.at(current_host_.value).join(vc); }
   void log_host(LogEntry::Kind kind, StreamIndex stream, EventIndex event);
-  /// The label's position in labels_, added there if new.
-  std::uint32_t intern(std::string label);
+  /// The label's position in labels_, added there if new. A view: a
+  /// kernel name longer than a std::string holds inline was a heap block
+  /// copied for every launch, and freed again once found here.
+  std::uint32_t intern(std::string_view label);
 
   std::vector<Stream> streams_;
   std::map<DeviceNumber, StreamIndex> legacy_;  // each device's LegacyDefault stream, once created
@@ -371,11 +375,17 @@ class HbState {
   /// block of its own; their Op::clock_base has kWideBase set.
   static constexpr std::uint32_t kWideBase = std::uint32_t{1} << 31;
   std::vector<std::vector<std::uint32_t>> wide_bases_;
-  std::map<std::size_t, VectorClock> releases_;               // HostRelease entry -> the releaser's clock
-  std::vector<std::string> labels_;                           // every op label, once
-  std::unordered_map<std::string, std::uint32_t> label_ids_;  // label -> its position in labels_
-  std::uint32_t enqueued_ = 0;                                // ops enqueued so far (Op::enqueued_as)
-  std::uint32_t last_label_ = 0;                              // the label intern() gave last
+  std::map<std::size_t, VectorClock> releases_;  // HostRelease entry -> the releaser's clock
+  std::vector<std::string> labels_;              // every op label, once
+  /// Looked up by a view, without making a string (std::hash of the view
+  /// hashes a string's bytes alike).
+  struct LabelHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::uint32_t, LabelHash, std::equal_to<>> label_ids_;  // label -> its position
+  std::uint32_t enqueued_ = 0;    // ops enqueued so far (Op::enqueued_as)
+  std::uint32_t last_label_ = 0;  // the label intern() gave last
 };
 
 static_assert(sizeof(HbState::Op) <= 20, "an Op is kept per op of a run: keep it at 20 bytes");

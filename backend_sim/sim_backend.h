@@ -153,9 +153,9 @@ class SimBackend {
   std::uint32_t device_ordinal() const { return options_.device_ordinal; }
 
   // --- client work and test controls (not used by the core)
-  OpRef launch(StreamRef s, const std::vector<KernelAccess>& accesses, std::string label) {
+  OpRef launch(StreamRef s, const std::vector<KernelAccess>& accesses, std::string_view label) {
     model_.device_steps();
-    const OpRef op = model_.launch(s, accesses, std::move(label));
+    const OpRef op = model_.launch(s, accesses, label);
     tag(op);
     return op;
   }
@@ -208,14 +208,14 @@ class SimBackend {
     return {};
   }
   /// R12b: the running host thread reads or writes host memory.
-  void host_access(StreamRef host_stream, const std::vector<KernelAccess>& accesses, std::string label) {
+  void host_access(StreamRef host_stream, const std::vector<KernelAccess>& accesses, std::string_view label) {
     model_.device_steps();
-    tag(model_.host_access(host_stream, accesses, std::move(label)));
+    tag(model_.host_access(host_stream, accesses, label));
   }
   /// R12c: cudaLaunchHostFunc -- a host function run in stream order on
   /// `s`: for happens-before, an op on `s` like a kernel.
-  void host_function(StreamRef s, const std::vector<KernelAccess>& accesses, std::string label) {
-    launch(s, accesses, std::move(label));
+  void host_function(StreamRef s, const std::vector<KernelAccess>& accesses, std::string_view label) {
+    launch(s, accesses, label);
   }
 
   // --- the rest of ReplayBackend (trace programs): each call is a

@@ -2,7 +2,8 @@
 //   - the vector-clock checker driven directly, the device running nothing
 //     before the teardown (BM_HbCheckModel) or stepping before every call
 //     as `streamcheck check` does (BM_HbCheckModelStepping),
-//   - the same program as a trace, checked (BM_TraceCheck), parsed alone
+//   - the same program as a trace, checked (BM_TraceCheck; with kernel names
+//     as long as captured ones, BM_TraceCheckLongNames), parsed alone
 //     (BM_TraceParse) and parsed + checked (BM_TraceParseAndCheck) as
 //     `streamcheck check` does,
 //   - a program of many blocks (BM_HbCheckManyBlocks): what a launch that
@@ -16,6 +17,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend_sim/hb_graph.h"
@@ -84,16 +86,23 @@ void BM_HbCheckManyBlocks(benchmark::State& state) {
 }
 BENCHMARK(BM_HbCheckManyBlocks)->Arg(1024)->Arg(16384)->Unit(benchmark::kMillisecond);
 
-void BM_TraceCheck(benchmark::State& state) {
-  const tools::Trace trace = tools::parse_trace(workload_trace(static_cast<std::uint64_t>(state.range(0))), "bench");
+void check_parsed_trace(benchmark::State& state, std::string_view kernel_prefix, const char* what) {
+  const tools::Trace trace =
+      tools::parse_trace(workload_trace(static_cast<std::uint64_t>(state.range(0)), kernel_prefix), "bench");
   tools::TraceCheckOptions options;
   for (auto _ : state) {
     const tools::Report report = tools::check_trace(trace, options);
-    require_clean(report.findings.size(), "BM_TraceCheck");
+    require_clean(report.findings.size(), what);
   }
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
+void BM_TraceCheck(benchmark::State& state) { check_parsed_trace(state, {}, "BM_TraceCheck"); }
 BENCHMARK(BM_TraceCheck)->Arg(4096)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
+// The same check with kernel names as long as captured ones (kLongKernelPrefix).
+void BM_TraceCheckLongNames(benchmark::State& state) {
+  check_parsed_trace(state, kLongKernelPrefix, "BM_TraceCheckLongNames");
+}
+BENCHMARK(BM_TraceCheckLongNames)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
 
 void BM_TraceParse(benchmark::State& state) {
   const std::string text = workload_trace(static_cast<std::uint64_t>(state.range(0)));

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend_sim/device_model.h"
@@ -43,8 +44,16 @@ inline Step step(std::uint64_t i) {
   }
 }
 
+/// A kernel name as long as a captured one (a C++ kernel's mangled name is
+/// tens to hundreds of characters), for the variant that measures what a
+/// long label costs a check.
+inline constexpr std::string_view kLongKernelPrefix = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_";
+
 /// The program as a trace (docs/TRACES.md); `ops` steady-state statements.
-inline std::string workload_trace(std::uint64_t ops) {
+/// `kernel_prefix` goes before each kernel's name.
+inline std::string workload_trace(std::uint64_t ops, std::string_view kernel_prefix = {}) {
+  const std::string k = std::string(kernel_prefix) + "k";
+  const std::string u = std::string(kernel_prefix) + "u";
   std::string t = "# bench workload: 8 streams, race-free\n";
   const auto n = [](const char* prefix, std::uint32_t k) { return prefix + std::to_string(k); };
   for (std::uint32_t k = 0; k < kStreams; ++k) t += "stream " + n("s", k) + "\nevent " + n("e", k) + "\n";
@@ -59,7 +68,7 @@ inline std::string workload_trace(std::uint64_t ops) {
     const std::string s = n("s", st.stream);
     switch (st.kind) {
       case Step::Kind::Launch:
-        t += "launch k on " + s + " reads " + n("in", st.other) + " writes " + n("out", st.stream) + "\n";
+        t += "launch " + k + " on " + s + " reads " + n("in", st.other) + " writes " + n("out", st.stream) + "\n";
         break;
       case Step::Kind::Record:
         t += "record " + n("e", st.stream) + " on " + s + "\n";
@@ -68,7 +77,7 @@ inline std::string workload_trace(std::uint64_t ops) {
         t += "wait " + n("e", st.other) + " on " + s + "\n";
         break;
       case Step::Kind::Update:
-        t += "launch u on " + s + " readwrites " + n("out", st.stream) + "[0:2048]\n";
+        t += "launch " + u + " on " + s + " readwrites " + n("out", st.stream) + "[0:2048]\n";
         break;
     }
   }

@@ -22,7 +22,7 @@ std::set<std::string> used_names(const Trace& trace) {
     std::visit(
         [&](const auto& s) {
           if constexpr (requires { s.name; }) names.insert(s.name);
-          if constexpr (requires { s.kernel; }) names.insert(s.kernel);
+          if constexpr (requires { s.kernel; }) names.emplace(s.kernel);
           if constexpr (requires { s.buffer; }) names.insert(s.buffer);
         },
         st);

@@ -94,11 +94,13 @@ class NearMissAnalysis::Program {
   /// The resource blocks a raw kernel (`launch` or `copy`) at statement `i`
   /// uses, with the access of each; empty for any other statement.
   std::map<std::string, Access> raw_block_uses(std::size_t i) const {
-    std::vector<BufferAccess> accesses;
-    if (const auto* l = get<ast::Launch>(i)) accesses = l->accesses;
-    if (const auto* c = get<ast::Copy>(i)) accesses = c->accesses();
+    // A launch's accesses are read in place; a copy makes its two.
+    std::vector<BufferAccess> copy_accesses;
+    const std::vector<BufferAccess>* accesses = &copy_accesses;
+    if (const auto* l = get<ast::Launch>(i)) accesses = &l->accesses;
+    if (const auto* c = get<ast::Copy>(i)) copy_accesses = c->accesses();
     std::map<std::string, Access> out;
-    for (const auto& [access, ref] : accesses) {
+    for (const auto& [access, ref] : *accesses) {
       if (!is_resource_block(ref.buffer)) continue;
       auto [it, fresh] = out.try_emplace(ref.buffer, access);
       if (!fresh) it->second = combine(it->second, access);

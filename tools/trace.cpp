@@ -123,6 +123,7 @@ class Parser {
   }
 
  private:
+  struct BufferInfo;  // what the parser knows of a buffer (below)
   [[noreturn]] void fail(int col, const std::string& message) const { throw TraceError(file_, line_, col, message); }
 
   const Token& next(const char* what) {
@@ -267,7 +268,9 @@ class Parser {
     expect(trace_language::word::kOn);
     return use_name(NameKind::Stream, "a stream after 'on'");
   }
-  BufferRef ref() {
+  /// A buffer reference; `info`, when given, is set to what the parser
+  /// knows of the buffer (one lookup for the caller and the range check).
+  BufferRef ref(const BufferInfo** info = nullptr) {
     const Token& t = next("a buffer");
     BufferRef r;
     const auto bracket = t.text.find('[');
@@ -285,6 +288,8 @@ class Parser {
     if (it->second != NameKind::Buffer)
       fail(t.col, fmt::format("'{}' is {}, not a buffer", shown_input(r.buffer), with_article(it->second)));
     made_in_both_branches(r.buffer, t.col);
+    const BufferInfo& b = buffers_.at(r.buffer);
+    if (info) *info = &b;
     if (bracket == std::string::npos) return r;
     const int col = t.col + static_cast<int>(bracket);
     const auto colon = t.text.find(':', bracket);
@@ -294,7 +299,7 @@ class Parser {
     r.hi =
         number(Token{t.text.substr(colon + 1, t.text.size() - colon - 2), col + static_cast<int>(colon - bracket) + 1});
     if (*r.hi <= r.lo) fail(col, fmt::format("byte range [{}:{}] is empty or reversed", r.lo, *r.hi));
-    const std::uint64_t size = buffers_.at(r.buffer).bytes;
+    const std::uint64_t size = b.bytes;
     if (*r.hi > size)
       fail(col, fmt::format("byte range [{}:{}] goes past the end of {} ({} bytes)", r.lo, *r.hi, r.buffer, size));
     return r;
@@ -306,8 +311,9 @@ class Parser {
   /// A buffer of an access list, which `who` may touch (R12).
   BufferRef touched_ref(Toucher who, DeviceNumber kernel_device) {
     const int col = next_col();
-    BufferRef r = ref();
-    const BufferInfo& b = buffers_.at(r.buffer);
+    const BufferInfo* info = nullptr;
+    BufferRef r = ref(&info);
+    const BufferInfo& b = *info;
     if (who == Toucher::Device && !b.host() && b.device != kernel_device)
       fail(col, fmt::format("'{}' is memory of device {} (line {}) but the kernel runs on device {}: peer access is "
                             "not modelled; copy the bytes to a buffer of device {} ('copy')",
@@ -340,6 +346,12 @@ class Parser {
   /// needs one (the resource brackets the blocks it uses).
   std::vector<BufferAccess> accesses(bool may_be_empty, Toucher who, DeviceNumber kernel_device = 0) {
     std::vector<BufferAccess> out;
+    // The rest of the line is access words, commas and one buffer a
+    // reference: the vector gets its size at once, one heap block (growing
+    // it one reference at a time was two, and a copy).
+    std::size_t refs = 0;
+    for (std::size_t i = pos_; i < toks_.size(); ++i) refs += is_buffer_token(toks_[i].text) ? 1 : 0;
+    out.reserve(refs);
     while (!at_end()) {
       const Token& t = next("an access");
       Access a;
@@ -359,6 +371,12 @@ class Parser {
     }
     if (out.empty() && !may_be_empty) fail(end_col_, "expected 'reads', 'writes' or 'readwrites' and the blocks used");
     return out;
+  }
+  /// Whether a word of an access list names a buffer (not an access word,
+  /// not a comma). An approximation is harmless: it only sizes the vector.
+  static bool is_buffer_token(std::string_view t) {
+    return t != "," && t != trace_language::word::kReads && t != trace_language::word::kWrites &&
+           t != trace_language::word::kReadWrites;
   }
   Access access_word() {
     const Token& t = next("an access (read, write or read_write)");
@@ -380,25 +398,36 @@ class Parser {
     // columns still count it, as they count bytes.
     if (line_ == 1 && line.starts_with(kUtf8ByteOrderMark)) i = kUtf8ByteOrderMark.size();
     while (i < line.size()) {
-      const char c = line[i];
-      if (c == '#') break;
-      if (c == ' ' || c == '\t' || c == '\r') {
+      const CharClass c = char_class(line[i]);
+      if (c == CharClass::Comment) break;
+      if (c == CharClass::Blank) {
         ++i;
         continue;
       }
-      if (c == ',' || c == '=') {
+      if (c == CharClass::Punct) {
         toks_.push_back(Token{line.substr(i, 1), static_cast<int>(i) + 1});
         ++i;
         end_col_ = static_cast<int>(i) + 1;
         continue;
       }
       const std::size_t start = i;
-      while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r' && line[i] != '#' &&
-             line[i] != ',' && line[i] != '=')
-        ++i;
+      while (i < line.size() && char_class(line[i]) == CharClass::Word) ++i;
       toks_.push_back(Token{line.substr(start, i - start), static_cast<int>(start) + 1});
       end_col_ = static_cast<int>(i) + 1;
     }
+  }
+  /// What a byte is to the tokenizer: one table lookup, not six compares a
+  /// byte in its inner loop.
+  enum class CharClass : std::uint8_t { Word, Blank, Punct, Comment };
+  static CharClass char_class(char c) {
+    static constexpr std::array<CharClass, 256> kClasses = [] {
+      std::array<CharClass, 256> t{};  // CharClass::Word
+      t[' '] = t['\t'] = t['\r'] = CharClass::Blank;
+      t[','] = t['='] = CharClass::Punct;  // a word of its own
+      t['#'] = CharClass::Comment;         // the rest of the line
+      return t;
+    }();
+    return kClasses[static_cast<unsigned char>(c)];
   }
 
   void parse_line(std::string_view line, int line_no) {
@@ -418,20 +447,24 @@ class Parser {
       if (it->second != NameKind::Thread)
         fail(t.col, fmt::format("'{}' is {}, not a thread", name, with_article(it->second)));
       src.thread = thread_name(name);
-      thread_ = name;
+      thread_ = src.thread;
       ++pos_;
       if (at_end()) fail(end_col_, fmt::format("expected a statement after '{}'", shown_input(t.text)));
     }
     const Token kw = toks_[pos_++];
+    // The words joined by one space (none before a comma), written straight
+    // into the store: no copy of the line made first.
+    const auto spaced = [&](std::size_t i) { return i > 0 && toks_[i].text != ","; };
     std::size_t text_bytes = 0;
-    for (const Token& t : toks_) text_bytes += t.text.size() + 1;
-    statement_text_.clear();
-    statement_text_.reserve(text_bytes);
-    for (std::size_t i = 0; i < toks_.size(); ++i) {
-      if (i && toks_[i].text != ",") statement_text_ += ' ';
-      statement_text_ += toks_[i].text;
-    }
-    src.text = trace_.texts->keep(statement_text_);
+    for (std::size_t i = 0; i < toks_.size(); ++i) text_bytes += toks_[i].text.size() + (spaced(i) ? 1 : 0);
+    kept_words_.resize(toks_.size());
+    src.text = trace_.texts->keep_written(text_bytes, [&](char* out) {
+      for (std::size_t i = 0; i < toks_.size(); ++i) {
+        if (spaced(i)) *out++ = ' ';
+        kept_words_[i] = std::string_view(out, toks_[i].text.size());
+        out = std::copy(toks_[i].text.begin(), toks_[i].text.end(), out);
+      }
+    });
     const auto keyword = trace_language::statement_keyword(kw.text);
     if (!keyword) {
       std::string hint;
@@ -488,7 +521,7 @@ class Parser {
         if (!n)
           fail(t.col, fmt::format("device '{}' is out of range: a trace uses devices 0 to {}", shown_input(t.text),
                                   kMaxDevices - 1));
-        thread_device_[thread_] = static_cast<DeviceNumber>(*n);
+        thread_device_[std::string(thread_)] = static_cast<DeviceNumber>(*n);
         ast::SetDevice st{std::move(src)};
         st.device = static_cast<DeviceNumber>(*n);
         return st;
@@ -556,7 +589,7 @@ class Parser {
         return ast::HostAccess{std::move(src), accesses(/*may_be_empty=*/false, Toucher::Host)};
       }
       case K::Callback: {
-        ast::Callback st{std::move(src), kernel_name("a host function's name"), {}, {}};
+        ast::Callback st{std::move(src), std::string(kernel_name("a host function's name")), {}, {}};
         st.stream = stream_after_on();
         st.accesses = accesses(/*may_be_empty=*/true, Toucher::Host);
         return st;
@@ -622,7 +655,7 @@ class Parser {
         return st;
       }
       case K::Copy: {
-        ast::Copy st{std::move(src), kernel_name("a copy name"), {}, {}, {}};
+        ast::Copy st{std::move(src), std::string(kernel_name("a copy name")), {}, {}, {}};
         st.stream = stream_after_on();
         expect(trace_language::word::kFrom);
         st.from = ref();
@@ -1079,10 +1112,12 @@ class Parser {
                                st.name, describe(*st.from), describe(*st.to)));
   }
 
-  std::string kernel_name(const char* what) {
+  /// The trace's own copy of the name (a view into its TextStore, which
+  /// outlives the parse; the token views the text being parsed).
+  std::string_view kernel_name(const char* what) {
     const Token& n = next(what);
     check_name_syntax(n);
-    return std::string(n.text);
+    return kept_words_[pos_ - 1];
   }
 
   void pool_switch() {
@@ -1203,8 +1238,10 @@ class Parser {
     bool only_giving_back = false;  // made on every path, by statements that give back differently
   };
   NameMap<Unsure> maybe_made_;
-  NameSet destroyed_;                // streams and events destroyed, not declared again (R9)
-  std::string thread_{kMainThread};  // the thread of the statement being parsed
+  NameSet destroyed_;  // streams and events destroyed, not declared again (R9)
+  /// The thread of the statement being parsed: its Source::thread, a view
+  /// into the trace's TextStore (or the static main thread name).
+  std::string_view thread_ = kMainThread;
   /// Each thread's name kept once in the trace's TextStore: what its
   /// statements' Source::thread views.
   std::string_view thread_name(const std::string& name) {
@@ -1213,11 +1250,11 @@ class Parser {
     return it->second;
   }
   NameMap<std::string_view> thread_names_;
-  std::string statement_text_;  // the statement being parsed, its words joined (reused: no heap block a line)
   /// Per thread, the mutexes it holds at this point of its statements, with
   /// the line and column of their `lock`.
   std::map<std::string, std::map<std::string, std::pair<int, int>>> held_;
   std::vector<Token> toks_;
+  std::vector<std::string_view> kept_words_;  // toks_ as the statement's text in the store keeps them
   std::size_t pos_ = 0;
   int line_ = 0;
   int end_col_ = 1;
@@ -1253,24 +1290,22 @@ ParsedNumber parse_number(std::string_view text, std::uint64_t max) {
 }
 
 std::string_view TextStore::keep(std::string_view text) {
-  if (text.empty()) return {};
-  if (text.size() > left_) {
+  return keep_written(text.size(), [&](char* out) { std::memcpy(out, text.data(), text.size()); });
+}
+
+char* TextStore::room_for(std::size_t bytes) {
+  if (bytes > left_) {
     // A long text gets a block of its own, and the chunk being filled
     // stays the one filled (its bytes never move: next_ stays valid).
-    if (text.size() > kChunkBytes / 4) {
-      const auto& own = chunks_.emplace_back(std::make_unique_for_overwrite<char[]>(text.size()));
-      std::memcpy(own.get(), text.data(), text.size());
-      return {own.get(), text.size()};
-    }
+    if (bytes > kChunkBytes / 4) return chunks_.emplace_back(std::make_unique_for_overwrite<char[]>(bytes)).get();
     chunks_.push_back(std::make_unique_for_overwrite<char[]>(kChunkBytes));
     next_ = chunks_.back().get();
     left_ = kChunkBytes;
   }
   char* at = next_;
-  std::memcpy(at, text.data(), text.size());
-  next_ += text.size();
-  left_ -= text.size();
-  return {at, text.size()};
+  next_ += bytes;
+  left_ -= bytes;
+  return at;
 }
 
 Trace parse_trace(std::string_view text, const std::string& file) { return Parser(text, file).parse(); }

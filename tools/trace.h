@@ -123,8 +123,20 @@ class TextStore {
  public:
   /// A copy of `text` that lives as long as the store.
   std::string_view keep(std::string_view text);
+  /// A text of exactly `bytes` bytes that `write(char* out)` writes, kept
+  /// as long as the store: the parser joins a statement's words straight
+  /// into the store instead of into a string copied in.
+  template <class Write>
+  std::string_view keep_written(std::size_t bytes, Write&& write) {
+    if (bytes == 0) return {};
+    char* at = room_for(bytes);
+    write(at);
+    return {at, bytes};
+  }
 
  private:
+  /// `bytes` bytes (at least 1) that never move.
+  char* room_for(std::size_t bytes);
   static constexpr std::size_t kChunkBytes = std::size_t{1} << 16;
   std::vector<std::unique_ptr<char[]>> chunks_;
   std::size_t left_ = 0;  // bytes free at the end of the last chunk of kChunkBytes
@@ -154,6 +166,15 @@ class Boxed {
     return *this;
   }
   Boxed& operator=(Boxed&&) noexcept = default;
+  /// `st.from = ref();`: the value goes into the box there is, no new heap
+  /// block (and the default one freed) for it.
+  Boxed& operator=(T value) {
+    if (value_)
+      *value_ = std::move(value);
+    else
+      value_ = std::make_unique<T>(std::move(value));
+    return *this;
+  }
   ~Boxed() = default;
   T& operator*() { return *get(); }
   const T& operator*() const { return *get(); }
@@ -302,7 +323,10 @@ struct Free : Source {
   DeviceNumber device = 0;
 };
 struct Launch : Source {
-  std::string kernel;
+  /// A view into the trace's TextStore (the statement's own copy of the
+  /// word): a captured kernel's name is tens to hundreds of characters,
+  /// and a std::string of it was a heap block a launch.
+  std::string_view kernel;
   std::string stream;
   std::vector<BufferAccess> accesses;
 };
@@ -436,7 +460,7 @@ struct Finish : Source {
 struct Reap : Source {};
 /// `run KERNEL on STREAM ...`: a launch through LaunchRecorder and the resource.
 struct Run : Source {
-  std::string kernel;
+  std::string_view kernel;  // into the trace's TextStore, as Launch::kernel
   std::string stream;
   std::vector<BufferAccess> accesses;
 };

@@ -760,7 +760,7 @@ class TraceInterpreter {
           using S = std::decay_t<decltype(s)>;
           using K = typename GraphNode::Kind;
           if constexpr (std::is_same_v<S, ast::Launch>)
-            nodes.push_back(GraphNode{K::Op, s.stream, s.line, kernel_accesses(s.accesses), s.kernel, {}});
+            nodes.push_back(GraphNode{K::Op, s.stream, s.line, kernel_accesses(s.accesses), std::string(s.kernel), {}});
           else if constexpr (std::is_same_v<S, ast::Copy>)
             nodes.push_back(GraphNode{K::Op, s.stream, s.line, kernel_accesses(s.accesses()), s.name, {}});
           else if constexpr (std::is_same_v<S, ast::Callback>)

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -91,12 +92,14 @@ TEST(TraceParse, StatementTextsAndThreadsOutliveTheParserAndTheTraceCopiedFrom) 
     text += fmt::format("@w launch K{} on s1 reads A[{}:{}]   # c\n", i, i % 32, i % 32 + 1);
   auto original = std::make_unique<Trace>(parse_trace(text, "t.trace"));
   const Trace copy = *original;
-  original.reset();  // the copy's texts are the store it shares
+  original.reset();                          // the copy's texts are the store it shares
+  std::fill(text.begin(), text.end(), '?');  // and none of them views the text parsed
   ASSERT_EQ(copy.statements.size(), 4003u);
   for (int i = 0; i < 4000; ++i) {
     const auto& k = std::get<ast::Launch>(copy.statements[static_cast<std::size_t>(i) + 3]);
     ASSERT_EQ(k.text, fmt::format("@w launch K{} on s1 reads A[{}:{}]", i, i % 32, i % 32 + 1));
     ASSERT_EQ(k.thread, "w");
+    ASSERT_EQ(k.kernel, fmt::format("K{}", i));  // a view into the store too
   }
   EXPECT_EQ(source(copy.statements[1]).thread, "main");
 }
@@ -120,6 +123,9 @@ TEST(TraceParse, ACopiedStatementOwnsItsBoxedReferencesAndAMovedFromOneRefusesTo
   const ast::Copy moved = std::move(copied);
   EXPECT_EQ(moved.to->lo, 9u);
   EXPECT_THROW((void)copied.from->buffer, std::logic_error);  // NOLINT(bugprone-use-after-move): the point
+  copied.from = BufferRef{"B", 1, 2};  // a value assigned to a moved-from box gets a box of its own
+  EXPECT_EQ(copied.from->lo, 1u);
+  EXPECT_EQ(moved.from->lo, 0u);
 }
 
 TEST(TraceParse, AByteOrderMarkBeforeTheFirstLineIsNotAWord) {
