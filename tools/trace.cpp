@@ -1027,6 +1027,11 @@ class Parser {
     ast::SubAlloc st{std::move(src), new_name(NameKind::Buffer), size_arg(), {}, {}};
     expect(trace_language::word::kFrom);
     const int col = next_col();
+    // The block is what this line declares: it cannot be its own parent
+    // (new_name has just named it a buffer the parser knows nothing of yet).
+    if (!at_end() && toks_[pos_].text.substr(0, toks_[pos_].text.find('[')) == st.name)
+      fail(col,
+           fmt::format("'{}' cannot be sub-allocated from itself: name the buffer its bytes are carved from", st.name));
     st.block = ref();
     const BufferInfo& parent = buffers_.at(st.block->buffer);
     if (parent.made_by == BufferInfo::MadeBy::Allocate)

@@ -133,6 +133,8 @@ inline const Malformed kMalformed[] = {
      "the block Seg[0:512] holds 512 bytes, fewer than the 600 bytes of X"},
     {"SubBlockPastItsParent", "stream s1\nbuffer Seg 1024\nsuballoc X 64 from Seg[0:2048] on s1\n", 3, 23,
      "goes past the end of Seg"},
+    {"SubAllocFromItself", "stream s1\nbuffer Seg 1024\nsuballoc X 64 from X[0:64] on s1\n", 3, 20,
+     "'X' cannot be sub-allocated from itself"},
     {"SubAllocWithoutFrom", "stream s1\nbuffer Seg 1024\nsuballoc X 64 Seg on s1\n", 3, 15, "expected 'from'"},
     {"SubAllocWithoutStream", "stream s1\nbuffer Seg 1024\nsuballoc X 64 from Seg\n", 3, 23,
      "expected 'on' at the end of the line"},
