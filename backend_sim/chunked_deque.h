@@ -148,8 +148,16 @@ class ChunkedDeque {
   using const_iterator = Iterator<true>;
 
   ChunkedDeque() = default;
-  ChunkedDeque(const ChunkedDeque&) = default;
-  ChunkedDeque& operator=(const ChunkedDeque&) = default;
+  /// A copied vector holds just its elements: the last chunk, which the
+  /// next push_back fills, gets its whole chunk's room, or that push would
+  /// move the copy's elements (and break what points into them).
+  ChunkedDeque(const ChunkedDeque& other) : chunks_(other.chunks_), front_(other.front_), size_(other.size_) {
+    if (!chunks_.empty() && !chunks_.back().empty()) chunks_.back().reserve(kChunk);
+  }
+  ChunkedDeque& operator=(const ChunkedDeque& other) {
+    if (this != &other) *this = ChunkedDeque(other);
+    return *this;
+  }
   /// A moved-from deque is empty (the default move would leave its counts
   /// naming chunks it no longer has).
   ChunkedDeque(ChunkedDeque&& other) noexcept

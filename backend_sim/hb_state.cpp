@@ -169,29 +169,6 @@ OpRef HbState::enqueue(StreamIndex s, OpKind kind, std::string_view label, std::
   return ref;
 }
 
-namespace {
-// A label is a kernel name of a few to a few dozen characters: compared
-// here in a loop, where std::string's == called memcmp (with ==, the
-// checker alone was 1.03-1.05x slower: docs/PERFORMANCE.md).
-bool same_text(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (a[i] != b[i]) return false;
-  return true;
-}
-}  // namespace
-
-std::uint32_t HbState::intern(std::string_view label) {
-  // A program's ops come in runs of one label (a loop's kernel): the last
-  // label answers most calls with one string comparison, not a hash.
-  if (last_label_ < labels_.size() && same_text(labels_[last_label_], label)) return last_label_;
-  if (const auto known = label_ids_.find(label); known != label_ids_.end()) return last_label_ = known->second;
-  const auto id = static_cast<std::uint32_t>(labels_.size());
-  labels_.emplace_back(label);
-  label_ids_.emplace(labels_.back(), id);
-  return last_label_ = id;
-}
-
 void HbState::record(EventIndex event, StreamIndex s) {
   Event& ev = live_event(event, "record");
   Stream& st = stream(s);

@@ -45,12 +45,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "backend_sim/chunked_deque.h"
 #include "backend_sim/ids.h"
+#include "backend_sim/label_table.h"
 #include "backend_sim/vector_clock.h"
 #include "model/types.h"
 
@@ -349,7 +349,7 @@ class HbState {
   /// The label's position in labels_, added there if new. A view: a
   /// kernel name longer than a std::string holds inline was a heap block
   /// copied for every launch, and freed again once found here.
-  std::uint32_t intern(std::string_view label);
+  std::uint32_t intern(std::string_view label) { return labels_.intern(label); }
 
   std::vector<Stream> streams_;
   std::map<DeviceNumber, StreamIndex> legacy_;  // each device's LegacyDefault stream, once created
@@ -376,16 +376,8 @@ class HbState {
   static constexpr std::uint32_t kWideBase = std::uint32_t{1} << 31;
   std::vector<std::vector<std::uint32_t>> wide_bases_;
   std::map<std::size_t, VectorClock> releases_;  // HostRelease entry -> the releaser's clock
-  std::vector<std::string> labels_;              // every op label, once
-  /// Looked up by a view, without making a string (std::hash of the view
-  /// hashes a string's bytes alike).
-  struct LabelHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-  };
-  std::unordered_map<std::string, std::uint32_t, LabelHash, std::equal_to<>> label_ids_;  // label -> its position
-  std::uint32_t enqueued_ = 0;    // ops enqueued so far (Op::enqueued_as)
-  std::uint32_t last_label_ = 0;  // the label intern() gave last
+  LabelTable labels_;                            // every op label, once
+  std::uint32_t enqueued_ = 0;                   // ops enqueued so far (Op::enqueued_as)
 };
 
 static_assert(sizeof(HbState::Op) <= 20, "an Op is kept per op of a run: keep it at 20 bytes");

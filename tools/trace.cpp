@@ -151,15 +151,27 @@ class Parser {
     predeclared(t);
     auto it = names_.find(t.text);
     // A buffer may be made again; a stream or event once its `destroy` came (R9).
-    const bool again = it != names_.end() && it->second == kind &&
-                       (kind == NameKind::Buffer || destroyed_.erase(std::string(t.text)) > 0);
+    const bool again =
+        it != names_.end() && it->second == kind && (kind == NameKind::Buffer || destroyed_.contains(t.text));
     if (it != names_.end() && !again)
       fail(t.col, fmt::format("'{}' is already declared as {}{}", shown_input(t.text), with_article(it->second),
                               kind == it->second ? fmt::format(" (destroy {} {} first to make a new one)",
                                                                to_string(kind), shown_input(t.text))
                                                  : ""));
-    names_.insert_or_assign(std::string(t.text), kind);
-    return std::string(t.text);
+    // Declared once the whole statement has parsed (declare_pending_name):
+    // until then the line's own references see the names as they were
+    // before it, so 'suballoc X 8 from X[0:8]' cannot find the X it makes.
+    if (pending_name_)  // a statement declares one name
+      throw std::logic_error(fmt::format("internal: line {} declares both '{}' and '{}'", line_, pending_name_->name,
+                                         shown_input(t.text)));
+    pending_name_ = PendingName{std::string(t.text), kind};
+    return pending_name_->name;
+  }
+  void declare_pending_name() {
+    if (!pending_name_) return;
+    destroyed_.erase(pending_name_->name);
+    names_.insert_or_assign(std::move(pending_name_->name), pending_name_->kind);
+    pending_name_.reset();
   }
   void check_name_syntax(const Token& t) const {
     const std::string_view s = t.text;
@@ -268,9 +280,14 @@ class Parser {
     expect(trace_language::word::kOn);
     return use_name(NameKind::Stream, "a stream after 'on'");
   }
-  /// A buffer reference; `info`, when given, is set to what the parser
-  /// knows of the buffer (one lookup for the caller and the range check).
-  BufferRef ref(const BufferInfo** info = nullptr) {
+  /// A buffer reference and what the parser knows of its buffer (one
+  /// lookup for the caller and the range check).
+  struct KnownRef {
+    BufferRef ref;
+    const BufferInfo* info;  // into buffers_, never null
+  };
+  BufferRef ref() { return known_ref().ref; }
+  KnownRef known_ref() {
     const Token& t = next("a buffer");
     BufferRef r;
     const auto bracket = t.text.find('[');
@@ -289,8 +306,7 @@ class Parser {
       fail(t.col, fmt::format("'{}' is {}, not a buffer", shown_input(r.buffer), with_article(it->second)));
     made_in_both_branches(r.buffer, t.col);
     const BufferInfo& b = buffers_.at(r.buffer);
-    if (info) *info = &b;
-    if (bracket == std::string::npos) return r;
+    if (bracket == std::string::npos) return {std::move(r), &b};
     const int col = t.col + static_cast<int>(bracket);
     const auto colon = t.text.find(':', bracket);
     if (t.text.back() != ']' || colon == std::string::npos)
@@ -302,7 +318,7 @@ class Parser {
     const std::uint64_t size = b.bytes;
     if (*r.hi > size)
       fail(col, fmt::format("byte range [{}:{}] goes past the end of {} ({} bytes)", r.lo, *r.hi, r.buffer, size));
-    return r;
+    return {std::move(r), &b};
   }
   /// Who touches the buffers of an access list (R12): a kernel touches
   /// device memory and pinned host memory, the host (and a host function)
@@ -311,8 +327,7 @@ class Parser {
   /// A buffer of an access list, which `who` may touch (R12).
   BufferRef touched_ref(Toucher who, DeviceNumber kernel_device) {
     const int col = next_col();
-    const BufferInfo* info = nullptr;
-    BufferRef r = ref(&info);
+    auto [r, info] = known_ref();
     const BufferInfo& b = *info;
     if (who == Toucher::Device && !b.host() && b.device != kernel_device)
       fail(col, fmt::format("'{}' is memory of device {} (line {}) but the kernel runs on device {}: peer access is "
@@ -475,6 +490,7 @@ class Parser {
     if (!blocks_.empty()) inside_block(*keyword, kw, src.thread);
     Statement st = statement(*keyword, kw, std::move(src));
     expect_end();
+    declare_pending_name();
     capture_rules(st);
     if (!is_declaration(*keyword) && !first_run_line_) first_run_line_ = line_no;
     trace_.statements.push_back(std::move(st));
@@ -1027,13 +1043,14 @@ class Parser {
     ast::SubAlloc st{std::move(src), new_name(NameKind::Buffer), size_arg(), {}, {}};
     expect(trace_language::word::kFrom);
     const int col = next_col();
-    // The block is what this line declares: it cannot be its own parent
-    // (new_name has just named it a buffer the parser knows nothing of yet).
+    // The block is what this line declares: it cannot be its own parent,
+    // whether X is new (ref would call it unknown) or made again.
     if (!at_end() && toks_[pos_].text.substr(0, toks_[pos_].text.find('[')) == st.name)
       fail(col,
            fmt::format("'{}' cannot be sub-allocated from itself: name the buffer its bytes are carved from", st.name));
-    st.block = ref();
-    const BufferInfo& parent = buffers_.at(st.block->buffer);
+    auto [block, parent_info] = known_ref();
+    st.block = std::move(block);
+    const BufferInfo& parent = *parent_info;
     if (parent.made_by == BufferInfo::MadeBy::Allocate)
       fail(col, fmt::format("'{}' was made by 'allocate' (line {}): a resource block cannot be sub-allocated (the "
                             "resource tracks its blocks itself); sub-allocate from a 'buffer'",
@@ -1041,7 +1058,6 @@ class Parser {
     if (parent.host())
       fail(col, fmt::format("'{}' is host memory (line {}): sub-allocate from a device 'buffer'", st.block->buffer,
                             parent.line));
-    if (st.block->buffer == st.name) fail(col, fmt::format("'{}' cannot be sub-allocated from itself", st.name));
     const auto [lo, hi] = range_of(*st.block);
     st.block->hi = hi;
     if (st.bytes > hi - lo)
@@ -1244,6 +1260,11 @@ class Parser {
   };
   NameMap<Unsure> maybe_made_;
   NameSet destroyed_;  // streams and events destroyed, not declared again (R9)
+  struct PendingName {
+    std::string name;
+    NameKind kind;
+  };
+  std::optional<PendingName> pending_name_;  // what this line declares (new_name)
   /// The thread of the statement being parsed: its Source::thread, a view
   /// into the trace's TextStore (or the static main thread name).
   std::string_view thread_ = kMainThread;

@@ -69,6 +69,23 @@ TEST(ChunkedDeque, ReferencesStayValidWhileItGrows) {
   EXPECT_EQ(*first, "first");
 }
 
+TEST(ChunkedDeque, ACopysElementsStayWhereTheyAreWhileTheCopyGrows) {
+  Small d;
+  for (int i = 0; i < 5; ++i) d.push_back("v" + std::to_string(i));  // the last chunk holds one of four
+  const auto stays_while_growing = [](Small& copy) {
+    const std::string* last = &copy[4];
+    for (int i = 5; i < 8; ++i) copy.push_back("v" + std::to_string(i));  // fills that chunk
+    EXPECT_EQ(last, &copy[4]);
+    EXPECT_EQ(*last, "v4");
+  };
+  Small copied(d);
+  stays_while_growing(copied);
+  Small assigned;
+  assigned.push_back("old");
+  assigned = d;
+  stays_while_growing(assigned);
+}
+
 TEST(ChunkedDeque, PopFrontShiftsIndexesAndEmptiesCleanly) {
   Small d;
   for (int i = 0; i < 10; ++i) d.push_back(std::to_string(i));

@@ -25,6 +25,9 @@ inline const Malformed kMalformed[] = {
     {"UnknownThread", "stream s1\n@h1 sync stream s1\n", 2, 1, "unknown thread 'h1'"},
     {"DuplicateStream", "stream s1\nstream s1\n", 2, 8, "'s1' is already declared as a stream"},
     {"NameOfAnotherKind", "stream s1\nevent e\nbuffer A 64 on e\n", 3, 16, "'e' is an event, not a stream"},
+    // A line's own references see the names as they were before it: the
+    // buffer it declares is no stream (nor a buffer yet).
+    {"OnTheBufferItDeclares", "buffer A 64 on A\n", 1, 16, "unknown stream 'A'"},
     {"MissingOn", "stream s1\nbuffer A 64\nlaunch K s1 writes A\n", 3, 10, "expected 'on', found 's1'"},
     {"BadNumber", "stream s1\nbuffer A 6x4 on s1\n", 2, 10, "'6x4' is not a number"},
     {"ZeroBytes", "stream s1\nbuffer A 0 on s1\n", 2, 10, "a buffer needs at least 1 byte"},
