@@ -157,6 +157,7 @@ void DeviceModel::execute_ready(OpRef r) {
 void DeviceModel::complete_through(StreamIndex stream, std::uint32_t count) {
   while (hb_.executed_count(stream) < count) {
     const OpRef r{stream, hb_.executed_count(stream)};
+    prefetch_ahead(r);
     // Each unmet dependency completed in turn, streams in order, then the
     // pool's: a stream met stays met (executed counts only grow). The loop
     // ends when r has none left, and r is its stream's next op: that is
@@ -165,6 +166,17 @@ void DeviceModel::complete_through(StreamIndex stream, std::uint32_t count) {
     while (const auto dep = hb_.unmet_dependency(r)) complete_through(dep->stream, dep->index + 1);
     execute_ready(r);
   }
+}
+
+void DeviceModel::prefetch_ahead(OpRef r) const {
+  // Each step reads what the step before brought in, a few ops earlier.
+  const std::uint32_t ops = hb_.op_count(r.stream);
+  if (r.index + kPrefetchOps < ops) hb_.prefetch_op(OpRef{r.stream, r.index + kPrefetchOps});
+  if (r.index + kPrefetchStarts < ops) {
+    hb_.prefetch_clock_base(OpRef{r.stream, r.index + kPrefetchStarts});
+    race_.prefetch_starts(OpRef{r.stream, r.index + kPrefetchStarts});
+  }
+  if (r.index + kPrefetchRecords < ops) race_.prefetch_records(OpRef{r.stream, r.index + kPrefetchRecords});
 }
 
 void DeviceModel::complete_covered(const VectorClock& vc) {

@@ -190,6 +190,14 @@ class DeviceModel {
   /// Executes op `r`, which the caller has just found ready itself.
   void execute_ready(OpRef r);
   void complete_through(StreamIndex stream, std::uint32_t count);
+  /// What complete_through asks the CPU to load ahead of op r: the record
+  /// of the stream's op kPrefetchOps later, then (read from it) the clock
+  /// base and the checker's starts of the op kPrefetchStarts later, then
+  /// (read from those) the checker's records of the op kPrefetchRecords
+  /// later. A backlog's records were written long before, in another order
+  /// (prefetch.h).
+  void prefetch_ahead(OpRef r) const;
+  static constexpr std::uint32_t kPrefetchOps = 12, kPrefetchStarts = 8, kPrefetchRecords = 4;
   void complete_covered(const VectorClock& vc);
   /// Puts the streams whose next op may execute in heads_, in index order;
   /// returns whether any op is pending at all.

@@ -51,6 +51,7 @@
 #include "backend_sim/chunked_deque.h"
 #include "backend_sim/ids.h"
 #include "backend_sim/label_table.h"
+#include "backend_sim/prefetch.h"
 #include "backend_sim/vector_clock.h"
 #include "model/types.h"
 
@@ -229,6 +230,19 @@ class HbState {
 
   // --- queries
   const Op& op(OpRef r) const { return streams_.at(r.stream.value).ops.at(r.index); }
+  /// Hints that op r of the stream is run soon (prefetch.h): its record,
+  /// and, once that is in, the clock base it points to. Nothing for an op
+  /// the stream does not have.
+  void prefetch_op(OpRef r) const {
+    const Stream& st = streams_.at(r.stream.value);
+    if (r.index < st.ops.size()) prefetch(&st.ops[r.index]);
+  }
+  void prefetch_clock_base(OpRef r) const {
+    const Stream& st = streams_.at(r.stream.value);
+    if (r.index >= st.ops.size()) return;
+    const std::uint32_t base = st.ops[r.index].clock_base;
+    if (!(base & kWideBase)) prefetch(&clock_words_[base]);
+  }
   const std::string& label(OpRef r) const { return labels_.at(op(r).label_id); }
   /// The op's index in the execution order of the run; nullopt while it
   /// has not executed.

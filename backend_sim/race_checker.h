@@ -71,6 +71,21 @@ class RaceChecker {
   /// The value oracle (P2) as op `r` executes: its reads must see the
   /// stamps noted at enqueue; its writes leave its own stamp.
   void executed(OpRef r);
+  /// Hints that op r executes soon (prefetch.h), in two steps a few ops
+  /// apart, each reading what the one before brought in: where its records
+  /// start (its HB record already in), then its accesses and expected stamps.
+  void prefetch_starts(OpRef r) const {
+    const std::uint32_t stamp = stamp_of(r);
+    if (stamp != 0) prefetch(&starts_[stamp - 1]);
+  }
+  void prefetch_records(OpRef r) const {
+    const std::uint32_t stamp = stamp_of(r);
+    if (stamp == 0) return;
+    const Starts& starts = starts_[stamp - 1];
+    if (starts.accesses < checked_.size()) prefetch(&checked_[starts.accesses]);
+    if (starts.expected >= expected_base_ && starts.expected - expected_base_ < expected_.size())
+      prefetch(&expected_[starts.expected - expected_base_]);
+  }
   /// An allocation never freed: a leak (a warning).
   void leaked(const Allocation& a);
 
