@@ -287,10 +287,18 @@ void HostScheduler::note_guarded_keyed(const void* mutex) {
 
 void HostScheduler::note_guarded(const void* mutex, std::uint64_t key, bool whole, bool write) {
   if (!lock_aware_ || abandoned_) return;
+  note_guarded_object(mutex, SharedObject{shared::kGuarded, object_index(mutex), whole ? 0 : key, whole}, write);
+}
+
+void HostScheduler::note_guarded_side(const void* mutex, bool write) {
+  if (!lock_aware_ || abandoned_) return;
+  note_guarded_object(mutex, SharedObject{shared::kGuardedSide, object_index(mutex)}, write);
+}
+
+void HostScheduler::note_guarded_object(const void* mutex, SharedObject object, bool write) {
   // Every section the thread is in takes it: the outer ones cover the inner.
-  const SharedObject entry{shared::kGuarded, object_index(mutex), whole ? 0 : key, whole};
   for (Section& section : fibers_[running_]->sections) {
-    section.footprint.touch(entry, write ? Touch::Write : Touch::Read);
+    section.footprint.touch(object, write ? Touch::Write : Touch::Read);
     section.told = section.told || section.mutex == mutex;
   }
 }
@@ -326,9 +334,12 @@ void HostScheduler::unlock(const void* mutex) {
     Section done = std::move(*it);
     sections.erase(std::next(it).base());
     if (!done.told) {
-      const SharedObject all{shared::kGuarded, object_index(mutex)};
-      done.footprint.touch(all, Touch::Write);
-      for (Section& outer : sections) outer.footprint.touch(all, Touch::Write);
+      // Everything the mutex guards: every entry and the side value.
+      for (const SharedObject all : {SharedObject{shared::kGuarded, object_index(mutex)},
+                                     SharedObject{shared::kGuardedSide, object_index(mutex)}}) {
+        done.footprint.touch(all, Touch::Write);
+        for (Section& outer : sections) outer.footprint.touch(all, Touch::Write);
+      }
     }
     if (!abandoned_) chooser_.section_ended(running_, object_index(mutex), done.footprint, done.choice);
     return;

@@ -54,6 +54,9 @@ inline constexpr std::uint8_t kEventTable = 6;
 /// What a mutex guards (index: the mutex's number), entry by entry as the
 /// critical section says (GuardedMap, tell_guarded_touch).
 inline constexpr std::uint8_t kGuarded = 7;
+/// The side value a mutex guards apart from its map's entries (index: the
+/// mutex's number; GuardedMap's `Side`, tell_guarded_side_touch).
+inline constexpr std::uint8_t kGuardedSide = 8;
 }  // namespace shared
 
 /// Thrown from a scheduling point into a body when the run is abandoned
@@ -105,6 +108,8 @@ class HostScheduler {
   /// What the running thread's critical sections touch in what `mutex`
   /// guards: entry `key`, or `whole`.
   void note_guarded(const void* mutex, std::uint64_t key, bool whole, bool write);
+  /// ... or the side value it guards apart from the entries.
+  void note_guarded_side(const void* mutex, bool write);
   /// The running thread's critical section on `mutex` says entry by entry
   /// what it touches: one that then says nothing touched nothing guarded.
   void note_guarded_keyed(const void* mutex);
@@ -132,6 +137,9 @@ class HostScheduler {
     bool told = false;
   };
   void open_section(const void* mutex);
+  /// note_guarded's and note_guarded_side's common part: `object`, of what
+  /// `mutex` guards, joins each open section's footprint.
+  void note_guarded_object(const void* mutex, SharedObject object, bool write);
 
   static void fiber_entry();
   void point(Pending pending);
@@ -185,6 +193,10 @@ class SchedMutex {
   /// says it through tell_guarded_touch): lock-aware reduction's data.
   void note_guarded(std::uint64_t key, bool whole, bool write) {
     if (auto* s = HostScheduler::current()) s->note_guarded(this, key, whole, write);
+  }
+  /// The critical section touches the side value this mutex guards.
+  void note_guarded_side(bool write) {
+    if (auto* s = HostScheduler::current()) s->note_guarded_side(this, write);
   }
   /// The critical section says entry by entry what it touches (GuardedMap).
   void note_guarded_keyed() {

@@ -30,6 +30,12 @@ template <class Mutex>
 void tell_guarded_touch(Mutex& mutex, std::uint64_t key, bool whole, bool write) {
   if constexpr (requires { mutex.note_guarded(key, whole, write); }) mutex.note_guarded(key, whole, write);
 }
+/// Tells `mutex`, when it listens, that the critical section touches the
+/// side value it guards beside its map's entries (GuardedMap's `Side`).
+template <class Mutex>
+void tell_guarded_side_touch(Mutex& mutex, bool write) {
+  if constexpr (requires { mutex.note_guarded_side(write); }) mutex.note_guarded_side(write);
+}
 /// Tells `mutex`, when it listens, that this critical section says entry by
 /// entry what it touches (a section that says nothing touched nothing).
 template <class Mutex>
@@ -95,13 +101,22 @@ class Guarded {
   T value_;
 };
 
+/// No side value (GuardedMap's default).
+struct NoSide {};
+
 /// A map reachable only with its mutex held, through calls that each say
 /// which entry they touch (tell_guarded_touch): a critical section over one
 /// block's entry then commutes with one over another block's, for the
 /// simulator's lock-aware exploration. There is no raw access to the map
 /// except whole-map calls, which say so; a call that says too little would
 /// make that exploration unsound.
-template <class Map, class Mutex>
+///
+/// `Side` is one more value under the same mutex, apart from the entries
+/// (side(), side_for_update(): tell_guarded_side_touch). Why: state that
+/// changes together with an entry (the resource's pending tally, moved in
+/// the same section that retires a block) then costs no second lock, and a
+/// section on one entry still commutes with a section on the side alone.
+template <class Map, class Mutex, class Side = NoSide>
 class GuardedMap {
  public:
   using key_type = typename Map::key_type;
@@ -171,11 +186,23 @@ class GuardedMap {
       tell_whole(true);
       return *map_;
     }
+    /// The side value, read.
+    const Side& side() const {
+      tell_guarded_side_touch(*mutex_, false);
+      return *side_;
+    }
+    /// The side value, to change.
+    Side& side_for_update() const requires kWritable {
+      tell_guarded_side_touch(*mutex_, true);
+      return *side_;
+    }
+
+    using SideRef = std::conditional_t<kWritable, Side, const Side>;
 
    private:
     friend class GuardedMap;
-    Access(Mutex& mutex, M& map, std::atomic<int>& holders)
-        : lock_(mutex), mutex_(&mutex), map_(&map), holders_(&holders) {
+    Access(Mutex& mutex, M& map, SideRef& side, std::atomic<int>& holders)
+        : lock_(mutex), mutex_(&mutex), map_(&map), side_(&side), holders_(&holders) {
       tell_guarded_keyed(mutex);
       // Changed only under the mutex: a load and a store, no locked RMW.
       holders_->store(holders_->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -194,6 +221,7 @@ class GuardedMap {
     std::lock_guard<Mutex> lock_;
     Mutex* mutex_;
     M* map_;
+    SideRef* side_;
     std::atomic<int>* holders_;
 
    public:
@@ -206,8 +234,8 @@ class GuardedMap {
   GuardedMap(const GuardedMap&) = delete;
   GuardedMap& operator=(const GuardedMap&) = delete;
 
-  Access<Map> lock() { return Access<Map>(mutex_, map_, holders_); }
-  Access<const Map> lock() const { return Access<const Map>(mutex_, map_, holders_); }
+  Access<Map> lock() { return Access<Map>(mutex_, map_, side_, holders_); }
+  Access<const Map> lock() const { return Access<const Map>(mutex_, map_, side_, holders_); }
   /// Whether a critical section is open on this map now (a count, not the
   /// mutex: asking costs no lock and cannot block). For test hooks that run
   /// "another thread's" calls from inside a backend call: such a thread
@@ -218,6 +246,7 @@ class GuardedMap {
   mutable Mutex mutex_;
   mutable std::atomic<int> holders_{0};
   Map map_;
+  Side side_{};
 };
 
 }  // namespace streamcheck

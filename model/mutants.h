@@ -91,7 +91,7 @@ inline constexpr std::array<MutantInfo, 19> kMutants{{
 }};
 
 inline constexpr std::array<MutantInfo, 3> kConcurrencyMutants{{
-    {MutantId::M19, "M19", "deallocate adds to the pending total outside the pending lock, by a load then a store"},
+    {MutantId::M19, "M19", "deallocate adds to the pending total outside the block map's lock, by a load then a store"},
     {MutantId::M20, "M20",
      "reap drains the pending map in two locked steps (copy, then clear): a deallocate between them is lost"},
     {MutantId::M21, "M21",

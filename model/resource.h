@@ -189,17 +189,22 @@ class Resource {
 
   B& backend_;
   const std::uint32_t device_ordinal_;
-  // Keyed (GuardedMap): a critical section says which block it touches, so
-  // the simulator's lock-aware exploration (P8) need not order sections on
-  // different blocks.
-  GuardedMap<AddressMap<LiveEntry>, Mutex> live_;
-  // Written only with a lock held (live_bytes_ under live_'s,
-  // pending_bytes_ under pending_per_stream_'s; M19 breaks that), read
-  // without one: add_holding_lock / sub_holding_lock.
+  // Bytes freed and not yet reaped, per alloc stream; ordered by stream id
+  // so reap visits streams in a reproducible order.
+  using PendingTally = std::map<StreamId, std::size_t>;
+  // The live blocks, keyed (GuardedMap): a critical section says which
+  // block it touches, so the simulator's lock-aware exploration (P8) need
+  // not order sections on different blocks. The pending tally is its side
+  // value, under the same lock: deallocate moves a block's bytes from live
+  // to pending in one section, with no second lock to take (a nested lock
+  // was most of what the core added to allocate + deallocate on the GPU:
+  // docs/PERFORMANCE.md), and a section on the tally alone (reap's drain)
+  // still commutes with sections on blocks.
+  GuardedMap<AddressMap<LiveEntry>, Mutex, PendingTally> live_;
+  // Written only with live_'s lock held (M19 breaks that for the pending
+  // total), read without one: add_holding_lock / sub_holding_lock.
   typename B::template Atomic<std::size_t> live_bytes_{0};
   typename B::template Atomic<std::size_t> pending_bytes_{0};
-  // Ordered by stream id so reap visits streams in a reproducible order.
-  GuardedMap<std::map<StreamId, std::size_t>, Mutex> pending_per_stream_;
 };
 
 template <Backend B, class P>
@@ -429,12 +434,11 @@ Status Resource<B, P>::deallocate(const DeviceBlock& block) {
     }
     const std::size_t bytes = is_retired ? retired.bytes : block.bytes;
     // Move the bytes from live to pending, the per-stream tally and the
-    // total together under the pending lock, so a concurrent reap either
-    // sees both or neither (M19 updates the total after the locks).
+    // total together in this section, so a concurrent reap either sees
+    // both or neither (M19 updates the total after the lock).
     sub_holding_lock(live_bytes_, bytes);
-    auto pending = pending_per_stream_.lock();
-    pending[block.alloc_stream] += bytes;
-    if constexpr (!P::has(MutantId::M19)) add_holding_lock(pending_bytes_, bytes);  // every writer holds its lock
+    live.side_for_update()[block.alloc_stream] += bytes;
+    if constexpr (!P::has(MutantId::M19)) add_holding_lock(pending_bytes_, bytes);  // every writer holds live_'s lock
   }
   if constexpr (P::has(MutantId::M19)) pending_bytes_.store(pending_bytes_.load() + block.bytes);
   // `retired` (and its events) is released here, after the free is queued:
@@ -444,12 +448,12 @@ Status Resource<B, P>::deallocate(const DeviceBlock& block) {
 
 template <Backend B, class P>
 Status Resource<B, P>::reap_pending() {
-  std::map<StreamId, std::size_t> drained;
+  PendingTally drained;
   if constexpr (P::has(MutantId::M20)) {
-    drained = pending_per_stream_.lock().all();
-    pending_per_stream_.lock().all_for_update().clear();
+    drained = live_.lock().side();
+    live_.lock().side_for_update().clear();
   } else {
-    drained.swap(pending_per_stream_.lock().all_for_update());
+    drained.swap(live_.lock().side_for_update());
   }
   if (drained.empty()) return {};
   std::size_t synced = 0;
@@ -473,8 +477,8 @@ Status Resource<B, P>::reap_pending() {
     if constexpr (P::has(MutantId::M18)) continue;
     break;
   }
-  auto pending = pending_per_stream_.lock();
-  for (const auto& [stream, bytes] : unsynced) pending[stream] += bytes;
+  auto live = live_.lock();
+  for (const auto& [stream, bytes] : unsynced) live.side_for_update()[stream] += bytes;
   if constexpr (P::has(MutantId::M7)) {
     pending_bytes_.store(0);
   } else {
@@ -488,9 +492,9 @@ Status Resource<B, P>::reap_pending() {
 
 template <Backend B, class P>
 std::size_t Resource<B, P>::pending_per_stream_total() const {
-  auto pending = pending_per_stream_.lock();
+  auto live = live_.lock();
   std::size_t total = 0;
-  for (const auto& [stream, bytes] : pending.all()) total += bytes;
+  for (const auto& [stream, bytes] : live.side()) total += bytes;
   return total;
 }
 

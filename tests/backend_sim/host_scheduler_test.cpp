@@ -162,6 +162,40 @@ TEST(HostSchedulerLitmus, LockAwareSectionsOnDifferentEntriesCommute) {
   EXPECT_EQ(same.outcomes, (std::set<std::string>{"1=1 ", "1=2 "}));
 }
 
+// A GuardedMap's side value (the resource's pending tally beside its live
+// blocks) is one more thing its mutex guards, apart from the entries:
+// lock-aware, a section on an entry commutes with a section on the side
+// alone (1 execution), and so does a section over every entry (`all`); two
+// sections that both change the side do not (side = 2 * side + id, from 0:
+// id 1 first gives 4, id 2 first 5).
+TEST(HostSchedulerLitmus, LockAwareSideValueIsApartFromTheEntries) {
+  struct State {
+    GuardedMap<std::map<int, int>, SchedMutex, int> map;
+  };
+  using Section = std::function<void(State&)>;
+  auto program = [](Section a, Section b) {
+    return [a, b](std::function<std::string()>& outcome) {
+      auto st = std::make_shared<State>();
+      outcome = [st] { return std::to_string(st->map.lock().side()); };
+      return std::vector<HostScheduler::Body>{[st, a] { a(*st); }, [st, b] { b(*st); }};
+    };
+  };
+  const Section write_entry = [](State& st) { st.map.lock()[1] = 1; };
+  const Section read_all = [](State& st) { (void)st.map.lock().all().size(); };
+  auto write_side = [](int id) {
+    return Section([id](State& st) {
+      auto m = st.map.lock();
+      m.side_for_update() = 2 * m.side() + id;
+    });
+  };
+  EXPECT_EQ(explore(program(write_entry, write_side(1)), true).executions, 2u);  // ordered by the mutex
+  EXPECT_EQ(explore(program(write_entry, write_side(1)), true, std::nullopt, true).executions, 1u);
+  EXPECT_EQ(explore(program(read_all, write_side(1)), true, std::nullopt, true).executions, 1u);
+  const Counts both = explore(program(write_side(1), write_side(2)), true, std::nullopt, true);
+  EXPECT_EQ(both.executions, 2u);
+  EXPECT_EQ(both.outcomes, (std::set<std::string>{"4", "5"}));
+}
+
 // A section that does not say what it touches (a bare lock_guard over
 // plain data) is taken as writing all the mutex guards: lock-aware, the
 // two orders of `x = 2x + id` under the lock are still 2 executions with 2
