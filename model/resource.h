@@ -196,10 +196,10 @@ class Resource {
   // block it touches, so the simulator's lock-aware exploration (P8) need
   // not order sections on different blocks. The pending tally is its side
   // value, under the same lock: deallocate moves a block's bytes from live
-  // to pending in one section, with no second lock to take (a nested lock
-  // was most of what the core added to allocate + deallocate on the GPU:
-  // docs/PERFORMANCE.md), and a section on the tally alone (reap's drain)
-  // still commutes with sections on blocks.
+  // to pending in one section, with no second lock to take (the nested
+  // lock was most of what the core's locks cost allocate + deallocate on
+  // the GPU: docs/PERFORMANCE.md), and a section on the tally alone (reap's
+  // drain) still commutes with sections on blocks.
   GuardedMap<AddressMap<LiveEntry>, Mutex, PendingTally> live_;
   // Written only with live_'s lock held (M19 breaks that for the pending
   // total), read without one: add_holding_lock / sub_holding_lock.
