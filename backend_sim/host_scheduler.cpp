@@ -286,16 +286,16 @@ void HostScheduler::note_guarded_keyed(const void* mutex) {
 }
 
 void HostScheduler::note_guarded(const void* mutex, std::uint64_t key, bool whole, bool write) {
-  if (!lock_aware_ || abandoned_) return;
-  note_guarded_object(mutex, SharedObject{shared::kGuarded, object_index(mutex), whole ? 0 : key, whole}, write);
+  note_guarded_object(mutex, SharedObject{shared::kGuarded, 0, whole ? 0 : key, whole}, write);
 }
 
 void HostScheduler::note_guarded_side(const void* mutex, bool write) {
-  if (!lock_aware_ || abandoned_) return;
-  note_guarded_object(mutex, SharedObject{shared::kGuardedSide, object_index(mutex)}, write);
+  note_guarded_object(mutex, SharedObject{shared::kGuardedSide}, write);
 }
 
 void HostScheduler::note_guarded_object(const void* mutex, SharedObject object, bool write) {
+  if (!lock_aware_ || abandoned_) return;
+  object.index = object_index(mutex);
   // Every section the thread is in takes it: the outer ones cover the inner.
   for (Section& section : fibers_[running_]->sections) {
     section.footprint.touch(object, write ? Touch::Write : Touch::Read);

@@ -52,7 +52,8 @@ inline constexpr std::uint8_t kPool = 5;
 /// and returns handles, whose numbers nothing checked depends on.
 inline constexpr std::uint8_t kEventTable = 6;
 /// What a mutex guards (index: the mutex's number), entry by entry as the
-/// critical section says (GuardedMap, tell_guarded_touch).
+/// critical section says (GuardedMap, tell_guarded_touch); `whole`: every
+/// entry, not the side value below.
 inline constexpr std::uint8_t kGuarded = 7;
 /// The side value a mutex guards apart from its map's entries (index: the
 /// mutex's number; GuardedMap's `Side`, tell_guarded_side_touch).

@@ -12,7 +12,8 @@
 // two critical sections of one mutex that touch disjoint parts of what it
 // guards need not be explored in both orders. Guarded::lock() tells "the
 // whole value" (written, or read through a const Guarded); GuardedMap tells
-// the entry each call touches. Other mutexes (std::mutex) hear nothing.
+// the entry each call touches, or its side value. Other mutexes
+// (std::mutex) hear nothing.
 #include <atomic>
 #include <concepts>
 #include <cstdint>
@@ -24,8 +25,8 @@
 namespace streamcheck {
 
 /// Tells `mutex`, when it listens, that the critical section it guards
-/// touches entry `key` (or, `whole`, everything it guards), reading or
-/// writing it.
+/// touches entry `key` (or, `whole`, every entry: not a GuardedMap's side
+/// value, which tell_guarded_side_touch tells), reading or writing it.
 template <class Mutex>
 void tell_guarded_touch(Mutex& mutex, std::uint64_t key, bool whole, bool write) {
   if constexpr (requires { mutex.note_guarded(key, whole, write); }) mutex.note_guarded(key, whole, write);
@@ -197,10 +198,9 @@ class GuardedMap {
       return *side_;
     }
 
-    using SideRef = std::conditional_t<kWritable, Side, const Side>;
-
    private:
     friend class GuardedMap;
+    using SideRef = std::conditional_t<kWritable, Side, const Side>;
     Access(Mutex& mutex, M& map, SideRef& side, std::atomic<int>& holders)
         : lock_(mutex), mutex_(&mutex), map_(&map), side_(&side), holders_(&holders) {
       tell_guarded_keyed(mutex);
