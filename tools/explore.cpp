@@ -15,6 +15,7 @@
 #include "props/client_gen.h"
 #include "props/harness.h"
 #include "tools/render.h"
+#include "tools/tool_protocols.h"
 
 namespace streamcheck::tools {
 
@@ -203,7 +204,7 @@ props::LayerChoice layer_for_program(std::uint32_t p, rc::Random& random) {
 }
 
 ExploreOutcome explore_protocol(const ExploreOptions& options) {
-  return with_protocol(options.mutant, [&]<class Protocol>() { return explore_with<Protocol>(options); });
+  return with_tool_protocol(options.mutant, [&]<class Protocol>() { return explore_with<Protocol>(options); });
 }
 
 std::optional<Counterexample> find_counterexample(const ExploreOptions& options, std::uint64_t* explored) {
@@ -219,7 +220,7 @@ int explore(const ExploreOptions& options, std::ostream& out) {
 }
 
 std::string counterexample_svg(const Counterexample& c, std::optional<MutantId> mutant) {
-  return with_protocol(mutant, [&]<class Protocol>() {
+  return with_tool_protocol(mutant, [&]<class Protocol>() {
     std::string svg;
     (void)replay<Protocol>(c.shrunk, &svg);
     return svg;

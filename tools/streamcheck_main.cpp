@@ -30,6 +30,7 @@
 #include "tools/merge.h"
 #include "tools/render.h"
 #include "tools/schedule_io.h"
+#include "tools/tool_protocols.h"
 #include "tools/trace_check.h"
 #include "tools/trace_gpu.h"
 
@@ -167,9 +168,10 @@ const CLI::Validator kCallWindow = accepted_by(tools::parse_call_window, "FROM:T
 
 const CLI::Validator kMutantName(
     [](std::string& text) -> std::string {
-      return parse_mutant(text)
-                 ? std::string()
-                 : "unknown mutant '" + tools::shown_input(text) + "' (expected " + std::string(kMutantNames) + ")";
+      const auto mutant = parse_mutant(text);
+      if (!mutant)
+        return "unknown mutant '" + tools::shown_input(text) + "' (expected " + std::string(kMutantNames) + ")";
+      return tools::tools_have(*mutant) ? std::string() : tools::mutant_not_built(text);
     },
     std::string(kMutantNames));
 
@@ -514,6 +516,9 @@ Outcome merge(const Options& o) {
 }
 
 Outcome counterexamples(const Options& o) {
+  // Every mutant's page: a build without every variant cannot write them.
+  if (!tools::kToolsHaveEveryMutant)
+    throw UsageError("counterexamples needs every mutant: " + std::string(tools::kSubsetBuild));
   for (const auto& f : tools::write_counterexample_pages(o.dir)) std::cout << "wrote " << o.dir << "/" << f << "\n";
   return Outcome::Clean;
 }

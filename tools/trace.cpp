@@ -16,6 +16,7 @@
 #include "backend_sim/sim_backend.h"
 #include "model/trace_keywords.h"
 #include "tools/name_map.h"
+#include "tools/tool_protocols.h"
 #include "tools/trace_interpreter.h"
 
 namespace streamcheck::tools {
@@ -1174,6 +1175,10 @@ class Parser {
                  fmt::format("unknown mutant '{}' (M1..M18, M22, or PM1..PM5 with 'pool')", shown_input(m.text)));
           pool_mutant_col = m.col;
         }
+        // A build without every variant (tools/tool_protocols.h) refuses
+        // the others here, with the position, before anything runs.
+        if ((trace_.mutant && !tools_have(*trace_.mutant)) || (trace_.pool_mutant && !tools_have(*trace_.pool_mutant)))
+          fail(m.col, mutant_not_built(m.text));
       } else {
         fail(opt.col, fmt::format("expected 'budget', 'mutant', 'pool' or 'debug', found '{}'", shown_input(opt.text)));
       }

@@ -38,6 +38,7 @@
 #include "model/pool_backend.h"
 #include "model/resource.h"
 #include "tools/name_map.h"
+#include "tools/tool_protocols.h"
 #include "tools/trace.h"
 
 namespace streamcheck::tools {
@@ -150,7 +151,7 @@ class TraceInterpreter {
       // `resource pool [mutant PMk]`: the core over a pool over this
       // backend; a stream the trace destroys is told to the pool first
       // (Q-dead).
-      with_pool_protocol(trace_.pool_mutant, [&]<class Q>() {
+      with_tool_pool_protocol(trace_.pool_mutant, [&]<class Q>() {
         StreamOrderedPool<B, Q> pool(b_);
         pool_stream_removed_ = [&pool](StreamId s) { pool.stream_removed(s); };
         {
@@ -170,7 +171,7 @@ class TraceInterpreter {
     } else if (trace_.debug && trace_.uses_resource) {
       run_under_debug_tier();
     } else {
-      with_protocol(trace_.mutant, [&]<class P>() {
+      with_tool_protocol(trace_.mutant, [&]<class P>() {
         using Core = Resource<B, P>;
         std::unique_ptr<Core> core;
         std::unique_ptr<BudgetResource<Core>> budget;

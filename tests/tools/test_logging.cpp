@@ -222,7 +222,7 @@ TEST(LoggingResource, BudgetIsWrittenAndForwardersPassThrough) {
   Resource<SimBackend> res(sim.b);
   BudgetResource<Resource<SimBackend>> budget(res, 1024);
   std::ostringstream os;
-  LoggingResource<BudgetResource<Resource<SimBackend>>> log(budget, os, MutantId::M2);
+  LoggingResource<BudgetResource<Resource<SimBackend>>> log(budget, os, MutantId::M1);
   EXPECT_TRUE(log.supports_block_use_tracking());
   EXPECT_EQ(log.device_ordinal(), 0u);
   EXPECT_FALSE(log.allocate(2048, sim.s0).ok());
@@ -230,14 +230,14 @@ TEST(LoggingResource, BudgetIsWrittenAndForwardersPassThrough) {
   ASSERT_TRUE(blk.ok());
   EXPECT_EQ(log.bytes_outstanding(), 512u);
   EXPECT_EQ(os.str(),
-            "resource budget 1024 mutant M2\n"
+            "resource budget 1024 mutant M1\n"
             "# allocate 2048 on s0 failed: out of budget: requested 2048 bytes, remaining 1024 bytes\n"
             "stream s0\n"
             "allocate b" +
                 std::to_string(blk.value().generation.value) + " 512 on s0\n");
   const tools::Trace t = tools::parse_trace(os.str(), "budget.trace");
   EXPECT_EQ(t.budget, std::optional<std::uint64_t>(1024));
-  EXPECT_EQ(t.mutant, std::optional<MutantId>(MutantId::M2));
+  EXPECT_EQ(t.mutant, std::optional<MutantId>(MutantId::M1));
   ASSERT_TRUE(log.deallocate(blk.value()).ok());
 }
 
