@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -140,6 +142,66 @@ inline constexpr std::array<std::string_view, 18> kInnerWords = {
     word::kDevice,      word::kBudget,   word::kMutant, word::kRead,  word::kWrite,  word::kReadWrite,
     word::kNonBlocking, word::kPageable, word::kPinned, word::kBegin, word::kGraph,  word::kHandle};
 
+namespace detail {
+
+constexpr bool same_word(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
+/// A fixed set of words, open-addressed by a hash of a word's length and
+/// its first and last bytes. Finding a word is that hash and, in most cases,
+/// one comparison, inline; a word that is none of them mostly ends at an
+/// empty slot with none. The binary search it replaces made about five
+/// memcmp calls for every line a trace has (docs/PERFORMANCE.md, "The
+/// statement keyword in one probe").
+template <std::size_t N>
+class WordIndex {
+  static_assert(N < 255, "slots hold a word's index in one byte, 255 meaning empty");
+
+ public:
+  constexpr explicit WordIndex(const std::array<std::string_view, N>& words) : words_(words) {
+    slots_.fill(kEmpty);
+    for (std::size_t i = 0; i < N; ++i) {
+      std::size_t s = slot_of(words[i]);
+      while (slots_[s] != kEmpty) s = (s + 1) & kMask;
+      slots_[s] = static_cast<std::uint8_t>(i);
+    }
+  }
+  /// The index of `word` among the words, or N when it is none of them.
+  constexpr std::size_t find(std::string_view word) const {
+    if (word.empty()) return N;
+    for (std::size_t s = slot_of(word); slots_[s] != kEmpty; s = (s + 1) & kMask)
+      if (same_word(words_[slots_[s]], word)) return slots_[s];
+    return N;
+  }
+
+ private:
+  static constexpr std::size_t kSlots = std::bit_ceil(4 * N);  // at most a quarter full
+  static constexpr std::size_t kMask = kSlots - 1;
+  static constexpr std::uint8_t kEmpty = 0xff;
+  static constexpr std::size_t slot_of(std::string_view w) {
+    return (w.size() * 131 + static_cast<unsigned char>(w.front()) * 31 + static_cast<unsigned char>(w.back())) & kMask;
+  }
+  std::array<std::string_view, N> words_;
+  std::array<std::uint8_t, kSlots> slots_{};
+};
+
+/// Every word is found, as itself (a word listed twice, as "device" is
+/// among the reserved words, is found as either).
+template <std::size_t N>
+constexpr bool finds_every_word(const WordIndex<N>& index, const std::array<std::string_view, N>& words) {
+  for (std::size_t i = 0; i < N; ++i) {
+    const std::size_t at = index.find(words[i]);
+    if (at == N || !same_word(words[at], words[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace detail
+
 /// The word that starts a statement of kind `k`.
 constexpr std::string_view keyword(StatementKeyword k) {
   for (const auto& w : kStatementWords)
@@ -147,21 +209,28 @@ constexpr std::string_view keyword(StatementKeyword k) {
   return {};
 }
 
-/// The statement `word` starts, if it is a statement keyword. A binary
-/// search (kStatementWords is sorted): the parser asks once a line, and a
-/// linear scan was a tenth of parsing a large trace.
+inline constexpr std::array<std::string_view, kStatementWords.size()> kStatementWordTexts = [] {
+  std::array<std::string_view, kStatementWords.size()> texts{};
+  for (std::size_t i = 0; i < texts.size(); ++i) texts[i] = kStatementWords[i].word;
+  return texts;
+}();
+inline constexpr detail::WordIndex<kStatementWords.size()> kStatementWordIndex{kStatementWordTexts};
+static_assert(detail::finds_every_word(kStatementWordIndex, kStatementWordTexts));
+
+/// The statement `word` starts, if it is a statement keyword: the parser
+/// asks once a line.
 constexpr std::optional<StatementKeyword> statement_keyword(std::string_view word) {
-  const auto* it = std::lower_bound(kStatementWords.begin(), kStatementWords.end(), word,
-                                    [](const StatementWord& w, std::string_view v) { return w.word < v; });
-  if (it != kStatementWords.end() && it->word == word) return it->keyword;
-  return std::nullopt;
+  const std::size_t i = kStatementWordIndex.find(word);
+  if (i == kStatementWords.size()) return std::nullopt;
+  return kStatementWords[i].keyword;
 }
 static_assert(std::is_sorted(kStatementWords.begin(), kStatementWords.end(),
                              [](const StatementWord& a, const StatementWord& b) { return a.word < b.word; }),
-              "statement_keyword's binary search needs kStatementWords in alphabetical order");
+              "kStatementWords is in alphabetical order: the parser's \"did you mean\" hint depends on it");
 
-/// Every reserved word (statement keywords and inner words), sorted: the
-/// parser asks for every name it reads.
+/// Every reserved word (statement keywords and inner words; "device" is
+/// both, so it is listed twice), sorted for whoever reads the list: the
+/// parser asks is_keyword for every name it declares.
 inline constexpr auto kReservedWords = [] {
   std::array<std::string_view, kStatementWords.size() + kInnerWords.size()> all{};
   std::size_t n = 0;
@@ -171,9 +240,10 @@ inline constexpr auto kReservedWords = [] {
   return all;
 }();
 
+inline constexpr detail::WordIndex<kReservedWords.size()> kReservedWordIndex{kReservedWords};
+static_assert(detail::finds_every_word(kReservedWordIndex, kReservedWords));
+
 /// True for every reserved word: statement keywords and inner words.
-constexpr bool is_keyword(std::string_view s) {
-  return std::binary_search(kReservedWords.begin(), kReservedWords.end(), s);
-}
+constexpr bool is_keyword(std::string_view s) { return kReservedWordIndex.find(s) != kReservedWords.size(); }
 
 }  // namespace streamcheck::trace_language

@@ -430,6 +430,26 @@ TEST(TraceParse, EveryKeywordOfTheOneTableIsReserved) {
     EXPECT_THROW((void)parse_trace("stream " + std::string(w) + "\n", "k.trace"), TraceError) << w;
 }
 
+TEST(TraceParse, WordsThatOnlyLookLikeKeywordsAreNone) {
+  // The keyword tables are found by a hash of a word's length and its first
+  // and last bytes (model/trace_keywords.h): a word sharing those with a
+  // keyword, a prefix, an extension or another case must still be none.
+  for (std::string_view w : {"", "launc", "launchx", "Launch", "record_", "lauXch", "recXrd", "strXam", "devic",
+                             "devXce", "evenT", "waiT", "s", "l", "e"}) {
+    EXPECT_FALSE(trace_language::statement_keyword(w).has_value()) << '"' << w << '"';
+    EXPECT_FALSE(trace_language::is_keyword(w)) << '"' << w << '"';
+  }
+  for (auto w : trace_language::kInnerWords) {
+    EXPECT_TRUE(trace_language::is_keyword(w)) << w;
+    // Only "device" is both (`sync device`, `device ...`).
+    const bool starts_statement =
+        std::any_of(trace_language::kStatementWords.begin(), trace_language::kStatementWords.end(),
+                    [&](const auto& s) { return s.word == w; });
+    EXPECT_EQ(trace_language::statement_keyword(w).has_value(), starts_statement) << w;
+  }
+  for (const auto& w : trace_language::kStatementWords) EXPECT_TRUE(trace_language::is_keyword(w.word)) << w.word;
+}
+
 TEST(TraceParse, OneStructPerStatementKind) {
   const Trace t = parse_trace(
       "thread h1\nstream s1\nevent e\nresource budget 4096\nallocate X 64 on s1\n@h1 prepare X on s1 write\n"
