@@ -8,11 +8,13 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace streamcheck {
 
@@ -150,27 +152,6 @@ inline std::optional<PoolMutantId> parse_pool_mutant(std::string_view name) {
   return std::nullopt;
 }
 
-/// Calls `fn.template operator()<PoolProtocol>()` with the pool protocol
-/// that matches `mutant` (nullopt = the correct pool).
-template <class Fn>
-decltype(auto) with_pool_protocol(std::optional<PoolMutantId> mutant, Fn&& fn) {
-  if (!mutant) return fn.template operator()<CorrectPool>();
-  switch (*mutant) {
-    case PoolMutantId::PM1:
-      return fn.template operator()<PoolMutantSet<PoolMutantId::PM1>>();
-    case PoolMutantId::PM2:
-      return fn.template operator()<PoolMutantSet<PoolMutantId::PM2>>();
-    case PoolMutantId::PM3:
-      return fn.template operator()<PoolMutantSet<PoolMutantId::PM3>>();
-    case PoolMutantId::PM4:
-      return fn.template operator()<PoolMutantSet<PoolMutantId::PM4>>();
-    case PoolMutantId::PM5:
-      return fn.template operator()<PoolMutantSet<PoolMutantId::PM5>>();
-  }
-  throw std::invalid_argument("with_pool_protocol: unknown pool mutant id " +
-                              std::to_string(static_cast<int>(*mutant)));
-}
-
 /// The protocol a resource (or a decorator) was built with: its `Protocol`
 /// member type where it has one, else the correct protocol. Decorators read
 /// it so that one MutantSet selects the variant of every layer (M14).
@@ -186,60 +167,85 @@ struct protocol_of<R> {
 template <class R>
 using protocol_of_t = typename protocol_of<R>::type;
 
-/// Calls `fn.template operator()<Protocol>()` with the protocol type that
-/// matches `mutant` (nullopt = the correct protocol).
+/// Every protocol mutant id (M1..M22) and every pool mutant id (PM1..PM5),
+/// in order: the enums' values, so nothing lists them a second time.
+template <class Id, std::size_t N>
+constexpr std::array<Id, N> ids_one_to() {
+  std::array<Id, N> ids{};
+  for (std::size_t i = 0; i < N; ++i) ids[i] = static_cast<Id>(i + 1);
+  return ids;
+}
+inline constexpr auto kEveryMutantId = ids_one_to<MutantId, 22>();
+inline constexpr auto kEveryPoolMutantId = ids_one_to<PoolMutantId, 5>();
+static_assert(kEveryMutantId.back() == MutantId::M22 && kEveryPoolMutantId.back() == PoolMutantId::PM5,
+              "a new mutant id is dispatched only once kEveryMutantId / kEveryPoolMutantId count it");
+
+constexpr const PoolMutantInfo& info(PoolMutantId id) {
+  for (const auto& m : kPoolMutants)
+    if (m.id == id) return m;
+  throw std::invalid_argument("info: unknown pool mutant id " + std::to_string(static_cast<int>(id)));
+}
+
+/// The protocol type of a set of ids of one kind: MutantSet for the core's
+/// mutants, PoolMutantSet for the pool's.
+template <class Id>
+struct protocol_sets;
+template <>
+struct protocol_sets<MutantId> {
+  template <MutantId... Ids>
+  using set = MutantSet<Ids...>;
+};
+template <>
+struct protocol_sets<PoolMutantId> {
+  template <PoolMutantId... Ids>
+  using set = PoolMutantSet<Ids...>;
+};
+
+namespace detail {
+
+template <class Protocol, class Result, class Fn>
+Result call_with_protocol(Fn& fn) {
+  return fn.template operator()<Protocol>();
+}
+
+template <auto... Ids, class Id, class Fn>
+decltype(auto) with_protocol_among(std::optional<Id> mutant, Fn& fn) {
+  using Sets = protocol_sets<Id>;
+  using Correct = typename Sets::template set<>;
+  if (!mutant) return fn.template operator()<Correct>();
+  using Result = decltype(fn.template operator()<Correct>());
+  static constexpr std::array<Id, sizeof...(Ids)> kIds{Ids...};
+  static constexpr std::array<Result (*)(Fn&), sizeof...(Ids)> kCalls{
+      &call_with_protocol<typename Sets::template set<Ids>, Result, Fn>...};
+  for (std::size_t i = 0; i < kIds.size(); ++i)
+    if (kIds[i] == *mutant) return kCalls[i](fn);
+  throw std::invalid_argument("with_protocol: mutant id " + std::to_string(static_cast<int>(*mutant)) +
+                              " is not among the variants this dispatch was built with");
+}
+
+}  // namespace detail
+
+/// Calls `fn.template operator()<Protocol>()` with the protocol of `mutant`
+/// (nullopt = the correct protocol), for a mutant among those `kIds` lists
+/// (a constexpr array of MutantId or of PoolMutantId): one instantiation of
+/// `fn` per listed id. Any other id throws std::invalid_argument.
+template <const auto& kIds, class Id, class Fn>
+decltype(auto) with_protocol_listed(std::optional<Id> mutant, Fn&& fn) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>)->decltype(auto) {
+    return detail::with_protocol_among<kIds[I]...>(mutant, fn);
+  }
+  (std::make_index_sequence<kIds.size()>{});
+}
+
+/// with_protocol_listed over every protocol (M1..M22) or pool (PM1..PM5)
+/// mutant.
 template <class Fn>
 decltype(auto) with_protocol(std::optional<MutantId> mutant, Fn&& fn) {
-  if (!mutant) return fn.template operator()<CorrectProtocol>();
-  switch (*mutant) {
-    case MutantId::M1:
-      return fn.template operator()<MutantSet<MutantId::M1>>();
-    case MutantId::M2:
-      return fn.template operator()<MutantSet<MutantId::M2>>();
-    case MutantId::M3:
-      return fn.template operator()<MutantSet<MutantId::M3>>();
-    case MutantId::M4:
-      return fn.template operator()<MutantSet<MutantId::M4>>();
-    case MutantId::M5:
-      return fn.template operator()<MutantSet<MutantId::M5>>();
-    case MutantId::M6:
-      return fn.template operator()<MutantSet<MutantId::M6>>();
-    case MutantId::M7:
-      return fn.template operator()<MutantSet<MutantId::M7>>();
-    case MutantId::M8:
-      return fn.template operator()<MutantSet<MutantId::M8>>();
-    case MutantId::M9:
-      return fn.template operator()<MutantSet<MutantId::M9>>();
-    case MutantId::M10:
-      return fn.template operator()<MutantSet<MutantId::M10>>();
-    case MutantId::M11:
-      return fn.template operator()<MutantSet<MutantId::M11>>();
-    case MutantId::M12:
-      return fn.template operator()<MutantSet<MutantId::M12>>();
-    case MutantId::M13:
-      return fn.template operator()<MutantSet<MutantId::M13>>();
-    case MutantId::M14:
-      return fn.template operator()<MutantSet<MutantId::M14>>();
-    case MutantId::M15:
-      return fn.template operator()<MutantSet<MutantId::M15>>();
-    case MutantId::M16:
-      return fn.template operator()<MutantSet<MutantId::M16>>();
-    case MutantId::M17:
-      return fn.template operator()<MutantSet<MutantId::M17>>();
-    case MutantId::M18:
-      return fn.template operator()<MutantSet<MutantId::M18>>();
-    // The concurrency mutants are protocols too; parse_mutant does not
-    // name them, so a single-threaded tool is never asked for one.
-    case MutantId::M19:
-      return fn.template operator()<MutantSet<MutantId::M19>>();
-    case MutantId::M20:
-      return fn.template operator()<MutantSet<MutantId::M20>>();
-    case MutantId::M21:
-      return fn.template operator()<MutantSet<MutantId::M21>>();
-    case MutantId::M22:
-      return fn.template operator()<MutantSet<MutantId::M22>>();
-  }
-  throw std::invalid_argument("with_protocol: unknown mutant id " + std::to_string(static_cast<int>(*mutant)));
+  return with_protocol_listed<kEveryMutantId>(mutant, fn);
+}
+template <class Fn>
+decltype(auto) with_pool_protocol(std::optional<PoolMutantId> mutant, Fn&& fn) {
+  return with_protocol_listed<kEveryPoolMutantId>(mutant, fn);
 }
 
 }  // namespace streamcheck

@@ -1,7 +1,8 @@
 // The protocol variants the tools run (SPEC §5): the trace interpreter
 // (`resource mutant Mk`, `resource pool mutant PMk`) and the built-in
 // explorer (`explore --mutant Mk`) dispatch through these instead of
-// model/mutants.h's with_protocol / with_pool_protocol.
+// model/mutants.h's with_protocol / with_pool_protocol: the same dispatch
+// (with_protocol_listed) over the list of variants this build has.
 //
 // A default build has every variant. A build configured with
 // STREAMCHECK_TOOL_MUTANTS=OFF (the sanitizer presets) has the correct
@@ -12,11 +13,13 @@
 // correct protocol under the mutant's name.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "model/mutants.h"
 
@@ -35,21 +38,31 @@ inline constexpr bool kToolsHaveEveryMutant = true;
 /// under the sanitizers.
 inline constexpr std::array kSubsetMutants{MutantId::M1, MutantId::M4};
 inline constexpr std::array kSubsetPoolMutants{PoolMutantId::PM2};
+
 static_assert(kSubsetMutants.size() == 2 && kSubsetMutants[0] == MutantId::M1 && kSubsetMutants[1] == MutantId::M4 &&
                   kSubsetPoolMutants.size() == 1 && kSubsetPoolMutants[0] == PoolMutantId::PM2,
-              "with_tool_protocol and with_tool_pool_protocol below have a case for each kept mutant");
+              "kSubsetBuild below names the kept mutants");
 
-constexpr bool tools_have(MutantId m) {
-  if (kToolsHaveEveryMutant) return true;
-  for (MutantId kept : kSubsetMutants)
-    if (kept == m) return true;
-  return false;
+/// The variants of one kind (MutantId or PoolMutantId) this build's tools
+/// have.
+template <class Id>
+constexpr const auto& tool_mutants() {
+  if constexpr (std::is_same_v<Id, MutantId>) {
+    if constexpr (kToolsHaveEveryMutant)
+      return kEveryMutantId;
+    else
+      return kSubsetMutants;
+  } else {
+    if constexpr (kToolsHaveEveryMutant)
+      return kEveryPoolMutantId;
+    else
+      return kSubsetPoolMutants;
+  }
 }
-constexpr bool tools_have(PoolMutantId m) {
-  if (kToolsHaveEveryMutant) return true;
-  for (PoolMutantId kept : kSubsetPoolMutants)
-    if (kept == m) return true;
-  return false;
+
+template <class Id>
+constexpr bool tools_have(Id m) {
+  return std::ranges::find(tool_mutants<Id>(), m) != tool_mutants<Id>().end();
 }
 
 /// Why a build lacks a mutant, and where to find it.
@@ -61,38 +74,13 @@ inline std::string mutant_not_built(std::string_view name) {
   return "mutant " + std::string(name) + " is not in this build: " + std::string(kSubsetBuild);
 }
 
-/// with_protocol over the variants this build has; any other mutant throws
-/// std::invalid_argument (the parser and the command line refuse it first).
-template <class Fn>
-decltype(auto) with_tool_protocol(std::optional<MutantId> mutant, Fn&& fn) {
-  if constexpr (kToolsHaveEveryMutant) {
-    return with_protocol(mutant, fn);
-  } else {
-    if (!mutant) return fn.template operator()<CorrectProtocol>();
-    switch (*mutant) {
-      case MutantId::M1:
-        return fn.template operator()<MutantSet<MutantId::M1>>();
-      case MutantId::M4:
-        return fn.template operator()<MutantSet<MutantId::M4>>();
-      default:
-        throw std::invalid_argument(mutant_not_built(info(*mutant).name));
-    }
-  }
-}
-
-/// with_pool_protocol over the pool variants this build has.
-template <class Fn>
-decltype(auto) with_tool_pool_protocol(std::optional<PoolMutantId> mutant, Fn&& fn) {
-  if constexpr (kToolsHaveEveryMutant) {
-    return with_pool_protocol(mutant, fn);
-  } else {
-    if (!mutant) return fn.template operator()<CorrectPool>();
-    if (*mutant == PoolMutantId::PM2) return fn.template operator()<PoolMutantSet<PoolMutantId::PM2>>();
-    for (const auto& m : kPoolMutants)
-      if (m.id == *mutant) throw std::invalid_argument(mutant_not_built(m.name));
-    throw std::invalid_argument("with_tool_pool_protocol: unknown pool mutant id " +
-                                std::to_string(static_cast<int>(*mutant)));
-  }
+/// with_protocol / with_pool_protocol over the variants this build has;
+/// any other mutant throws std::invalid_argument saying which build has it
+/// (the parser and the command line refuse it first).
+template <class Id, class Fn>
+decltype(auto) with_tool_protocol(std::optional<Id> mutant, Fn&& fn) {
+  if (mutant && !tools_have(*mutant)) throw std::invalid_argument(mutant_not_built(info(*mutant).name));
+  return with_protocol_listed<tool_mutants<Id>()>(mutant, fn);
 }
 
 }  // namespace streamcheck::tools

@@ -151,7 +151,7 @@ class TraceInterpreter {
       // `resource pool [mutant PMk]`: the core over a pool over this
       // backend; a stream the trace destroys is told to the pool first
       // (Q-dead).
-      with_tool_pool_protocol(trace_.pool_mutant, [&]<class Q>() {
+      with_tool_protocol(trace_.pool_mutant, [&]<class Q>() {
         StreamOrderedPool<B, Q> pool(b_);
         pool_stream_removed_ = [&pool](StreamId s) { pool.stream_removed(s); };
         {
