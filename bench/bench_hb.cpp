@@ -1,11 +1,12 @@
 // HB checking throughput and HB query cost (SPEC §8), side by side:
 //   - the vector-clock checker driven directly, the device running nothing
 //     before the teardown (BM_HbCheckModel) or stepping before every call
-//     as `streamcheck check` does (BM_HbCheckModelStepping),
+//     as `explore`'s random schedules do (BM_HbCheckModelStepping),
 //   - the same program as a trace, checked (BM_TraceCheck; with kernel names
 //     as long as captured ones, BM_TraceCheckLongNames), parsed alone
 //     (BM_TraceParse) and parsed + checked (BM_TraceParseAndCheck) as
-//     `streamcheck check` does,
+//     `streamcheck check` does (the device stepping only on observation),
+//     and both checks with every device step a choice (…EveryStep),
 //   - a program of many blocks (BM_HbCheckManyBlocks): what a launch that
 //     names no allocation, and a free, cost as the run's allocations grow,
 //   - "does a happen before b" by vector clocks (BM_HbQueryVectorClock) and
@@ -15,6 +16,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -86,10 +88,12 @@ void BM_HbCheckManyBlocks(benchmark::State& state) {
 }
 BENCHMARK(BM_HbCheckManyBlocks)->Arg(1024)->Arg(16384)->Unit(benchmark::kMillisecond);
 
-void check_parsed_trace(benchmark::State& state, std::string_view kernel_prefix, const char* what) {
+void check_parsed_trace(benchmark::State& state, std::string_view kernel_prefix, const char* what,
+                        std::optional<sim::DeviceProgress> progress = std::nullopt) {
   const tools::Trace trace =
       tools::parse_trace(workload_trace(static_cast<std::uint64_t>(state.range(0)), kernel_prefix), "bench");
   tools::TraceCheckOptions options;
+  options.progress = progress;
   for (auto _ : state) {
     const tools::Report report = tools::check_trace(trace, options);
     require_clean(report.findings.size(), what);
@@ -98,6 +102,13 @@ void check_parsed_trace(benchmark::State& state, std::string_view kernel_prefix,
 }
 void BM_TraceCheck(benchmark::State& state) { check_parsed_trace(state, {}, "BM_TraceCheck"); }
 BENCHMARK(BM_TraceCheck)->Arg(4096)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
+// The same check with every device step a choice (DeviceProgress::EveryStep,
+// as `explore`'s random schedules run, and `check` before issue 16): side
+// by side with BM_TraceCheck, whose device steps only on observation.
+void BM_TraceCheckEveryStep(benchmark::State& state) {
+  check_parsed_trace(state, {}, "BM_TraceCheckEveryStep", sim::DeviceProgress::EveryStep);
+}
+BENCHMARK(BM_TraceCheckEveryStep)->Arg(4096)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
 // The same check with kernel names as long as captured ones (kLongKernelPrefix).
 void BM_TraceCheckLongNames(benchmark::State& state) {
   check_parsed_trace(state, kLongKernelPrefix, "BM_TraceCheckLongNames");
@@ -114,16 +125,24 @@ void BM_TraceParse(benchmark::State& state) {
 }
 BENCHMARK(BM_TraceParse)->Arg(4096)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
 
-void BM_TraceParseAndCheck(benchmark::State& state) {
+void parse_and_check(benchmark::State& state, const char* what,
+                     std::optional<sim::DeviceProgress> progress = std::nullopt) {
   const std::string text = workload_trace(static_cast<std::uint64_t>(state.range(0)));
   tools::TraceCheckOptions options;
+  options.progress = progress;
   for (auto _ : state) {
     const tools::Report report = tools::check_trace(tools::parse_trace(text, "bench"), options);
-    require_clean(report.findings.size(), "BM_TraceParseAndCheck");
+    require_clean(report.findings.size(), what);
   }
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
+void BM_TraceParseAndCheck(benchmark::State& state) { parse_and_check(state, "BM_TraceParseAndCheck"); }
 BENCHMARK(BM_TraceParseAndCheck)->Arg(4096)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
+// As BM_TraceCheckEveryStep, with the parse.
+void BM_TraceParseAndCheckEveryStep(benchmark::State& state) {
+  parse_and_check(state, "BM_TraceParseAndCheckEveryStep", sim::DeviceProgress::EveryStep);
+}
+BENCHMARK(BM_TraceParseAndCheckEveryStep)->Arg(4096)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
 
 /// One run of the workload and a fixed list of random op pairs to query.
 struct QueryFixture {

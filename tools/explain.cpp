@@ -269,11 +269,15 @@ std::string describe_coverage(const Coverage& c) {
   switch (c.how) {
     case Coverage::How::OneSchedule:
     case Coverage::How::Replay:
-      if (c.exhaustive)
+      if (c.exhaustive && c.executions)
+        fmt::format_to(line,
+                       "coverage: exhaustive: the run made no choice (nothing it observed could have turned out "
+                       "otherwise), so this execution is the trace's only one and every schedule has its verdict\n");
+      else if (c.exhaustive)
         fmt::format_to(line, "coverage: exhaustive: the run made no choice, so this schedule is the only one\n");
       else
-        fmt::format_to(line, "coverage: NOT exhaustive: one schedule; it made choices that were not explored: {}\n",
-                       describe(c.unexplored));
+        fmt::format_to(line, "coverage: NOT exhaustive: one {}; it made choices that were not explored: {}\n",
+                       c.executions ? "execution" : "schedule", describe(c.unexplored));
       break;
     case Coverage::How::Random:
       fmt::format_to(line, "coverage: NOT exhaustive: {} random schedules (seed {}), a sample\n", c.explored, c.seed);

@@ -188,14 +188,16 @@ struct Coverage {
   How how = How::OneSchedule;
   std::uint64_t seed = 0;
   std::uint64_t explored = 0;  // schedules run
-  /// Dfs over executions (tools::Strategy::Dfs): each run was one execution,
-  /// one outcome of every observation (query answers, pool reuses, faults);
-  /// the runs that differ only in the order independent device work
-  /// completes were not run, their verdict being the same. False: every
-  /// device step was a choice of its own (dfs-schedules, random, one run).
+  /// Runs over executions (DeviceProgress::OnObservation: `check`, dfs,
+  /// a replay of an `observed` schedule): each run was one execution, one
+  /// outcome of every observation (query answers, pool reuses, faults); the
+  /// runs that differ only in the order independent device work completes
+  /// were not run, their verdict being the same. False: every device step
+  /// was a choice of its own (dfs-schedules, random, pct).
   bool executions = false;
-  /// Every schedule of the trace was run: DFS finished, or the one schedule
-  /// run (check, replay) was the only one (the run made no choice).
+  /// Every schedule of the trace was run (or, with `executions`, every
+  /// execution): DFS finished, or the one run (check, replay) was the only
+  /// one (it made no choice).
   bool exhaustive = false;
   /// The --schedules bound that stopped an exploration short of exhausting
   /// the schedules; nullopt when it ran to its end (or ran one schedule).

@@ -593,7 +593,8 @@ int main(int argc, char** argv) {
 
   auto* check_verb = app.add_subcommand(
       "check",
-      "Runs one schedule of the trace (chosen by the seed, default 1) on the simulated device and reports every "
+      "Runs one execution of the trace (chosen by the seed, default 1; the device completes work where the host "
+      "observes it) on the simulated device and reports every "
       "finding: both ops with their trace lines, the bytes, the missing edge and a fix.");
   add_trace_file(*check_verb, o);
   add_seed(*check_verb, o, "seed of the schedule to run");

@@ -215,6 +215,7 @@ class Collector {
     for (NearMiss& n : near_misses_.statement_near_misses()) add_near_miss(std::move(n));
     report_.coverage.how = how;
     report_.coverage.seed = o.seed;
+    report_.coverage.executions = run_options_.progress == sim::DeviceProgress::OnObservation;
     report_.policy = run_options_.policy;
   }
   const TraceRunOptions& run_options() const { return run_options_; }
@@ -327,7 +328,14 @@ class Collector {
 
 }  // namespace
 
-Report check_trace(const Trace& trace, const TraceCheckOptions& o) {
+Report check_trace(const Trace& trace, const TraceCheckOptions& options) {
+  // One run, one execution: findings are made at enqueue from vector clocks,
+  // so the device completes work only where the host observes it (a query,
+  // a pool reuse, a sync). A run that observes nothing then makes no choice
+  // and its verdict is every schedule's; the device's own steps would only
+  // cost a choice each.
+  TraceCheckOptions o = options;
+  if (!o.progress) o.progress = sim::DeviceProgress::OnObservation;
   Collector c(trace, o, Coverage::How::OneSchedule);
   sim::RandomChooser chooser(o.seed);
   const Execution run = run_on_simulator(trace, chooser, c.run_options());
@@ -359,7 +367,6 @@ Report explore_trace(const Trace& trace, const TraceCheckOptions& o, const Progr
   if (o.shard)
     c.report().coverage.shard = Coverage::ShardPart{
         o.shard->index, o.shard->count, o.max_schedules, o.pct_depth, o.faults, o.policy_overrides, {}};
-  c.report().coverage.executions = c.run_options().progress == sim::DeviceProgress::OnObservation;
   // DFS fewest deviations first: a bound then stops it having tried every
   // choice point (issue 10 S5), where plain DFS varies only the deepest.
   const sim::Strategy strategy = dfs   ? sim::Strategy{sim::DeviationDfs{}}
@@ -389,7 +396,6 @@ Report merge_shards(const Trace& trace, const TraceCheckOptions& o, const ShardT
   const bool dfs = o.strategy == Strategy::Dfs || o.strategy == Strategy::DfsSchedules;
   const bool pct = o.strategy == Strategy::Pct;
   Collector c(trace, o, dfs ? Coverage::How::Dfs : pct ? Coverage::How::Pct : Coverage::How::Random);
-  c.report().coverage.executions = c.run_options().progress == sim::DeviceProgress::OnObservation;
   struct Replayed {
     std::uint64_t number;
     std::unique_ptr<sim::ReplayChooser> chooser;

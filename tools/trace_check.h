@@ -1,5 +1,6 @@
-// Checking a trace: one schedule (check), many (explore: random or
-// exhaustive DFS, through sim::explore), or a given schedule string (replay).
+// Checking a trace: one execution (check), many schedules or executions
+// (explore: random, PCT or exhaustive DFS, through sim::explore), or a given
+// schedule string (replay).
 // Each gives a typed Report (tools/report.h).
 #pragma once
 
@@ -41,8 +42,8 @@ struct TraceCheckOptions {
   bool redundant = false;
   /// Overrides of the trace's own pool switches (--policy NAME=VALUE).
   std::vector<std::pair<std::string, std::string>> policy_overrides;
-  /// How the device progresses; nullopt: as the strategy needs (Dfs:
-  /// OnObservation, else EveryStep). A replayed schedule's header sets it.
+  /// How the device progresses; nullopt: as the command needs (check and
+  /// Dfs: OnObservation, else EveryStep). A replayed schedule's header sets it.
   std::optional<sim::DeviceProgress> progress;
 };
 
@@ -58,7 +59,10 @@ ReportOp report_op(const Execution& run, sim::OpRef op);
 
 using Progress = std::function<void(std::uint64_t schedules, std::size_t findings)>;
 
-Report check_trace(const Trace& trace, const TraceCheckOptions& options);  // one schedule
+/// One run under the seed, the device progressing on observation unless
+/// `options.progress` says otherwise: one execution, exhaustive when the run
+/// made no choice.
+Report check_trace(const Trace& trace, const TraceCheckOptions& options);
 Report explore_trace(const Trace& trace, const TraceCheckOptions& options, const Progress& progress = {});
 struct ScheduleToReplay;  // tools/schedule_io.h
 /// Runs exactly the schedule, with the options it was recorded with

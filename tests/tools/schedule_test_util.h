@@ -49,6 +49,14 @@ inline std::string findings_part(const std::string& report) {
   return report.substr(from, report.find('\n', verdict + 1) - from);
 }
 
+/// findings_part up to its coverage: what a replay of an `explore` run
+/// prints alike (the coverage says how that run was chosen, a replay's its
+/// own choices).
+inline std::string findings_before_coverage(const std::string& report) {
+  const std::string part = findings_part(report);
+  return part.substr(0, part.find("\ncoverage: "));
+}
+
 inline std::size_t longest_line(const std::string& text) {
   std::size_t longest = 0;
   std::istringstream in(text);

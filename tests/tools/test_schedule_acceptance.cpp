@@ -52,7 +52,9 @@ TEST(Schedules, MillionOpTraceReportIsSmallAndReplaysFromAFile) {
   const std::string trace = dir.write("million.trace", acceptance_trace(kAcceptanceOps)).string();
   const std::string save = " --save-schedules " + dir.path().string();
   const auto start = std::chrono::steady_clock::now();
-  const auto check = run_command("check " + trace + save);
+  // `explore`'s random schedule: a choice at every device step, as `check`
+  // made before it stepped the device only on observation (issue 16).
+  const auto check = run_command("explore " + trace + " --schedules 1" + save);
   const auto checked = std::chrono::steady_clock::now();
   ASSERT_EQ(check.exit_code, 1) << check.out.substr(0, 4000);
   EXPECT_LE(check.out.size(), 1000000u);
@@ -63,7 +65,7 @@ TEST(Schedules, MillionOpTraceReportIsSmallAndReplaysFromAFile) {
   const auto replay = run_command("replay " + trace + " --schedule-file " + file + save);
   const auto replayed = std::chrono::steady_clock::now();
   EXPECT_EQ(replay.exit_code, 1);
-  EXPECT_EQ(findings_part(replay.out), findings_part(check.out));
+  EXPECT_EQ(findings_before_coverage(replay.out), findings_before_coverage(check.out));
   const auto seconds = [](auto d) { return std::chrono::duration<double>(d).count(); };
   std::printf("%zu ops: report %zu bytes, schedule file %zu bytes; check %.1f s, replay %.1f s\n", kAcceptanceOps,
               check.out.size(), read_file(file).size(), seconds(checked - start), seconds(replayed - checked));

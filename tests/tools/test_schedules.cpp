@@ -70,7 +70,7 @@ TEST(Schedules, CommandLineThatContradictsTheHeaderIsRefused) {
   const std::string trace = example("01_missing_wait.trace");
   const auto r = json_of("check " + trace + " --policy opportunistic=off", 1);
   const std::string schedule = r["findings"][0]["schedule"];
-  EXPECT_TRUE(schedule.starts_with("v2,opportunistic=off:")) << schedule;
+  EXPECT_TRUE(schedule.starts_with("v2,observed,opportunistic=off:")) << schedule;
   EXPECT_EQ(run_command("replay " + trace + " --schedule " + schedule).exit_code, 1);
   EXPECT_EQ(run_command("replay " + trace + " --schedule " + schedule + " --policy opportunistic=off").exit_code, 1);
   EXPECT_EQ(run_command("replay " + trace + " --schedule " + schedule + " --faults off").exit_code, 1);
@@ -127,29 +127,58 @@ std::string long_trace(int launches) {
 
 // S8c: a long schedule goes to a file that the text report names, with the
 // command that replays it; JSON keeps the whole schedule (it is data).
+// `explore` makes it: every device step of a random schedule is a choice,
+// where `check` steps the device only on observation (the test below).
 TEST(Schedules, LongScheduleGoesToAFileThatReplays) {
   const FreshTempDir dir("long-schedule");
   const std::string trace = dir.write("long.trace", long_trace(200)).string();
   const std::string save = " --save-schedules " + dir.path().string();
-  const auto check = run_command("check " + trace + save);
+  const auto check = run_command("explore " + trace + " --schedules 1" + save);
   ASSERT_EQ(check.exit_code, 1) << check.out;
   const std::string file = dir.file("long.trace.1.schedule").string();
   EXPECT_TRUE(contains(check.out, "replay:   streamcheck replay " + trace + " --schedule-file " + file + "\n"))
       << check.out;
   EXPECT_LE(longest_line(check.out), 300u) << check.out;
-  const auto json = json_of("check " + trace, 1);
+  const auto json = json_of("explore " + trace + " --schedules 1", 1);
   const std::string schedule = json["findings"][0]["schedule"];
   EXPECT_GT(schedule.size(), 200u);
   EXPECT_EQ(read_file(file), schedule + "\n");
 
   const auto replay = run_command("replay " + trace + " --schedule-file " + file + save);
   EXPECT_EQ(replay.exit_code, 1) << replay.out;
-  EXPECT_EQ(findings_part(replay.out), findings_part(check.out));
+  EXPECT_EQ(findings_before_coverage(replay.out), findings_before_coverage(check.out));
   const auto render = run_command("render " + trace + " --format text --schedule-file " + file);
   EXPECT_EQ(render.exit_code, 1) << render.out;
   EXPECT_EQ(run_command("explain " + trace + " --schedule-file " + file).exit_code, 0);
   EXPECT_EQ(run_command("replay " + trace + " --schedule-file " + dir.file("none").string()).exit_code, 2);
   EXPECT_EQ(run_command("replay " + trace + " --schedule-file " + file + " --schedule v2:0").exit_code, 2);
+}
+
+// `check` steps the device only where the host observes it: a trace that
+// observes nothing (no query, no pool reuse of a pending free) makes no
+// choice, so its one run is its only execution, said so, and its schedule
+// is the header alone, shown inline and replaying the same findings.
+TEST(Schedules, CheckOfATraceThatObservesNothingIsItsOnlyExecution) {
+  const FreshTempDir dir("observes-nothing");
+  const std::string trace = dir.write("long.trace", long_trace(200)).string();
+  const auto json = json_of("check " + trace, 1);
+  EXPECT_EQ(json["coverage"]["exhaustive"], true) << json["coverage"];
+  EXPECT_EQ(json["coverage"]["executions"], 1) << json["coverage"];
+  EXPECT_EQ(json["coverage"]["unexplored"]["device_steps"], 0) << json["coverage"];
+  const std::string schedule = json["findings"][0]["schedule"];
+  EXPECT_EQ(schedule, "v2,observed:-");
+  const auto check = run_command("check " + trace);
+  ASSERT_EQ(check.exit_code, 1) << check.out;
+  EXPECT_TRUE(contains(check.out, "replay:   streamcheck replay " + trace + " --schedule " + schedule + "\n"))
+      << check.out;
+  EXPECT_TRUE(contains(check.out, "coverage: exhaustive: the run made no choice")) << check.out;
+  EXPECT_TRUE(contains(check.out, "this execution is the trace's only one")) << check.out;
+  const auto replay = run_command("replay " + trace + " --schedule " + schedule);
+  EXPECT_EQ(replay.exit_code, 1) << replay.out;
+  EXPECT_EQ(findings_part(replay.out), findings_part(check.out));
+  const auto dfs = json_of("explore " + trace + " --strategy dfs", 1);
+  EXPECT_EQ(dfs["coverage"]["executions"], 1) << "dfs agrees: one execution";
+  EXPECT_EQ(dfs["findings"].size(), json["findings"].size());
 }
 
 // `explain` words every choice: the line that asked it and what it did.
