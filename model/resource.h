@@ -36,9 +36,11 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -113,12 +115,36 @@ class Resource {
     Event event;
     Waiters waited{};  // P-elide: who has waited on this record of `event`
   };
-  struct LiveEntry {
-    Generation generation;
-    std::size_t bytes;
+  /// A block's recorded uses: its last write and its outstanding reads.
+  struct BlockUses {
     std::optional<StreamEvent> last_write;
     std::vector<StreamEvent> reads;
   };
+  /// A live block: 24 bytes, its uses out of line and made at the first
+  /// finish that records one. Same-stream allocate/deallocate, the common
+  /// case, then moves a small entry in and out of the map and touches
+  /// one cache line of it; with the uses inline (88 bytes) the entry was
+  /// most of what the core's allocate + deallocate cost on the GPU, its
+  /// lines found cold after each driver call (docs/PERFORMANCE.md).
+  struct LiveEntry {
+    Generation generation;
+    std::size_t bytes;
+    std::unique_ptr<BlockUses> uses;  // null: no use recorded yet
+  };
+  /// `entry`'s uses, const when `entry` is; null when it has none.
+  template <class Entry>
+  static auto* uses_of(Entry& entry) {
+    if constexpr (std::is_const_v<Entry>)
+      return static_cast<const BlockUses*>(entry.uses.get());
+    else
+      return entry.uses.get();
+  }
+  static bool has_last_write(const LiveEntry& entry) { return entry.uses && entry.uses->last_write; }
+  /// `entry`'s uses, made empty if it had none (under live_'s lock).
+  static BlockUses& uses_for_update(LiveEntry& entry) {
+    if (!entry.uses) entry.uses = std::make_unique<BlockUses>();
+    return *entry.uses;
+  }
 
   std::string where(const char* fn) const { return std::string("Resource::") + fn; }
   std::optional<ResourceError> check_device(const char* fn, std::uint32_t ordinal) const {
@@ -142,11 +168,13 @@ class Resource {
   /// among the reads, a write's as last_write; null when it holds none.
   template <class Entry>
   static auto* same_stream_event(Entry& entry, StreamId stream, Access access) {
-    decltype(&*entry.last_write) found = nullptr;
+    auto* uses = uses_of(entry);
+    decltype(&*uses->last_write) found = nullptr;
+    if (uses == nullptr) return found;
     if (writes(access)) {
-      if (entry.last_write && entry.last_write->stream == stream) found = &*entry.last_write;
+      if (uses->last_write && uses->last_write->stream == stream) found = &*uses->last_write;
     } else {
-      for (auto& r : entry.reads)
+      for (auto& r : uses->reads)
         if (r.stream == stream) found = &r;
     }
     return found;
@@ -167,10 +195,12 @@ class Resource {
     const auto unwaited = [&](auto& use) {
       return needs_wait(use.stream, target_id, alloc_stream) && !use.waited.contains(target_id);
     };
-    if (wait_last_write && entry.last_write && unwaited(*entry.last_write) && !fn(*entry.last_write, false))
+    auto* uses = uses_of(entry);
+    if (uses == nullptr) return true;
+    if (wait_last_write && uses->last_write && unwaited(*uses->last_write) && !fn(*uses->last_write, false))
       return false;
     if (wait_reads)
-      for (auto& read : entry.reads)
+      for (auto& read : uses->reads)
         if (unwaited(read) && !fn(read, true)) return false;
     return true;
   }
@@ -218,7 +248,7 @@ Result<DeviceBlock> Resource<B, P>::allocate(std::size_t bytes, StreamId stream,
   // event when the block is first used on another stream. Nothing below can
   // fail but a collision, which must not free the address (P5).
   const Generation generation = Generation::next();
-  LiveEntry entry{generation, bytes, std::nullopt, {}};
+  LiveEntry entry{generation, bytes, nullptr};
   auto live = live_.lock();
   if constexpr (P::has(MutantId::M13)) {
     // M13 overwrites the live entry at an address the backend handed out twice.
@@ -270,7 +300,7 @@ Status Resource<B, P>::prepare_block_use(BlockId id, StreamId use_stream, Access
   // leaves nothing behind.
   std::optional<typename B::Event> ready;
   if constexpr (!P::has(MutantId::M3)) {
-    if (!entry.last_write && use_stream != id.alloc_stream) {
+    if (!has_last_write(entry) && use_stream != id.alloc_stream) {
       auto home = backend_.resolve_stream(id.alloc_stream);
       if (!home)
         return ResourceError::stream_misuse(where("prepare_block_use") + ": the block's alloc stream StreamId(" +
@@ -335,7 +365,7 @@ Status Resource<B, P>::finish_block_use(BlockId id, StreamId use_stream, Access 
         LiveEntry& entry = live.for_update(it)->second;  // the same entry, now told as changed
         auto again = record_again(*same_stream_event(entry, use_stream, access), s.value());
         if (!again) return ResourceError::driver_caused_by(where("finish_block_use") + ": record event", again.error());
-        if (writes(access)) entry.reads.clear();  // P-finish (write): its event subsumes them
+        if (writes(access)) entry.uses->reads.clear();  // P-finish (write): its event subsumes them
         return {};
       }
     }
@@ -354,23 +384,23 @@ Status Resource<B, P>::finish_block_use(BlockId id, StreamId use_stream, Access 
   // address only.
   const bool same_block = it != live.end() && (P::has(MutantId::M15) || it->second.generation == id.generation);
   if (!same_block) return ResourceError::use_after_free(id.generation);
-  LiveEntry& entry = it->second;
+  BlockUses& uses = uses_for_update(it->second);
   if (writes(access)) {
     // P-finish (write): the writer waited on everything, so its event
     // subsumes the previous state.
-    entry.last_write.emplace(StreamEvent{use_stream, std::move(ev).value(), {}});
-    entry.reads.clear();
+    uses.last_write.emplace(StreamEvent{use_stream, std::move(ev).value(), {}});
+    uses.reads.clear();
   } else if constexpr (P::has(MutantId::M5)) {
-    entry.last_write.emplace(StreamEvent{use_stream, std::move(ev).value(), {}});
+    uses.last_write.emplace(StreamEvent{use_stream, std::move(ev).value(), {}});
   } else if constexpr (P::has(MutantId::M11)) {
     // One event per block, re-recorded on each read: the new capture
     // replaces the old one and drops the earlier reader's dependency.
-    if (entry.reads.empty()) {
-      entry.reads.push_back(StreamEvent{use_stream, std::move(ev).value(), {}});
+    if (uses.reads.empty()) {
+      uses.reads.push_back(StreamEvent{use_stream, std::move(ev).value(), {}});
     } else {
-      auto again = record_again(entry.reads.front(), s.value());
+      auto again = record_again(uses.reads.front(), s.value());
       if (!again) return ResourceError::driver_caused_by(where("finish_block_use") + ": re-record", again.error());
-      entry.reads.front().stream = use_stream;
+      uses.reads.front().stream = use_stream;
     }
   } else {
     // Read subsumption (R1+R2): the new event on `use_stream` captures every
@@ -379,8 +409,8 @@ Status Resource<B, P>::finish_block_use(BlockId id, StreamId use_stream, Access 
     // same stream does not grow it.
     // M16 keeps them: the list grows with every read.
     if constexpr (!P::has(MutantId::M16))
-      std::erase_if(entry.reads, [&](const StreamEvent& r) { return r.stream == use_stream; });
-    entry.reads.push_back(StreamEvent{use_stream, std::move(ev).value(), {}});
+      std::erase_if(uses.reads, [&](const StreamEvent& r) { return r.stream == use_stream; });
+    uses.reads.push_back(StreamEvent{use_stream, std::move(ev).value(), {}});
   }
   return {};
 }
@@ -503,7 +533,8 @@ std::optional<std::size_t> Resource<B, P>::pending_use_event_count(std::uint64_t
   auto live = live_.lock();
   auto it = live.find(ptr);
   if (it == live.end()) return std::nullopt;
-  return it->second.reads.size() + (it->second.last_write ? 1 : 0);
+  const BlockUses* uses = uses_of(std::as_const(it->second));
+  return uses ? uses->reads.size() + (uses->last_write ? 1 : 0) : 0;
 }
 
 template <Backend B, class P>
