@@ -330,18 +330,28 @@ std::optional<TraceFix> resource_fix(const Program& p, const Pair& pair, const R
 
 }  // namespace
 
-NearMissAnalysis::NearMissAnalysis(const Trace& trace) : program_(std::make_unique<Program>(trace)) {}
+NearMissAnalysis::NearMissAnalysis(const Trace& trace) : trace_(trace) {}
 NearMissAnalysis::~NearMissAnalysis() = default;
 
+const NearMissAnalysis::Program& NearMissAnalysis::program() const {
+  std::call_once(program_made_, [&] { program_ = std::make_unique<Program>(trace_); });
+  return *program_;
+}
+
 std::vector<NearMiss> NearMissAnalysis::statement_near_misses() const {
-  const Program& p = *program_;
+  // One pass with the events recorded so far: the index (program()) is made
+  // only for what needs more -- a near miss found, a prepare to match.
   std::vector<NearMiss> out;
-  for (std::size_t i = 0; i < p.size(); ++i) {
-    if (const auto* w = p.get<ast::Wait>(i)) {
-      const auto [first, last] = p.records_before(w->event, i);
-      if (first == last) out.push_back(wait_never_recorded(p, i));
+  NameSet recorded;
+  const auto& statements = trace_.statements;
+  for (std::size_t i = 0; i < statements.size(); ++i) {
+    if (const auto* r = std::get_if<ast::Record>(&statements[i])) {
+      if (!recorded.contains(r->event)) recorded.insert(r->event);
+    } else if (const auto* w = std::get_if<ast::Wait>(&statements[i])) {
+      if (!recorded.contains(w->event)) out.push_back(wait_never_recorded(program(), i));
+    } else if (std::holds_alternative<ast::Prepare>(statements[i])) {
+      if (!program().matching_finish(i)) out.push_back(prepare_without_finish(program(), i));
     }
-    if (p.get<ast::Prepare>(i) && !p.matching_finish(i)) out.push_back(prepare_without_finish(p, i));
   }
   return out;
 }
@@ -349,7 +359,7 @@ std::vector<NearMiss> NearMissAnalysis::statement_near_misses() const {
 std::optional<TraceFix> NearMissAnalysis::fix_of(const ReportFinding& f) const {
   if (!f.second || f.definite || f.order != Ordering::MissingEdge || !f.first.origin || !f.second->origin)
     return std::nullopt;
-  const Program& p = *program_;
+  const Program& p = program();
   const auto first = p.index_of(f.first.origin->line);
   const auto second = p.index_of(f.second->origin->line);
   if (!first || !second || *first >= *second) return std::nullopt;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -56,7 +57,14 @@ class NearMissAnalysis {
   class Program;  // the indexed statements (near_miss.cpp)
 
  private:
-  std::unique_ptr<Program> program_;
+  /// The index, made at its first use: a trace with no finding and no
+  /// prepare never needs it, and making it was about a twelfth of what
+  /// `check` spent on a million-statement trace (docs/PERFORMANCE.md).
+  const Program& program() const;
+
+  const Trace& trace_;
+  mutable std::once_flag program_made_;
+  mutable std::unique_ptr<Program> program_;
 };
 
 }  // namespace streamcheck::tools

@@ -227,6 +227,24 @@ TEST(NearMiss, AWaitThatOrdersNothingIsANoteNotAFinding) {
   EXPECT_EQ(j["near_misses"][0]["line"], 5);
 }
 
+// The one-pass check of waits (near_miss.cpp): only a wait before every
+// record of its event is one, and the record after it is named.
+TEST(NearMiss, OnlyAWaitBeforeItsEventsFirstRecordOrdersNothing) {
+  const Report r = check_text(
+      "stream s1\nstream s2\nevent e\nbuffer A 256 on s1\n"
+      "wait e on s2\n"  // line 5: e is recorded only later
+      "launch k on s1 writes A\n"
+      "record e on s1\n"  // line 7
+      "wait e on s2\n"    // line 8: sees line 7's capture
+      "launch k2 on s2 reads A\nsync device\nfree A on s1\n");
+  EXPECT_EQ(r.verdict(), Verdict::Clean) << report_text(r);
+  ASSERT_EQ(r.near_misses.size(), 1u) << report_text(r);
+  EXPECT_EQ(r.near_misses[0].kind, NearMiss::Kind::WaitNeverRecorded);
+  EXPECT_EQ(r.near_misses[0].statement.line, 5);
+  ASSERT_TRUE(r.near_misses[0].op);
+  EXPECT_EQ(r.near_misses[0].op->line, 7);
+}
+
 // S9c: the forgotten finish of examples/21. The tool gave raw-CUDA advice
 // (record an event on s1 after line 9, make s0 wait on it before line 11).
 TEST(ResourceFix, AForgottenFinishIsAddedInResourceTerms) {
