@@ -406,10 +406,11 @@ class CudaBackend {
     std::uint64_t bytes = 0;
     Gpu* gpu = nullptr;  // whose pool it came from
   };
-  /// By address: open addressing, no node or tree walk per alloc_async and
-  /// free_async (model/address_map.h). Iterated only to free or check
-  /// them all, in no particular order.
-  AddressMap<LiveAllocation> live_allocations_;
+  /// By address, the newest few in a small array before an open-addressed
+  /// table (model/address_map.h): an allocation freed while it is among
+  /// them, the common case, touches no table. Iterated only to free or
+  /// check them all, in no particular order.
+  FrontedAddressMap<LiveAllocation> live_allocations_;
   std::map<std::uint64_t, std::uint64_t> host_buffers_;                          // R12: ptr -> bytes, live ones
   std::map<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>> sub_blocks_;  // R10: live block -> ptr, bytes
   std::map<std::uint64_t, std::uint32_t> newest_block_at_;                       // R10: ptr -> newest block there

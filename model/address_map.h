@@ -18,6 +18,7 @@
 // references live only until the map next changes. The resource holds them
 // only within one critical section, between changes.
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -223,6 +224,79 @@ class AddressMap {
   Slots slots_;
   std::size_t size_ = 0;
   int shift_ = 64;  // 64 - log2(slot count); with no slots, never used
+};
+
+/// An AddressMap behind a few slots for the newest entries: a backend's
+/// record of the allocations it handed out, where nearly every allocation
+/// is freed while it is among the newest (an allocate and deallocate
+/// pair, a tensor's short life). Such a pair then only writes and clears a
+/// slot in a small array, and the table behind it is not touched at all:
+/// on the GPU, CudaBackend's AddressMap insert and erase were 2-4 % of a
+/// bare alloc + free pair (docs/PERFORMANCE.md, "the backend's allocations
+/// newest first"). Entries move to the table when the front is full.
+template <class V, std::size_t kFront = 4>
+class FrontedAddressMap {
+ public:
+  using key_type = std::uint64_t;
+
+  std::size_t size() const { return front_count_ + behind_.size(); }
+  bool empty() const { return size() == 0; }
+
+  /// Sets `key`'s value, inserting it when absent (as a newest entry).
+  void insert_or_assign(key_type key, V value) {
+    // Here, not at the class: a V nested in a class still being defined
+    // (CudaBackend's) is not yet known to be default constructible there.
+    static_assert(std::is_default_constructible_v<V> && std::is_nothrow_move_assignable_v<V>,
+                  "the front's slots are assigned in place");
+    if (V* there = find(key)) {
+      *there = std::move(value);
+      return;
+    }
+    if (front_count_ == kFront) {
+      // Full: the oldest slot's entry goes behind (it may throw, growing the
+      // table: then nothing has changed), and the others move up.
+      behind_.try_emplace(front_[0].key, std::move(front_[0].value));
+      std::move(front_.begin() + 1, front_.end(), front_.begin());
+      --front_count_;
+    }
+    front_[front_count_++] = Entry{key, std::move(value)};
+  }
+  V* find(key_type key) {
+    for (std::size_t i = front_count_; i-- > 0;)
+      if (front_[i].key == key) return &front_[i].value;
+    if (behind_.empty()) return nullptr;
+    auto it = behind_.find(key);
+    return it == behind_.end() ? nullptr : &it->second;
+  }
+  const V* find(key_type key) const { return const_cast<FrontedAddressMap&>(*this).find(key); }
+  /// Takes `key` out; false when it was not there.
+  bool erase(key_type key) {
+    for (std::size_t i = front_count_; i-- > 0;)
+      if (front_[i].key == key) {
+        // The slots stay oldest first: the newer ones move down.
+        std::move(front_.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                  front_.begin() + static_cast<std::ptrdiff_t>(front_count_),
+                  front_.begin() + static_cast<std::ptrdiff_t>(i));
+        front_[--front_count_] = Entry{};
+        return true;
+      }
+    return behind_.erase(key) == 1;
+  }
+  /// fn(key, value) for each entry, in no particular order.
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    for (std::size_t i = 0; i < front_count_; ++i) fn(front_[i].key, front_[i].value);
+    for (const auto& [key, value] : behind_) fn(key, value);
+  }
+
+ private:
+  struct Entry {
+    key_type key = 0;
+    V value{};
+  };
+  std::array<Entry, kFront> front_{};  // [0, front_count_) used, oldest first
+  std::size_t front_count_ = 0;
+  AddressMap<V> behind_;
 };
 
 }  // namespace streamcheck

@@ -196,5 +196,61 @@ RC_GTEST_PROP(AddressMap, AgreesWithStdMapOverRandomSequences, ()) {
   for (const auto& [key, value] : oracle) RC_ASSERT(map.contains(key));
 }
 
+/// FrontedAddressMap's contents, read by for_each: each key once.
+template <class Fronted>
+std::map<std::uint64_t, int> fronted_contents(const Fronted& map) {
+  std::map<std::uint64_t, int> out;
+  map.for_each([&](std::uint64_t key, int value) { EXPECT_TRUE(out.emplace(key, value).second) << "key " << key; });
+  return out;
+}
+
+// A front of two slots, so that short sequences fill it and move entries
+// behind: an entry found, assigned and erased wherever it sits.
+RC_GTEST_PROP(FrontedAddressMap, AgreesWithStdMapOverRandomSequences, ()) {
+  const auto pool_size = *rc::gen::inRange<std::uint64_t>(1, 40);
+  const auto steps = *rc::gen::container<std::vector<Step>>(rc::gen::build<Step>(
+      rc::gen::set(&Step::kind, rc::gen::inRange(0, 3)),
+      rc::gen::set(&Step::key, rc::gen::map(rc::gen::inRange<std::uint64_t>(0, pool_size),
+                                            [](std::uint64_t i) { return 0x7f00'0000'0000ULL + (i << 9); })),
+      rc::gen::set(&Step::value, rc::gen::arbitrary<int>())));
+  FrontedAddressMap<int, 2> map;
+  std::map<std::uint64_t, int> oracle;
+  for (const Step& step : steps) {
+    switch (step.kind) {
+      case 0:
+        map.insert_or_assign(step.key, step.value);
+        oracle.insert_or_assign(step.key, step.value);
+        break;
+      case 1:
+        RC_ASSERT(map.erase(step.key) == (oracle.erase(step.key) == 1));
+        break;
+      default: {
+        const int* found = map.find(step.key);
+        auto expected = oracle.find(step.key);
+        RC_ASSERT((found == nullptr) == (expected == oracle.end()));
+        if (found) RC_ASSERT(*found == expected->second);
+        break;
+      }
+    }
+    RC_ASSERT(map.size() == oracle.size());
+  }
+  RC_ASSERT(fronted_contents(map) == oracle);
+}
+
+TEST(FrontedAddressMap, TheOldestEntryMovesBehindWhenTheFrontIsFull) {
+  FrontedAddressMap<int, 2> map;
+  map.insert_or_assign(0x1000, 1);
+  map.insert_or_assign(0x2000, 2);
+  map.insert_or_assign(0x3000, 3);  // 0x1000 goes behind
+  ASSERT_EQ(map.size(), 3u);
+  EXPECT_EQ(*map.find(0x1000), 1);
+  map.insert_or_assign(0x1000, 10);  // assigned where it is, not inserted again
+  EXPECT_EQ(map.size(), 3u);
+  EXPECT_TRUE(map.erase(0x2000));  // from the front
+  EXPECT_TRUE(map.erase(0x1000));  // from behind
+  EXPECT_FALSE(map.erase(0x1000));
+  EXPECT_EQ(fronted_contents(map), (std::map<std::uint64_t, int>{{0x3000, 3}}));
+}
+
 }  // namespace
 }  // namespace streamcheck
