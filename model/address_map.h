@@ -240,7 +240,6 @@ class FrontedAddressMap {
   using key_type = std::uint64_t;
 
   std::size_t size() const { return front_count_ + behind_.size(); }
-  bool empty() const { return size() == 0; }
 
   /// Sets `key`'s value, inserting it when absent (as a newest entry).
   void insert_or_assign(key_type key, V value) {

@@ -346,7 +346,7 @@ std::vector<NearMiss> NearMissAnalysis::statement_near_misses() const {
   const auto& statements = trace_.statements;
   for (std::size_t i = 0; i < statements.size(); ++i) {
     if (const auto* r = std::get_if<ast::Record>(&statements[i])) {
-      if (!recorded.contains(r->event)) recorded.insert(r->event);
+      recorded.insert(r->event);  // a node is made only for a new name
     } else if (const auto* w = std::get_if<ast::Wait>(&statements[i])) {
       if (!recorded.contains(w->event)) out.push_back(wait_never_recorded(program(), i));
     } else if (std::holds_alternative<ast::Prepare>(statements[i])) {

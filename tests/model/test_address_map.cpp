@@ -149,15 +149,20 @@ struct Step {
   int value = 0;
 };
 
-RC_GTEST_PROP(AddressMap, AgreesWithStdMapOverRandomSequences, ()) {
-  // Keys from a small pool of aligned addresses (as the driver hands out):
-  // the same keys come back after their erase, runs form and wrap.
-  const auto pool_size = *rc::gen::inRange<std::uint64_t>(1, 200);
-  const auto steps = *rc::gen::container<std::vector<Step>>(rc::gen::build<Step>(
-      rc::gen::set(&Step::kind, rc::gen::inRange(0, 5)),
+/// Random steps of kinds [0, kinds), on keys from a small pool (up to
+/// `max_keys`) of aligned addresses, as the driver hands out: the same keys
+/// come back after their erase, runs form and wrap. Inside a property only.
+std::vector<Step> random_steps(int kinds, std::uint64_t max_keys) {
+  const auto pool_size = *rc::gen::inRange<std::uint64_t>(1, max_keys);
+  return *rc::gen::container<std::vector<Step>>(rc::gen::build<Step>(
+      rc::gen::set(&Step::kind, rc::gen::inRange(0, kinds)),
       rc::gen::set(&Step::key, rc::gen::map(rc::gen::inRange<std::uint64_t>(0, pool_size),
                                             [](std::uint64_t i) { return 0x7f00'0000'0000ULL + (i << 9); })),
       rc::gen::set(&Step::value, rc::gen::arbitrary<int>())));
+}
+
+RC_GTEST_PROP(AddressMap, AgreesWithStdMapOverRandomSequences, ()) {
+  const auto steps = random_steps(5, 200);
   Map map;
   std::map<std::uint64_t, int> oracle;
   for (const Step& step : steps) {
@@ -207,12 +212,7 @@ std::map<std::uint64_t, int> fronted_contents(const Fronted& map) {
 // A front of two slots, so that short sequences fill it and move entries
 // behind: an entry found, assigned and erased wherever it sits.
 RC_GTEST_PROP(FrontedAddressMap, AgreesWithStdMapOverRandomSequences, ()) {
-  const auto pool_size = *rc::gen::inRange<std::uint64_t>(1, 40);
-  const auto steps = *rc::gen::container<std::vector<Step>>(rc::gen::build<Step>(
-      rc::gen::set(&Step::kind, rc::gen::inRange(0, 3)),
-      rc::gen::set(&Step::key, rc::gen::map(rc::gen::inRange<std::uint64_t>(0, pool_size),
-                                            [](std::uint64_t i) { return 0x7f00'0000'0000ULL + (i << 9); })),
-      rc::gen::set(&Step::value, rc::gen::arbitrary<int>())));
+  const auto steps = random_steps(3, 40);
   FrontedAddressMap<int, 2> map;
   std::map<std::uint64_t, int> oracle;
   for (const Step& step : steps) {
