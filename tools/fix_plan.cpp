@@ -77,14 +77,14 @@ DeviceNumber device_of_stream(const Trace& trace, const std::string& reported, i
 std::pair<int, std::string> capture_of(const Trace& trace, int line) {
   for (const Statement& st : trace.statements)
     if (source(st).line == line && source(st).captured_by != 0)
-      return {source(st).captured_by,
-              std::visit(
-                  [](const auto& s) -> std::string {
-                    if constexpr (requires { s.stream; })
-                      if constexpr (std::is_same_v<std::decay_t<decltype(s.stream)>, std::string>) return s.stream;
-                    return {};
-                  },
-                  st)};
+      return {source(st).captured_by, std::visit(
+                                          [](const auto& s) -> std::string {
+                                            if constexpr (requires { s.stream; })
+                                              if constexpr (std::is_same_v<std::decay_t<decltype(s.stream)>, Name>)
+                                                return s.stream;
+                                            return {};
+                                          },
+                                          st)};
   return {0, {}};
 }
 

@@ -193,10 +193,10 @@ class NearMissAnalysis::Program {
     if (!t_.uses_resource) return;
     // Each buffer once: a kernel names a handful, so a scan of those
     // before it beats a set made for every launch of the trace.
-    std::vector<const std::string*> named;
+    std::vector<Name> named;
     for (const auto& [access, ref] : accesses) {
-      if (std::any_of(named.begin(), named.end(), [&](const std::string* n) { return *n == ref.buffer; })) continue;
-      named.push_back(&ref.buffer);
+      if (std::any_of(named.begin(), named.end(), [&](const Name& n) { return n == ref.buffer; })) continue;
+      named.push_back(ref.buffer);
       raw_uses_[ref.buffer].push_back(i);
     }
   }

@@ -76,9 +76,9 @@ class Parser {
  public:
   Parser(std::string_view text, std::string file) : text_(text), file_(std::move(file)) {
     trace_.file = file_;
-    names_[std::string(kMainThread)] = NameKind::Thread;
-    names_[std::string(kPlainAllocationStream)] = NameKind::Stream;  // R8: every trace has the legacy stream
-    names_[std::string(kPerThreadStream)] = NameKind::Stream;        // and each host thread its own
+    declare(kMainThread, NameKind::Thread);
+    declare(kPlainAllocationStream, NameKind::Stream);  // R8: every trace has the legacy stream
+    declare(kPerThreadStream, NameKind::Stream);        // and each host thread its own
   }
 
   Trace parse() {
@@ -145,7 +145,18 @@ class Parser {
       fail(toks_[pos_].col, fmt::format("unexpected '{}' at the end of the statement", shown_input(toks_[pos_].text)));
   }
 
-  std::string new_name(NameKind kind) {
+  /// What a declared name is, and its Name in the trace's table (one
+  /// lookup finds both).
+  struct Declared {
+    NameKind kind;
+    Name name;
+  };
+  void declare(std::string_view text, NameKind kind) {
+    names_.insert_or_assign(std::string(text), Declared{kind, intern(text)});
+  }
+  Name intern(std::string_view text) { return trace_.names->intern(text); }
+
+  Name new_name(NameKind kind) {
     if (at_end()) fail(end_col_, fmt::format("expected {} name at the end of the line", to_string(kind)));
     const Token& t = toks_[pos_++];
     check_name_syntax(t);
@@ -153,25 +164,25 @@ class Parser {
     auto it = names_.find(t.text);
     // A buffer may be made again; a stream or event once its `destroy` came (R9).
     const bool again =
-        it != names_.end() && it->second == kind && (kind == NameKind::Buffer || destroyed_.contains(t.text));
+        it != names_.end() && it->second.kind == kind && (kind == NameKind::Buffer || destroyed_.contains(t.text));
     if (it != names_.end() && !again)
-      fail(t.col, fmt::format("'{}' is already declared as {}{}", shown_input(t.text), with_article(it->second),
-                              kind == it->second ? fmt::format(" (destroy {} {} first to make a new one)",
-                                                               to_string(kind), shown_input(t.text))
-                                                 : ""));
+      fail(t.col, fmt::format("'{}' is already declared as {}{}", shown_input(t.text), with_article(it->second.kind),
+                              kind == it->second.kind ? fmt::format(" (destroy {} {} first to make a new one)",
+                                                                    to_string(kind), shown_input(t.text))
+                                                      : ""));
     // Declared once the whole statement has parsed (declare_pending_name):
     // until then the line's own references see the names as they were
     // before it, so 'suballoc X 8 from X[0:8]' cannot find the X it makes.
     if (pending_name_)  // a statement declares one name
       throw std::logic_error(fmt::format("internal: line {} declares both '{}' and '{}'", line_, pending_name_->name,
                                          shown_input(t.text)));
-    pending_name_ = PendingName{std::string(t.text), kind};
+    pending_name_ = PendingName{it != names_.end() ? it->second.name : intern(t.text), kind};
     return pending_name_->name;
   }
   void declare_pending_name() {
     if (!pending_name_) return;
     destroyed_.erase(pending_name_->name);
-    names_.insert_or_assign(std::move(pending_name_->name), pending_name_->kind);
+    names_.insert_or_assign(pending_name_->name.str(), Declared{pending_name_->kind, pending_name_->name});
     pending_name_.reset();
   }
   void check_name_syntax(const Token& t) const {
@@ -205,35 +216,37 @@ class Parser {
                               "name",
                               t.text));
   }
-  std::string use_name(NameKind kind, const char* what) {
+  Name use_name(NameKind kind, const char* what) {
     const Token& t = next(what);
     auto it = names_.find(t.text);
     if (it == names_.end())
       fail(t.col, fmt::format("unknown {} '{}' (declare it with '{} {}{}')", to_string(kind), shown_input(t.text),
                               to_string(kind), shown_input(t.text), kind == NameKind::Buffer ? " BYTES" : ""));
-    if (it->second != kind)
-      fail(t.col, fmt::format("'{}' is {}, not {}", shown_input(t.text), with_article(it->second), with_article(kind)));
+    if (it->second.kind != kind)
+      fail(t.col,
+           fmt::format("'{}' is {}, not {}", shown_input(t.text), with_article(it->second.kind), with_article(kind)));
     if (kind == NameKind::Buffer) made_in_both_branches(t.text, t.col);
     if (kind == NameKind::Stream && t.text == kPerThreadStream)  // R8: the running thread's, R13: on its device
       return default_stream(fmt::format("{}{}{}", kPerThreadStream, kThreadMark, thread_), StreamKind::Blocking,
                             current_device());
     if (kind == NameKind::Stream && t.text == kPlainAllocationStream) return legacy_of(current_device());
-    return std::string(t.text);
+    return it->second.name;
   }
   /// How reports call default stream `name` on `device`; notes its first use.
-  std::string default_stream(const std::string& name, StreamKind kind, DeviceNumber device) {
+  Name default_stream(const std::string& name, StreamKind kind, DeviceNumber device) {
     std::string reported = on_device(name, device);
-    if (reported == kPlainAllocationStream) return reported;  // device 0's legacy stream: always made first
+    if (reported == kPlainAllocationStream) return intern(reported);  // device 0's legacy stream: always made first
     auto& used = trace_.default_streams;
     if (std::none_of(used.begin(), used.end(), [&](const auto& d) { return d.name == reported; })) {
       used.push_back(Trace::DefaultStream{reported, kind, device});
       stream_device_[reported] = device;
     }
-    return reported;
+    return intern(reported);
   }
   /// The legacy default stream of `device` (R13), which plain `buffer` and
   /// `free` run on.
-  std::string legacy_of(DeviceNumber device) {
+  Name legacy_of(DeviceNumber device) {
+    if (device == 0) return names_.find(kPlainAllocationStream)->second.name;  // declared by the constructor
     return default_stream(std::string(kPlainAllocationStream), StreamKind::LegacyDefault, device);
   }
   /// The running thread's current device (R13: `device N`; 0 until then).
@@ -277,7 +290,7 @@ class Parser {
     if (*n == 0) fail(t.col, "a buffer needs at least 1 byte");
     return *n;
   }
-  std::string stream_after_on() {
+  Name stream_after_on() {
     expect(trace_language::word::kOn);
     return use_name(NameKind::Stream, "a stream after 'on'");
   }
@@ -292,8 +305,8 @@ class Parser {
     const Token& t = next("a buffer");
     BufferRef r;
     const auto bracket = t.text.find('[');
-    r.buffer = t.text.substr(0, bracket);
-    auto it = names_.find(r.buffer);
+    const std::string_view buffer = t.text.substr(0, bracket);
+    auto it = names_.find(buffer);
     // A declared name is no keyword (declarations refuse keywords), so only
     // a name not found is searched among the keywords, for a clearer error.
     if (it == names_.end() && trace_language::is_keyword(t.text))
@@ -301,10 +314,11 @@ class Parser {
                               "'reads A, B writes C')",
                               t.text));
     if (it == names_.end())
-      fail(t.col, fmt::format("unknown buffer '{}' (declare it with 'buffer {} BYTES')", shown_input(r.buffer),
-                              shown_input(r.buffer)));
-    if (it->second != NameKind::Buffer)
-      fail(t.col, fmt::format("'{}' is {}, not a buffer", shown_input(r.buffer), with_article(it->second)));
+      fail(t.col, fmt::format("unknown buffer '{}' (declare it with 'buffer {} BYTES')", shown_input(buffer),
+                              shown_input(buffer)));
+    if (it->second.kind != NameKind::Buffer)
+      fail(t.col, fmt::format("'{}' is {}, not a buffer", shown_input(buffer), with_article(it->second.kind)));
+    r.buffer = it->second.name;
     made_in_both_branches(r.buffer, t.col);
     const BufferInfo& b = buffers_.at(r.buffer);
     if (bracket == std::string::npos) return {std::move(r), &b};
@@ -460,8 +474,8 @@ class Parser {
       if (it == names_.end())
         fail(t.col,
              fmt::format("unknown thread '{}' (declare it with 'thread {}')", shown_input(name), shown_input(name)));
-      if (it->second != NameKind::Thread)
-        fail(t.col, fmt::format("'{}' is {}, not a thread", name, with_article(it->second)));
+      if (it->second.kind != NameKind::Thread)
+        fail(t.col, fmt::format("'{}' is {}, not a thread", name, with_article(it->second.kind)));
       src.thread = thread_name(name);
       thread_ = src.thread;
       ++pos_;
@@ -510,7 +524,7 @@ class Parser {
         if (peek(trace_language::word::kHandle)) {  // R9c
           ++pos_;
           const int col = next_col();
-          const std::string older = use_name(NameKind::Stream, "a destroyed stream");
+          const Name older = use_name(NameKind::Stream, "a destroyed stream");
           if (older == st.name)
             fail(col, fmt::format("'stream {}' declared again after its destroy already stands for a stream with "
                                   "{}'s handle (R9): drop 'handle {}'",
@@ -606,7 +620,7 @@ class Parser {
         return ast::HostAccess{std::move(src), accesses(/*may_be_empty=*/false, Toucher::Host)};
       }
       case K::Callback: {
-        ast::Callback st{std::move(src), std::string(kernel_name("a host function's name")), {}, {}};
+        ast::Callback st{std::move(src), intern(kernel_name("a host function's name")), {}, {}};
         st.stream = stream_after_on();
         st.accesses = accesses(/*may_be_empty=*/true, Toucher::Host);
         return st;
@@ -672,7 +686,7 @@ class Parser {
         return st;
       }
       case K::Copy: {
-        ast::Copy st{std::move(src), std::string(kernel_name("a copy name")), {}, {}, {}};
+        ast::Copy st{std::move(src), intern(kernel_name("a copy name")), {}, {}, {}};
         st.stream = stream_after_on();
         expect(trace_language::word::kFrom);
         st.from = ref();
@@ -740,10 +754,10 @@ class Parser {
 
   /// What the parser knows of the open capture of one host thread.
   struct OpenCapture {
-    std::string origin;
+    Name origin;
     int begin_line = 0;
     int begin_col = 0;
-    std::vector<std::string> branches;     // origin first, then each stream that joined
+    std::vector<Name> branches;            // origin first, then each stream that joined
     std::map<std::string, int> last_node;  // per branch: the line of its last captured op or wait
     std::set<std::string> joined_back;     // forked branches whose work the origin waited for since
     std::map<std::string, std::pair<std::string, int>> recorded;  // event -> (stream, line), recorded in it
@@ -760,7 +774,7 @@ class Parser {
     if (!begin && what.text != trace_language::keyword(trace_language::StatementKeyword::End))
       fail(what.col, fmt::format("expected 'begin' or 'end' after 'capture', found '{}'", shown_input(what.text)));
     const int col = next_col();
-    std::string stream = use_name(NameKind::Stream, "a stream");
+    Name stream = use_name(NameKind::Stream, "a stream");
     auto open = captures_.find(thread_);
     if (begin) {
       if (trace_name_of(stream) == kPlainAllocationStream)
@@ -833,7 +847,7 @@ class Parser {
         [&](auto& st) {
           using S = std::decay_t<decltype(st)>;
           if constexpr (requires { st.stream; }) {
-            if constexpr (std::is_same_v<std::decay_t<decltype(st.stream)>, std::string>)
+            if constexpr (std::is_same_v<std::decay_t<decltype(st.stream)>, Name>)
               not_captured_elsewhere(st.stream);
             else if (st.stream)
               not_captured_elsewhere(*st.stream);
@@ -936,7 +950,7 @@ class Parser {
                                  "with 'free')",
                                  shown_input(what.text)));
     const int col = next_col();
-    std::string name = stream ? use_name(NameKind::Stream, "a stream") : use_name(NameKind::Event, "an event");
+    Name name = stream ? use_name(NameKind::Stream, "a stream") : use_name(NameKind::Event, "an event");
     if (stream && trace_name_of(name) == kPlainAllocationStream)
       fail(col, "the legacy default stream cannot be destroyed (cudaStreamDestroy of stream 0 is an error)");
     if (stream && trace_name_of(name) == kPerThreadStream)
@@ -1076,7 +1090,7 @@ class Parser {
   /// thread is spawned at most once.
   Statement thread_control(bool spawn, ast::Source src) {
     const int col = next_col();
-    std::string target = use_name(NameKind::Thread, "a thread");
+    Name target = use_name(NameKind::Thread, "a thread");
     const char* verb = spawn ? "spawn" : "join";
     if (target == "main") fail(col, fmt::format("main cannot be {}ed: it is the thread the trace starts on", verb));
     if (target == src.thread) fail(col, fmt::format("thread {} cannot {} itself", target, verb));
@@ -1092,7 +1106,7 @@ class Parser {
   /// errors, as is a thread that ends holding one (parse()).
   Statement mutex_use(bool lock, ast::Source src) {
     const int col = next_col();
-    std::string mutex = use_name(NameKind::Mutex, "a mutex");
+    Name mutex = use_name(NameKind::Mutex, "a mutex");
     auto& held = held_[std::string(src.thread)];
     if (lock) {
       if (auto it = held.find(mutex); it != held.end())
@@ -1202,7 +1216,7 @@ class Parser {
   std::string_view text_;
   std::string file_;
   Trace trace_;
-  NameMap<NameKind> names_;
+  NameMap<Declared> names_;
   /// The statement that makes a buffer of kind `made_by`, and the one that
   /// gives it back.
   struct MadeAndGivenBack {
@@ -1229,9 +1243,9 @@ class Parser {
   }
   /// The buffer the next token names, which `made_by` must have made (for
   /// `free`, `subfree`, `record_stream`): say which statement takes it if not.
-  std::string buffer_made_by(BufferInfo::MadeBy made_by, std::string_view statement) {
+  Name buffer_made_by(BufferInfo::MadeBy made_by, std::string_view statement) {
     const int col = next_col();
-    std::string name = use_name(NameKind::Buffer, "a buffer");
+    Name name = use_name(NameKind::Buffer, "a buffer");
     made_in_both_branches(name, col, /*giving_back=*/true);
     if (const BufferInfo& b = buffers_.at(name);
         statements_of(b.made_by).given_back != statements_of(made_by).given_back)
@@ -1266,7 +1280,7 @@ class Parser {
   NameMap<Unsure> maybe_made_;
   NameSet destroyed_;  // streams and events destroyed, not declared again (R9)
   struct PendingName {
-    std::string name;
+    Name name;
     NameKind kind;
   };
   std::optional<PendingName> pending_name_;  // what this line declares (new_name)

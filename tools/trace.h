@@ -24,6 +24,7 @@
 #include "model/types.h"
 #include "tools/input_text.h"
 #include "tools/name_map.h"
+#include "tools/trace_name.h"
 
 namespace streamcheck::tools {
 
@@ -144,7 +145,7 @@ class TextStore {
 };
 
 struct BufferRef {
-  std::string buffer;
+  Name buffer;
   std::uint64_t lo = 0;
   std::optional<std::uint64_t> hi;  // nullopt: to the end of the buffer
 };
@@ -220,40 +221,40 @@ struct Source {
 /// `stream NAME [nonblocking]`: cudaStreamCreate (a blocking stream, R8)
 /// or cudaStreamCreateWithFlags(cudaStreamNonBlocking).
 struct StreamDecl : Source {
-  std::string name;
+  Name name;
   StreamKind kind = StreamKind::Blocking;
   DeviceNumber device = 0;  // the declaring thread's current device (R13)
   /// `stream NAME handle OLD` (R9c): cudaStreamCreate gave this stream the
   /// handle of OLD, a stream destroyed before; it orders nothing.
-  std::optional<std::string> handle_of{};
+  std::optional<Name> handle_of{};
 };
 /// `event NAME`: an event of the declaring thread's current device (R13:
 /// only streams of that device may record it).
 struct EventDecl : Source {
-  std::string name;
+  Name name;
   DeviceNumber device = 0;
 };
 /// `capture begin STREAM` (cudaStreamBeginCapture, global mode, R14a):
 /// from here the work of STREAM, and of every stream that waits on an event
 /// recorded in the capture, is captured into a graph, not run.
 struct CaptureBegin : Source {
-  std::string stream;
+  Name stream;
 };
 /// `capture end STREAM graph G` (cudaStreamEndCapture and
 /// cudaGraphInstantiate, R14a): the captured work is graph G.
 struct CaptureEnd : Source {
-  std::string stream;
-  std::string graph;
+  Name stream;
+  Name graph;
   int begin_line = 0;
   /// The streams the capture took work from: STREAM first, then each
   /// stream that joined it (through a wait on a captured event), in order.
-  std::vector<std::string> branches;
+  std::vector<Name> branches;
 };
 /// `launch graph G on STREAM` (cudaGraphLaunch, R14b): G's captured work
 /// runs as one unit in STREAM's order, its branches as they were captured.
 struct GraphLaunch : Source {
-  std::string graph;
-  std::string stream;
+  Name graph;
+  Name stream;
 };
 /// `device N` (cudaSetDevice, R13): the running thread's current device
 /// from here on. The parser applies it (the device of what the thread
@@ -265,40 +266,40 @@ struct SetDevice : Source {
 /// `thread NAME`: a host thread. It starts here, ordered after the
 /// declaring thread's past (R6a), unless a `spawn NAME` starts it.
 struct ThreadDecl : Source {
-  std::string name;
+  Name name;
   bool starts_at_spawn = false;  // set by the parser when the trace spawns it
 };
 /// `mutex NAME` / `channel NAME`: declarations only (nothing runs).
 struct MutexDecl : Source {
-  std::string name;
+  Name name;
 };
 struct ChannelDecl : Source {
-  std::string name;
+  Name name;
 };
 /// `spawn T`: T starts, ordered after the spawner's past (R6a).
 struct Spawn : Source {
-  std::string target;
+  Name target;
 };
 /// `join T`: waits until T has run its last statement; ordered after all of
 /// T (R6b).
 struct Join : Source {
-  std::string target;
+  Name target;
 };
 /// `lock M` waits until no thread holds M and takes it, ordered after M's
 /// last unlock (R6c); `unlock M` gives it back.
 struct Lock : Source {
-  std::string mutex;
+  Name mutex;
 };
 struct Unlock : Source {
-  std::string mutex;
+  Name mutex;
 };
 /// `send C` puts a message on channel C; `receive C` waits for the oldest
 /// message not yet received and is ordered after its send (R6d).
 struct Send : Source {
-  std::string channel;
+  Name channel;
 };
 struct Receive : Source {
-  std::string channel;
+  Name channel;
 };
 /// `policy SWITCH = VALUE`: already applied to Trace::policy by the parser.
 struct PoolSwitch : Source {};
@@ -308,9 +309,9 @@ struct ResourceDecl : Source {};
 /// `buffer NAME BYTES [on STREAM]`: stream-ordered on STREAM, else a plain
 /// allocation (cudaMalloc: ready for every stream when it returns).
 struct BufferDecl : Source {
-  std::string name;
+  Name name;
   std::uint64_t bytes = 0;
-  std::optional<std::string> stream;
+  std::optional<Name> stream;
   /// Whose memory it is (R13): STREAM's device, else the current one (a
   /// plain allocation runs on that device's legacy stream).
   DeviceNumber device = 0;
@@ -318,8 +319,8 @@ struct BufferDecl : Source {
 /// `free NAME [on STREAM]`: stream-ordered on STREAM, else a plain free
 /// (on the legacy stream of the buffer's device, R13).
 struct Free : Source {
-  std::string buffer;
-  std::optional<std::string> stream;
+  Name buffer;
+  std::optional<Name> stream;
   DeviceNumber device = 0;
 };
 struct Launch : Source {
@@ -327,14 +328,14 @@ struct Launch : Source {
   /// word): a captured kernel's name is tens to hundreds of characters,
   /// and a std::string of it was a heap block a launch.
   std::string_view kernel;
-  std::string stream;
+  Name stream;
   std::vector<BufferAccess> accesses;
 };
 /// `copy NAME on STREAM from REF to REF`: cudaMemcpyAsync, the direction
 /// from where the buffers live (R12d).
 struct Copy : Source {
-  std::string name;
-  std::string stream;
+  Name name;
+  Name stream;
   Boxed<BufferRef> from;
   Boxed<BufferRef> to;
   /// Both ends are host buffers: cudaMemcpyAsync is then fully synchronous
@@ -347,14 +348,14 @@ struct Copy : Source {
 /// running host thread -- malloc / new (pageable) or cudaMallocHost
 /// (pinned; kernels may touch it).
 struct HostBuffer : Source {
-  std::string name;
+  Name name;
   std::uint64_t bytes = 0;
   bool pinned = false;
 };
 /// `free NAME` of a host buffer (R12a): free / cudaFreeHost, by the host.
 /// The model gives it no synchronization (CUDA documents none).
 struct HostFree : Source {
-  std::string buffer;
+  Name buffer;
 };
 /// `host reads|writes|readwrites REF ...` (R12b): the running host thread
 /// touches host memory, ordered after what it synchronized with (R4) and
@@ -365,64 +366,64 @@ struct HostAccess : Source {
 /// `callback NAME on STREAM [accesses]` (R12c): cudaLaunchHostFunc -- a
 /// host function run in stream order on STREAM, touching host memory.
 struct Callback : Source {
-  std::string name;
-  std::string stream;
+  Name name;
+  Name stream;
   std::vector<BufferAccess> accesses;
 };
 struct Record : Source {
-  std::string event;
-  std::string stream;
+  Name event;
+  Name stream;
 };
 struct Wait : Source {
-  std::string stream;
-  std::string event;
+  Name stream;
+  Name event;
 };
 struct SyncStream : Source {
-  std::string stream;
+  Name stream;
 };
 struct SyncEvent : Source {
-  std::string event;
+  Name event;
 };
 /// `sync device`: cudaDeviceSynchronize of the current device (R13c).
 struct SyncDevice : Source {
   DeviceNumber device = 0;
 };
 struct Query : Source {
-  std::string event;
+  Name event;
 };
 /// `destroy stream S` (cudaStreamDestroy) / `destroy event E`
 /// (cudaEventDestroy): orders nothing -- work already enqueued still runs
 /// and a recorded capture still completes (R9a); a later use of the name
 /// until it is declared again is a finding (R9b, NoteKind::UseAfterDestroy).
 struct DestroyStream : Source {
-  std::string stream;
+  Name stream;
 };
 struct DestroyEvent : Source {
-  std::string event;
+  Name event;
 };
 /// `suballoc NAME BYTES from PARENT[LO:HI] on STREAM` (R10a): a
 /// user-space allocator (RMM's pool, PyTorch's caching allocator) hands out
 /// bytes [LO, HI) of PARENT as a block for STREAM; NAME is its first BYTES
 /// bytes. `block.hi` is always set.
 struct SubAlloc : Source {
-  std::string name;
+  Name name;
   std::uint64_t bytes = 0;
   Boxed<BufferRef> block;
-  std::string stream;
+  Name stream;
 };
 /// `subfree NAME on STREAM` (R10b): the block goes back to the allocator,
 /// stream-ordered on STREAM; with `record_stream`s, only once the recorded
 /// streams' work up to here is done (R10c).
 struct SubFree : Source {
-  std::string buffer;
-  std::string stream;
+  Name buffer;
+  Name stream;
 };
 /// `record_stream NAME on STREAM` (R10c): PyTorch's Tensor.record_stream --
 /// the block is also used on STREAM, so its `subfree` waits for STREAM's
 /// work before the bytes are handed out again.
 struct RecordStream : Source {
-  std::string buffer;
-  std::string stream;
+  Name buffer;
+  Name stream;
 };
 /// `if done E` ... [`else` ...] `end` (R11): host code conditional on
 /// cudaEventQuery(E) == cudaSuccess. The lines up to the matching `else`
@@ -430,7 +431,7 @@ struct RecordStream : Source {
 /// only when it does not. The parser sets the lines of the matching `else`
 /// (0: none) and `end`; every line of the block runs on the `if`'s thread.
 struct IfDone : Source {
-  std::string event;
+  Name event;
   int else_line = 0;
   int end_line = 0;
 };
@@ -440,28 +441,28 @@ struct Else : Source {
 };
 struct End : Source {};
 struct Allocate : Source {
-  std::string buffer;
+  Name buffer;
   std::uint64_t bytes = 0;
-  std::string stream;
+  Name stream;
 };
 struct Deallocate : Source {
-  std::string buffer;
+  Name buffer;
 };
 struct Prepare : Source {
-  std::string buffer;
-  std::string stream;
+  Name buffer;
+  Name stream;
   Access access = Access::Read;
 };
 struct Finish : Source {
-  std::string buffer;
-  std::string stream;
+  Name buffer;
+  Name stream;
   Access access = Access::Read;
 };
 struct Reap : Source {};
 /// `run KERNEL on STREAM ...`: a launch through LaunchRecorder and the resource.
 struct Run : Source {
   std::string_view kernel;  // into the trace's TextStore, as Launch::kernel
-  std::string stream;
+  Name stream;
   std::vector<BufferAccess> accesses;
 };
 
@@ -511,6 +512,9 @@ struct Trace {
   /// The statements' texts and thread names: shared by copies of the
   /// trace, whose statements view the same texts.
   std::shared_ptr<TextStore> texts = std::make_shared<TextStore>();
+  /// The names its statements hold (tools/trace_name.h), shared like the
+  /// texts.
+  std::shared_ptr<NameTable> names = std::make_shared<NameTable>();
   PoolPolicy policy;
   bool uses_resource = false;
   std::optional<MutantId> mutant;

@@ -460,7 +460,7 @@ class TraceInterpreter {
           // A destroyed stream or event is no wait: using it is a finding (R9b).
           const auto stream_made = [&](const std::string& n) { return streams_.contains(n) || destroyed_.contains(n); };
           if constexpr (requires { s.stream; }) {
-            if constexpr (std::is_same_v<std::decay_t<decltype(s.stream)>, std::string>) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(s.stream)>, Name>) {
               if (!stream_made(s.stream)) out = s.stream;
             } else if (s.stream && !stream_made(*s.stream)) {
               out = *s.stream;
@@ -700,7 +700,7 @@ class TraceInterpreter {
         [&](const auto& s) {
           if constexpr (requires { s.event; }) check(s.event, "event");
           if constexpr (requires { s.stream; }) {
-            if constexpr (std::is_same_v<std::decay_t<decltype(s.stream)>, std::string>)
+            if constexpr (std::is_same_v<std::decay_t<decltype(s.stream)>, Name>)
               check(s.stream, "stream");
             else if (s.stream)
               check(*s.stream, "stream");

@@ -113,7 +113,7 @@ TEST(TraceParse, ACopiedStatementOwnsItsBoxedReferencesAndAMovedFromOneRefusesTo
   EXPECT_EQ(copied.from->buffer, "A");
   EXPECT_EQ(*copied.to->hi, 16u);
   copied.from->lo = 4;
-  copied.to = BufferRef{"A", 32, 40};
+  copied.to = BufferRef{original.from->buffer, 32, 40};
   EXPECT_EQ(original.from->lo, 0u);
   EXPECT_EQ(original.to->buffer, "B");
   EXPECT_EQ(*original.to->hi, 16u);
@@ -124,7 +124,7 @@ TEST(TraceParse, ACopiedStatementOwnsItsBoxedReferencesAndAMovedFromOneRefusesTo
   const ast::Copy moved = std::move(copied);
   EXPECT_EQ(moved.to->lo, 9u);
   EXPECT_THROW((void)copied.from->buffer, std::logic_error);  // NOLINT(bugprone-use-after-move): the point
-  copied.from = BufferRef{"B", 1, 2};  // a value assigned to a moved-from box gets a box of its own
+  copied.from = BufferRef{original.to->buffer, 1, 2};  // a value assigned to a moved-from box gets a box of its own
   EXPECT_EQ(copied.from->lo, 1u);
   EXPECT_EQ(moved.from->lo, 0u);
 }

@@ -188,7 +188,8 @@ TEST(TraceGraphs, TheParserMarksCapturedStatementsAndBranches) {
   EXPECT_EQ(source(t.statements[8]).captured_by, 7);  // wait fork on side: side joins
   EXPECT_EQ(source(t.statements[9]).captured_by, 7);
   const auto& end = std::get<ast::CaptureEnd>(t.statements[12]);
-  EXPECT_EQ(end.branches, (std::vector<std::string>{"s", "side"}));
+  EXPECT_EQ(std::vector<std::string>(end.branches.begin(), end.branches.end()),
+            (std::vector<std::string>{"s", "side"}));
   EXPECT_EQ(end.begin_line, 7);
   EXPECT_EQ(source(t.statements[13]).captured_by, 0);  // the launch runs
 }
