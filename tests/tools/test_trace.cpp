@@ -105,6 +105,42 @@ TEST(TraceParse, StatementTextsAndThreadsOutliveTheParserAndTheTraceCopiedFrom) 
   EXPECT_EQ(source(copy.statements[1]).thread, "main");
 }
 
+TEST(TraceNames, OneNameIsInternedOnceAndNumberedInTheOrderOfFirstUse) {
+  NameTable table;
+  const Name a = table.intern("alpha");
+  const Name b = table.intern("beta");
+  const Name a_again = table.intern(std::string("alp") + "ha");
+  EXPECT_EQ(a.id(), 0u);
+  EXPECT_EQ(b.id(), 1u);
+  EXPECT_EQ(a_again.id(), a.id());
+  EXPECT_EQ(&a_again.str(), &a.str());  // the same entry, not a copy
+  EXPECT_EQ(table.size(), 2u);
+  EXPECT_EQ(a, a_again);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a, "alpha");
+  EXPECT_LT(a, b);
+  EXPECT_EQ(fmt::format("[{:>6}]", b), "[  beta]");
+  const Name none;
+  EXPECT_TRUE(none.empty());
+  EXPECT_EQ(none.id(), Name::kNoId);
+  EXPECT_EQ(none, "");
+}
+
+TEST(TraceNames, ACopiedTraceKeepsItsStatementsNamesAfterTheOriginalIsGone) {
+  auto original = std::make_unique<Trace>(
+      parse_trace("stream s\nevent e\nbuffer A 64 on s\nlaunch k on s writes A\nrecord e on s\n", "t.trace"));
+  const Trace copy = *original;
+  original.reset();
+  const auto& launch = std::get<ast::Launch>(copy.statements[3]);
+  EXPECT_EQ(launch.stream, "s");
+  EXPECT_EQ(launch.accesses.at(0).ref.buffer, "A");
+  const auto& record = std::get<ast::Record>(copy.statements[4]);
+  EXPECT_EQ(record.event, "e");
+  // One entry a name, however often the trace names it.
+  EXPECT_EQ(record.stream.id(), launch.stream.id());
+  EXPECT_EQ(&record.stream.str(), &std::get<ast::StreamDecl>(copy.statements[0]).name.str());
+}
+
 TEST(TraceParse, ACopiedStatementOwnsItsBoxedReferencesAndAMovedFromOneRefusesToBeRead) {
   const Trace t =
       parse_trace("stream s\nbuffer A 64 on s\nbuffer B 64 on s\ncopy c on s from A[0:8] to B[8:16]\n", "t.trace");
