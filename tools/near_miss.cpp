@@ -96,11 +96,11 @@ class NearMissAnalysis::Program {
   std::map<std::string, Access> raw_block_uses(std::size_t i) const {
     // A launch's accesses are read in place; a copy makes its two.
     std::vector<BufferAccess> copy_accesses;
-    const std::vector<BufferAccess>* accesses = &copy_accesses;
-    if (const auto* l = get<ast::Launch>(i)) accesses = &l->accesses;
-    if (const auto* c = get<ast::Copy>(i)) copy_accesses = c->accesses();
+    AccessList accesses;
+    if (const auto* l = get<ast::Launch>(i)) accesses = l->accesses;
+    if (const auto* c = get<ast::Copy>(i)) accesses = copy_accesses = c->accesses();
     std::map<std::string, Access> out;
-    for (const auto& [access, ref] : *accesses) {
+    for (const auto& [access, ref] : accesses) {
       if (!is_resource_block(ref.buffer)) continue;
       auto [it, fresh] = out.try_emplace(ref.buffer, access);
       if (!fresh) it->second = combine(it->second, access);
@@ -186,7 +186,7 @@ class NearMissAnalysis::Program {
   void index(std::size_t i, const ast::Copy& s) { index_raw(i, s.accesses()); }
   template <class Other>
   void index(std::size_t, const Other&) {}
-  void index_raw(std::size_t i, const std::vector<BufferAccess>& accesses) {
+  void index_raw(std::size_t i, AccessList accesses) {
     // Only resource_fix reads this index (last_raw_use), and only in a
     // trace that uses the resource: any other trace would pay a hash
     // insert per buffer of every launch for nothing.

@@ -374,14 +374,10 @@ class Parser {
   /// The accesses after a kernel's stream; `launch` may have none (a kernel
   /// that touches no buffer the trace knows still runs on its stream), `run`
   /// needs one (the resource brackets the blocks it uses).
-  std::vector<BufferAccess> accesses(bool may_be_empty, Toucher who, DeviceNumber kernel_device = 0) {
-    std::vector<BufferAccess> out;
-    // The rest of the line is access words, commas and one buffer a
-    // reference: the vector gets its size at once, one heap block (growing
-    // it one reference at a time was two, and a copy).
-    std::size_t refs = 0;
-    for (std::size_t i = pos_; i < toks_.size(); ++i) refs += is_buffer_token(toks_[i].text) ? 1 : 0;
-    out.reserve(refs);
+  AccessList accesses(bool may_be_empty, Toucher who, DeviceNumber kernel_device = 0) {
+    // Gathered in a vector the parser keeps, then copied into the store.
+    std::vector<BufferAccess>& out = access_scratch_;
+    out.clear();
     while (!at_end()) {
       const Token& t = next("an access");
       Access a;
@@ -400,13 +396,7 @@ class Parser {
       }
     }
     if (out.empty() && !may_be_empty) fail(end_col_, "expected 'reads', 'writes' or 'readwrites' and the blocks used");
-    return out;
-  }
-  /// Whether a word of an access list names a buffer (not an access word,
-  /// not a comma). An approximation is harmless: it only sizes the vector.
-  static bool is_buffer_token(std::string_view t) {
-    return t != "," && t != trace_language::word::kReads && t != trace_language::word::kWrites &&
-           t != trace_language::word::kReadWrites;
+    return trace_.texts->keep_array(std::span<const BufferAccess>(out));
   }
   Access access_word() {
     const Token& t = next("an access (read, write or read_write)");
@@ -805,7 +795,8 @@ class Parser {
                               "after its last captured work and wait for it on {} before this line",
                               branch, c.origin, branch, c.origin));
     expect(trace_language::word::kGraph);
-    ast::CaptureEnd st{std::move(src), std::move(stream), new_name(NameKind::Graph), c.begin_line, c.branches};
+    ast::CaptureEnd st{std::move(src), std::move(stream), new_name(NameKind::Graph), c.begin_line,
+                       trace_.texts->keep_array(std::span<const Name>(c.branches))};
     graphs_[st.graph] = GraphInfo{device_of(st.stream), line_};
     for (const std::string& branch : c.branches) capturing_.erase(branch);
     captures_.erase(open);
@@ -1217,6 +1208,7 @@ class Parser {
   std::string file_;
   Trace trace_;
   NameMap<Declared> names_;
+  std::vector<BufferAccess> access_scratch_;  // the access list being parsed (accesses)
   /// The statement that makes a buffer of kind `made_by`, and the one that
   /// gives it back.
   struct MadeAndGivenBack {
@@ -1338,14 +1330,18 @@ std::string_view TextStore::keep(std::string_view text) {
   return keep_written(text.size(), [&](char* out) { std::memcpy(out, text.data(), text.size()); });
 }
 
-char* TextStore::room_for(std::size_t bytes) {
-  if (bytes > left_) {
+char* TextStore::room_for(std::size_t bytes, std::size_t align) {
+  const std::size_t pad = (align - reinterpret_cast<std::uintptr_t>(next_) % align) % align;
+  if (pad + bytes > left_) {
     // A long text gets a block of its own, and the chunk being filled
     // stays the one filled (its bytes never move: next_ stays valid).
     if (bytes > kChunkBytes / 4) return chunks_.emplace_back(std::make_unique_for_overwrite<char[]>(bytes)).get();
     chunks_.push_back(std::make_unique_for_overwrite<char[]>(kChunkBytes));
-    next_ = chunks_.back().get();
+    next_ = chunks_.back().get();  // aligned for any type (operator new[])
     left_ = kChunkBytes;
+  } else {
+    next_ += pad;
+    left_ -= pad;
   }
   char* at = next_;
   next_ += bytes;

@@ -6,14 +6,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -124,6 +127,21 @@ class TextStore {
  public:
   /// A copy of `text` that lives as long as the store.
   std::string_view keep(std::string_view text);
+  /// A copy of `items` kept as long as the store: the statements' access
+  /// lists, one array in a chunk where a std::vector each was a heap block
+  /// a statement, freed again one by one when the trace went
+  /// (docs/PERFORMANCE.md, "Names interned"). The store runs no
+  /// destructor, so T must need none.
+  template <class T>
+  std::span<const T> keep_array(std::span<const T> items) {
+    static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>,
+                  "a TextStore keeps bytes: it copies and never destroys what it keeps");
+    static_assert(alignof(T) <= alignof(std::max_align_t));
+    if (items.empty()) return {};
+    char* at = room_for(items.size_bytes(), alignof(T));
+    std::memcpy(at, items.data(), items.size_bytes());
+    return {reinterpret_cast<const T*>(at), items.size()};
+  }
   /// A text of exactly `bytes` bytes that `write(char* out)` writes, kept
   /// as long as the store: the parser joins a statement's words straight
   /// into the store instead of into a string copied in.
@@ -136,8 +154,9 @@ class TextStore {
   }
 
  private:
-  /// `bytes` bytes (at least 1) that never move.
-  char* room_for(std::size_t bytes);
+  /// `bytes` bytes (at least 1) that never move, starting at a multiple of
+  /// `align` (a power of two, at most alignof(std::max_align_t)).
+  char* room_for(std::size_t bytes, std::size_t align = 1);
   static constexpr std::size_t kChunkBytes = std::size_t{1} << 16;
   std::vector<std::unique_ptr<char[]>> chunks_;
   std::size_t left_ = 0;  // bytes free at the end of the last chunk of kChunkBytes
@@ -198,6 +217,8 @@ struct BufferAccess {
   Access access;
   BufferRef ref;
 };
+/// A statement's accesses: a view of an array in the trace's TextStore.
+using AccessList = std::span<const BufferAccess>;
 
 /// The parsed statements (docs/TRACES.md), one struct per kind. Names are
 /// checked by the parser: a stream, event, thread or buffer named here was
@@ -248,7 +269,7 @@ struct CaptureEnd : Source {
   int begin_line = 0;
   /// The streams the capture took work from: STREAM first, then each
   /// stream that joined it (through a wait on a captured event), in order.
-  std::vector<Name> branches;
+  std::span<const Name> branches;  // in the trace's TextStore
 };
 /// `launch graph G on STREAM` (cudaGraphLaunch, R14b): G's captured work
 /// runs as one unit in STREAM's order, its branches as they were captured.
@@ -329,7 +350,7 @@ struct Launch : Source {
   /// and a std::string of it was a heap block a launch.
   std::string_view kernel;
   Name stream;
-  std::vector<BufferAccess> accesses;
+  AccessList accesses;
 };
 /// `copy NAME on STREAM from REF to REF`: cudaMemcpyAsync, the direction
 /// from where the buffers live (R12d).
@@ -361,14 +382,14 @@ struct HostFree : Source {
 /// touches host memory, ordered after what it synchronized with (R4) and
 /// before what it enqueues next (R5).
 struct HostAccess : Source {
-  std::vector<BufferAccess> accesses;
+  AccessList accesses;
 };
 /// `callback NAME on STREAM [accesses]` (R12c): cudaLaunchHostFunc -- a
 /// host function run in stream order on STREAM, touching host memory.
 struct Callback : Source {
   Name name;
   Name stream;
-  std::vector<BufferAccess> accesses;
+  AccessList accesses;
 };
 struct Record : Source {
   Name event;
@@ -463,7 +484,7 @@ struct Reap : Source {};
 struct Run : Source {
   std::string_view kernel;  // into the trace's TextStore, as Launch::kernel
   Name stream;
-  std::vector<BufferAccess> accesses;
+  AccessList accesses;
 };
 
 }  // namespace ast

@@ -451,7 +451,7 @@ class TraceInterpreter {
     const auto buffer = [&](const std::string& name) {
       if (!out && !exec_.buffers().contains(name) && !missing_.contains(name)) out = name;
     };
-    const auto accesses = [&](const std::vector<BufferAccess>& list) {
+    const auto accesses = [&](AccessList list) {
       for (const auto& a : list) buffer(a.ref.buffer);
     };
     std::visit(
@@ -517,7 +517,7 @@ class TraceInterpreter {
       auto it = carved_from_.find(name);
       return object(kBufferObject, it == carved_from_.end() ? name : it->second);
     };
-    const auto buffer_touch = [&](const std::vector<BufferAccess>& list) {
+    const auto buffer_touch = [&](AccessList list) {
       for (const auto& [access, ref] : list)
         f.touch(buffer_object(ref.buffer), access == Access::Read ? Touch::Read : Touch::Write);
     };
@@ -1199,18 +1199,18 @@ class TraceInterpreter {
   typename B::Event& event(const std::string& name) { return events_.at(name); }
 
   /// The buffer accesses of a statement, as the buffers are now: a graph node keeps them.
-  std::vector<KernelAccess> kernel_accesses(const std::vector<BufferAccess>& accesses) const {
+  std::vector<KernelAccess> kernel_accesses(AccessList accesses) const {
     std::vector<KernelAccess> out;
     fill_kernel_accesses(accesses, out);
     return out;
   }
   /// The same, for a call that reads them at once (a launch, a host access):
   /// one vector kept across statements, not a heap block each.
-  const std::vector<KernelAccess>& accesses_now(const std::vector<BufferAccess>& accesses) {
+  const std::vector<KernelAccess>& accesses_now(AccessList accesses) {
     fill_kernel_accesses(accesses, accesses_now_);
     return accesses_now_;
   }
-  void fill_kernel_accesses(const std::vector<BufferAccess>& accesses, std::vector<KernelAccess>& out) const {
+  void fill_kernel_accesses(AccessList accesses, std::vector<KernelAccess>& out) const {
     out.clear();
     out.reserve(accesses.size());
     for (const auto& [access, r] : accesses) {
@@ -1237,7 +1237,7 @@ class TraceInterpreter {
       if (it == missing_.end()) return std::nullopt;
       return fmt::format("skipped: {}", it->second);
     };
-    const auto any_of = [&](const std::vector<BufferAccess>& accesses) -> std::optional<std::string> {
+    const auto any_of = [&](AccessList accesses) -> std::optional<std::string> {
       for (const auto& a : accesses)
         if (auto why = check(a.ref.buffer)) return why;
       return std::nullopt;

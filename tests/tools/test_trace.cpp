@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -87,6 +89,24 @@ TEST(TextStore, EveryKeptTextStaysWhereItWasPutWhateverItsLength) {
   EXPECT_TRUE(store.keep("").empty());
 }
 
+TEST(TextStore, KeptArraysAreAlignedAndKeepTheirItemsAmongTextsOfAnyLength) {
+  // Texts of odd lengths between the arrays leave the next free byte at
+  // any offset: each array must start aligned for its type and read back
+  // what was put, in a shared chunk or (a large one) in a block of its own.
+  TextStore store;
+  std::vector<std::pair<std::vector<std::uint64_t>, std::span<const std::uint64_t>>> kept;
+  for (std::size_t i = 0; i < 2000; ++i) {
+    (void)store.keep(std::string(1 + i % 13, 'x'));
+    std::vector<std::uint64_t> items(i % 700 == 5 ? 5000 : 1 + i % 9);
+    for (std::size_t k = 0; k < items.size(); ++k) items[k] = i * 100000 + k;
+    const std::span<const std::uint64_t> view = store.keep_array(std::span<const std::uint64_t>(items));
+    ASSERT_EQ(reinterpret_cast<std::uintptr_t>(view.data()) % alignof(std::uint64_t), 0u) << "array " << i;
+    kept.emplace_back(std::move(items), view);
+  }
+  for (const auto& [items, view] : kept) ASSERT_TRUE(std::equal(items.begin(), items.end(), view.begin(), view.end()));
+  EXPECT_TRUE(store.keep_array(std::span<const std::uint64_t>()).empty());
+}
+
 TEST(TraceParse, StatementTextsAndThreadsOutliveTheParserAndTheTraceCopiedFrom) {
   std::string text = "thread w\nstream s1\nbuffer A 64 on s1\n";
   for (int i = 0; i < 4000; ++i)
@@ -133,7 +153,7 @@ TEST(TraceNames, ACopiedTraceKeepsItsStatementsNamesAfterTheOriginalIsGone) {
   original.reset();
   const auto& launch = std::get<ast::Launch>(copy.statements[3]);
   EXPECT_EQ(launch.stream, "s");
-  EXPECT_EQ(launch.accesses.at(0).ref.buffer, "A");
+  EXPECT_EQ(launch.accesses[0].ref.buffer, "A");
   const auto& record = std::get<ast::Record>(copy.statements[4]);
   EXPECT_EQ(record.event, "e");
   // One entry a name, however often the trace names it.
