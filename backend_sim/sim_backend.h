@@ -9,9 +9,11 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -263,7 +265,10 @@ class SimBackend {
     origin_line_ = line;
     starts_line(line);
     model_.chooser().set_line(line);
-    log_line_starts_.push_back(LogLineStart{model_.log().size(), line});
+    const std::size_t entries = model_.log().size();
+    if (entries > std::numeric_limits<std::uint32_t>::max())
+      throw std::length_error("SimBackend: a run of more than 2^32 API calls (log entries) is not supported");
+    log_line_starts_.push_back(LogLineStart{static_cast<std::uint32_t>(entries), line});
   }
   /// Where the choices of each line begin: the chooser's choice count when
   /// set_op_origin(line) was called (line 0: drain(), after the last
@@ -282,9 +287,10 @@ class SimBackend {
   };
   const std::vector<QueryAnswer>& query_answers() const { return query_answers_; }
   /// Where the log entries of each line begin: the log's size when
-  /// set_op_origin(line) was called, in call order.
+  /// set_op_origin(line) was called, in call order. One is kept per
+  /// statement run, so it is 8 bytes.
   struct LogLineStart {
-    std::size_t first_entry;
+    std::uint32_t first_entry;
     int line;
   };
   const std::vector<LogLineStart>& log_line_starts() const { return log_line_starts_; }

@@ -1450,6 +1450,7 @@ Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const Trac
   for (const auto& q : backend.query_answers()) queries.push_back(QueryAnswer{q.line, q.done, q.after_choices});
   exec.set_choices(std::move(choices), std::move(queries));
   std::vector<Execution::LogStart> log_starts;
+  log_starts.reserve(backend.log_line_starts().size());  // one a statement: grown by doubling, it was two copies
   for (const auto& start : backend.log_line_starts()) {
     (void)text.at(start.line);  // a line the trace has
     log_starts.push_back({start.first_entry, start.line});

@@ -728,8 +728,10 @@ class Execution {
   void set_plain_alloc_stream(sim::StreamIndex s) { plain_alloc_stream_ = s; }
   /// The statement of each run of log entries: the one at `line` made the
   /// entries from `first_entry` up to the next start's.
+  /// One a statement run: 8 bytes (a log holds fewer than 2^32 entries,
+  /// sim::SimBackend::set_op_origin says so).
   struct LogStart {
-    std::size_t first_entry;
+    std::uint32_t first_entry;
     int line;
   };
   void set_log_starts(std::vector<LogStart> starts) { log_starts_ = std::move(starts); }
