@@ -77,6 +77,7 @@ class Parser {
   Parser(std::string_view text, std::string file) : text_(text), file_(std::move(file)) {
     trace_.file = file_;
     declare(kMainThread, NameKind::Thread);
+    main_thread_ = names_.find(kMainThread)->second.name;
     declare(kPlainAllocationStream, NameKind::Stream);  // R8: every trace has the legacy stream
     declare(kPerThreadStream, NameKind::Stream);        // and each host thread its own
   }
@@ -456,6 +457,7 @@ class Parser {
     if (toks_.empty()) return;
     ast::Source src;
     src.line = line_no;
+    src.thread = main_thread_;
     thread_ = src.thread;
     if (toks_[0].text[0] == '@') {
       const Token t = toks_[0];
@@ -466,7 +468,7 @@ class Parser {
              fmt::format("unknown thread '{}' (declare it with 'thread {}')", shown_input(name), shown_input(name)));
       if (it->second.kind != NameKind::Thread)
         fail(t.col, fmt::format("'{}' is {}, not a thread", name, with_article(it->second.kind)));
-      src.thread = thread_name(name);
+      src.thread = it->second.name;
       thread_ = src.thread;
       ++pos_;
       if (at_end()) fail(end_col_, fmt::format("expected a statement after '{}'", shown_input(t.text)));
@@ -1276,17 +1278,9 @@ class Parser {
     NameKind kind;
   };
   std::optional<PendingName> pending_name_;  // what this line declares (new_name)
-  /// The thread of the statement being parsed: its Source::thread, a view
-  /// into the trace's TextStore (or the static main thread name).
+  /// The thread of the statement being parsed: its Source::thread's text.
   std::string_view thread_ = kMainThread;
-  /// Each thread's name kept once in the trace's TextStore: what its
-  /// statements' Source::thread views.
-  std::string_view thread_name(const std::string& name) {
-    auto it = thread_names_.find(name);
-    if (it == thread_names_.end()) it = thread_names_.emplace(name, trace_.texts->keep(name)).first;
-    return it->second;
-  }
-  NameMap<std::string_view> thread_names_;
+  Name main_thread_;  // kMainThread's Name (declared by the constructor)
   /// Per thread, the mutexes it holds at this point of its statements, with
   /// the line and column of their `lock`.
   std::map<std::string, std::map<std::string, std::pair<int, int>>> held_;

@@ -345,7 +345,7 @@ class TraceInterpreter {
     // cache): a thread is declared before any statement of it (the parser
     // checks), and a thread's statements come in runs, so the last thread's
     // index is kept instead of hashing the name of every statement.
-    const std::string_view* last_thread = nullptr;
+    const Name* last_thread = nullptr;
     std::size_t last_run = 0;
     // Most traces run on main alone: its list sized at once, where doubling
     // it held up to twice the pointers at its peak.
@@ -355,7 +355,7 @@ class TraceInterpreter {
         run_index_[decl->name] = runs_.size();
         runs_.push_back(HostRun{decl->name, {}, 0, false, std::nullopt, std::nullopt, std::nullopt});
       }
-      const std::string_view& thread = source(st).thread;
+      const Name& thread = source(st).thread;
       if (last_thread == nullptr || *last_thread != thread) {
         const auto run = run_index_.find(thread);
         if (run == run_index_.end())
