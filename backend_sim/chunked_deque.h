@@ -210,6 +210,32 @@ class ChunkedDeque {
     if ((front_ >> kChunkLog2) != chunk) Chunk().swap(chunks_[chunk]);  // all of it popped: freed
   }
 
+  /// Forgets the places of the chunks pop_front emptied (their storage is
+  /// gone already; each leaves an empty place in the list of chunks, which a
+  /// queue that pops for a long run grows by one every chunk_size() pops).
+  void forget_popped_chunks() {
+    const std::size_t n = front_ >> kChunkLog2;
+    if (n == 0) return;
+    chunks_.erase(chunks_.begin(), chunks_.begin() + static_cast<std::ptrdiff_t>(n));
+    front_ -= n * kChunk;
+  }
+  /// The elements a chunk holds: drop_front_chunks frees whole chunks.
+  static constexpr std::size_t chunk_size() { return kChunk; }
+  /// Frees the first `n` chunks (n * chunk_size() elements, which must be
+  /// there): the element at index i is at index i - n * chunk_size() after.
+  /// For a deque that never pops (a run's records, when a retention pass
+  /// drops the front of them that nothing names, DeviceModel::compact);
+  /// the chunks' storage goes back to the recycler.
+  void drop_front_chunks(std::size_t n) {
+    if (n == 0) return;
+    if (front_ != 0) throw std::logic_error("ChunkedDeque: drop_front_chunks on a deque that popped");
+    if (n > size_ / kChunk)
+      throw std::out_of_range("ChunkedDeque: dropping " + std::to_string(n) + " chunks of " + std::to_string(size_) +
+                              " elements");
+    chunks_.erase(chunks_.begin(), chunks_.begin() + static_cast<std::ptrdiff_t>(n));
+    size_ -= n * kChunk;
+  }
+
   iterator begin() { return iterator(this, 0); }
   iterator end() { return iterator(this, size_); }
   const_iterator begin() const { return const_iterator(this, 0); }

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "backend_sim/explain.h"
@@ -21,6 +22,7 @@ OpRef DeviceModel::launch(StreamIndex stream, const std::vector<KernelAccess>& a
   }
   const OpRef ref = hb_.enqueue(stream, OpKind::Kernel, label, std::nullopt);
   race_.enqueued(ref, touched);
+  ran_at_once(ref);
   return ref;
 }
 
@@ -37,6 +39,7 @@ std::optional<AllocResult> DeviceModel::alloc(StreamIndex stream, std::uint64_t 
   const OpRef ref = hb_.enqueue(stream, OpKind::Alloc, label, a.pool_dep());
   pool_.set_alloc_op(*id, ref);
   race_.enqueued(ref, OpAccess{a.range, Access::Write, *id});
+  ran_at_once(ref);
   return AllocResult{a.range.lo, *id, a.reuse};
 }
 
@@ -47,6 +50,7 @@ bool DeviceModel::free(StreamIndex stream, std::uint64_t ptr, std::string_view l
   const OpRef ref = hb_.enqueue(stream, OpKind::Free, label, std::nullopt);
   pool_.freed(*id, ref);  // R7: the range becomes a reuse candidate
   race_.enqueued(ref, OpAccess{pool_.allocation(*id).range, Access::Write, *id});
+  ran_at_once(ref);
   return true;
 }
 
@@ -58,6 +62,7 @@ std::optional<AllocResult> DeviceModel::suballoc(StreamIndex stream, AllocationI
   const OpRef ref = hb_.enqueue(stream, OpKind::Alloc, label, std::nullopt);
   pool_.set_alloc_op(id, ref);
   race_.enqueued(ref, OpAccess{block, Access::Write, id});
+  ran_at_once(ref);
   return AllocResult{block.lo, id, ReuseKind::SubAllocated};
 }
 
@@ -72,6 +77,7 @@ bool DeviceModel::subfree(StreamIndex stream, AllocationIndex block, std::vector
   // (P2) must not see it as a write, or a recorded stream's read that runs
   // after it would look wrong (R10c).
   race_.enqueued(ref, OpAccess{a.range, Access::Write, block}, /*changes_memory=*/false);
+  ran_at_once(ref);
   return true;
 }
 
@@ -154,6 +160,13 @@ void DeviceModel::execute_ready(OpRef r) {
   hb_.mark_executed(r.stream, next_completion_++);
 }
 
+void DeviceModel::ran_at_once(OpRef r) {
+  if (progress_ != DeviceProgress::AtOnce) return;
+  // Ready by construction (DeviceProgress::AtOnce); execute() checks it, so
+  // an op that is not is an internal error, never a silent reordering.
+  execute(r);
+}
+
 void DeviceModel::complete_through(StreamIndex stream, std::uint32_t count) {
   while (hb_.executed_count(stream) < count) {
     const OpRef r{stream, hb_.executed_count(stream)};
@@ -208,7 +221,7 @@ bool DeviceModel::collect_ready_heads() {
 }
 
 void DeviceModel::device_steps() {
-  if (progress_ == DeviceProgress::OnObservation) return;
+  if (progress_ != DeviceProgress::EveryStep) return;
   for (;;) {
     collect_ready_heads();
     if (heads_.empty()) return;
@@ -224,7 +237,7 @@ void DeviceModel::finish() {
   while (collect_ready_heads()) {
     if (heads_.empty()) throw std::logic_error("DeviceModel: internal error: pending work but no stream can run");
     chooser_.offer_device_step(heads_, false);
-    const std::uint32_t c = progress_ == DeviceProgress::OnObservation
+    const std::uint32_t c = progress_ != DeviceProgress::EveryStep
                                 ? 0
                                 : chooser_.choose(ChoiceKind::DeviceStep, static_cast<std::uint32_t>(heads_.size()));
     execute(OpRef{heads_[c], hb_.executed_count(heads_[c])});
@@ -232,6 +245,26 @@ void DeviceModel::finish() {
   for (const Allocation& a : pool_.allocations())
     if (!a.free_op) race_.leaked(a);
   finished_ = true;
+}
+
+Retention DeviceModel::compact(std::vector<OpRef> also_named) {
+  std::vector<OpRef>& named = also_named;
+  race_.add_named(named);
+  pool_.add_named(named);
+  hb_.add_named(named);
+  const std::size_t walked = named.size();
+  Retention r;
+  r.dropped_before.reserve(hb_.stream_count());
+  for (std::uint32_t s = 0; s < hb_.stream_count(); ++s) r.dropped_before.push_back(hb_.executed_count(StreamIndex{s}));
+  std::sort(named.begin(), named.end());
+  named.erase(std::unique(named.begin(), named.end()), named.end());
+  std::erase_if(named, [&](OpRef op) { return !r.drops(op); });
+  r.kept = std::move(named);
+  hb_.drop(r);
+  race_.drop(r);  // reads the HB state's window as drop() left it
+  enqueued_at_compact_ = hb_.enqueued_count();
+  named_at_compact_ = walked;
+  return r;
 }
 
 }  // namespace streamcheck::sim

@@ -56,6 +56,7 @@
 #include "backend_sim/ids.h"
 #include "backend_sim/pool.h"
 #include "backend_sim/race_checker.h"
+#include "backend_sim/retention.h"
 #include "backend_sim/schedule.h"
 #include "model/kernel_access.h"
 
@@ -76,6 +77,15 @@ enum class DeviceProgress : std::uint8_t {
   /// Device work runs only where an observation needs it, and observations
   /// are the choices (see the file comment): one run per execution.
   OnObservation,
+  /// Every op executes as soon as it is enqueued: a device that never lags
+  /// the host (one execution of every schedule's, no device step a choice).
+  /// Everything an op is ordered after was enqueued before it and has
+  /// executed already, so each op is ready at once. Queries answer done and
+  /// every free has run before the next allocation asks the pool. What
+  /// streamed checks run (docs/TRACES.md, "Streamed checks"): an executed op
+  /// whose record nothing names can be dropped, so a run's memory does not
+  /// grow with its length.
+  AtOnce,
 };
 
 class DeviceModel {
@@ -149,7 +159,8 @@ class DeviceModel {
   /// OnObservation: does nothing.
   void device_steps();
   /// Completes all remaining work (in chosen order; OnObservation: the
-  /// first ready stream head each time, no choice) and reports leaks.
+  /// first ready stream head each time, no choice; AtOnce: none is left)
+  /// and reports leaks.
   void finish();
   DeviceProgress progress() const { return progress_; }
 
@@ -178,6 +189,30 @@ class DeviceModel {
   ByteRange allocation_range(AllocationIndex allocation) const { return pool_.allocation(allocation).range; }
   Chooser& chooser() { return chooser_; }
   const PoolPolicy& policy() const { return pool_.policy(); }
+  // --- retention (backend_sim/retention.h): a long run's memory
+  /// From now on the API log is counted, not kept (HbState::keep_no_log).
+  void keep_no_log() { hb_.keep_no_log(); }
+  /// Whether enough ops were enqueued since the last compact() for a pass
+  /// to pay: kCompactEvery at least, and twice as many as the last pass
+  /// found named (a pass walks what is named, so its cost stays a fraction
+  /// of the ops' own).
+  bool compaction_due() const {
+    const std::uint64_t since = hb_.enqueued_count() - enqueued_at_compact_;
+    return since >= compact_every_ && since >= 2 * named_at_compact_;
+  }
+  static constexpr std::uint64_t kCompactEvery = std::uint64_t{1} << 16;
+  /// How many ops a pass waits for at least (kCompactEvery; tests ask 1:
+  /// a pass at every statement).
+  void set_compact_every(std::uint64_t ops) { compact_every_ = ops; }
+  /// Drops the records of the executed ops that nothing names: not the
+  /// model's parts (the shadow, findings, the pool, pool dependencies) nor
+  /// `also_named` (ops the caller holds). Returns what it dropped and kept,
+  /// for a caller with per-op records of its own. Reading a dropped op's
+  /// record afterwards is a std::logic_error (what walks every op -- the
+  /// producers of a read, pictures, the HB-graph oracle -- cannot run on
+  /// such a run).
+  Retention compact(std::vector<OpRef> also_named = {});
+
   /// The parts, for oracles and tools that read one concern.
   const HbState& hb() const { return hb_; }
   const Pool& pool() const { return pool_; }
@@ -189,6 +224,9 @@ class DeviceModel {
   void execute(OpRef r);
   /// Executes op `r`, which the caller has just found ready itself.
   void execute_ready(OpRef r);
+  /// AtOnce: op `r`, just enqueued, executes now (it is ready: see
+  /// DeviceProgress::AtOnce). Nothing under the other progress modes.
+  void ran_at_once(OpRef r);
   void complete_through(StreamIndex stream, std::uint32_t count);
   /// What complete_through asks the CPU to load ahead of op r: the record
   /// of the stream's op kPrefetchOps later, then (read from it) the clock
@@ -218,6 +256,9 @@ class DeviceModel {
   std::vector<StreamIndex> heads_;                     // collect_ready_heads' answer
   std::vector<OpAccess> touched_;  // launch's scratch: a launch's accesses, without a heap block each
   bool finished_ = false;
+  std::uint64_t compact_every_ = kCompactEvery;
+  std::uint64_t enqueued_at_compact_ = 0;  // compaction_due's counts
+  std::uint64_t named_at_compact_ = 0;
 };
 
 }  // namespace streamcheck::sim

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 
@@ -129,8 +130,8 @@ void HbState::host_tick_into(VectorClock& vc) {
 
 std::size_t HbState::host_release() {
   host_tick();
-  const std::size_t entry = log_.size();
-  log_.push_back(LogEntry::host_call(LogEntry::Kind::HostRelease, current_host_, {}, {}));
+  const std::size_t entry = log_entries_;
+  log(LogEntry::host_call(LogEntry::Kind::HostRelease, current_host_, {}, {}));
   releases_.emplace(entry, host_clock());
   return entry;
 }
@@ -141,11 +142,16 @@ void HbState::host_acquire(std::size_t entry) {
     throw std::out_of_range(fmt::format("DeviceModel: log entry {} is not a host release", entry));
   host_tick();
   host_joins(it->second);  // R6: ordered after the releaser's past
-  log_.push_back(LogEntry::host_acquire(current_host_, entry));
+  log(LogEntry::host_acquire(current_host_, entry));
 }
 
 void HbState::log_host(LogEntry::Kind kind, StreamIndex stream, EventIndex event) {
-  log_.push_back(LogEntry::host_call(kind, current_host_, stream, event));
+  log(LogEntry::host_call(kind, current_host_, stream, event));
+}
+
+const Log& HbState::log() const {
+  if (!keep_log_) throw std::logic_error("HbState: this run keeps no API log (a streamed check): nothing may read it");
+  return log_;
 }
 
 OpRef HbState::enqueue(StreamIndex s, OpKind kind, std::string_view label, std::optional<OpRef> pool_dep) {
@@ -153,7 +159,7 @@ OpRef HbState::enqueue(StreamIndex s, OpKind kind, std::string_view label, std::
   host_tick_into(st.vc);       // R5, R6
   default_stream_barrier(st);  // R8
   st.vc.tick(st.agent);        // R1: the own component counts this stream's ops
-  const OpRef ref{s, static_cast<std::uint32_t>(st.ops.size())};
+  const OpRef ref{s, st.count()};
   if (st.vc.get(st.agent) != ref.index + 1)
     throw std::logic_error(fmt::format("HbState: internal error: op {} of stream {} counts {} ops of its stream",
                                        ref.index, s.value, st.vc.get(st.agent)));
@@ -165,7 +171,7 @@ OpRef HbState::enqueue(StreamIndex s, OpKind kind, std::string_view label, std::
   if (!st.last_base || !same_other_streams(*st.last_base, st.vc, s)) st.last_base = store_base(st.vc);
   st.ops.push_back(Op{kind, pool_dep.has_value(), label_id, *st.last_base, 0, ++enqueued_});
   if (pool_dep) pool_deps_.emplace(ref, *pool_dep);
-  log_.push_back(LogEntry::enqueue(current_host_, ref));
+  log(LogEntry::enqueue(current_host_, ref));
   return ref;
 }
 
@@ -207,7 +213,7 @@ void HbState::sync_device(DeviceNumber device) {
   host_tick();
   for (const Stream& st : streams_)
     if (st.device == device) host_joins(st.vc);  // R4, R13c: that device's streams only
-  log_.push_back(LogEntry::sync_device(current_host_, device));
+  log(LogEntry::sync_device(current_host_, device));
 }
 
 bool HbState::query_event(EventIndex event) {
@@ -226,12 +232,12 @@ void HbState::mark_executed(StreamIndex s, std::uint64_t completion) {
   Stream& st = stream(s);
   if (completion >= std::numeric_limits<std::uint32_t>::max())
     throw std::length_error("HbState: more than 2^32 - 1 ops executed in one run; split the trace");
-  st.ops.at(st.executed).executed_as = static_cast<std::uint32_t>(completion + 1);
+  st.at(st.executed).executed_as = static_cast<std::uint32_t>(completion + 1);
   ++st.executed;
 }
 
 bool HbState::covers(const VectorClock& vc, OpRef a) const {
-  (void)op(a);  // validates a
+  check_op(a);
   return vc.covers(stream(a.stream).agent, a.index + 1);
 }
 
@@ -250,8 +256,8 @@ std::uint32_t HbState::store_base(const VectorClock& vc) {
   // rest of a chunk too small for it stays unused.
   for (std::size_t room = kChunk - (clock_words_.size() & (kChunk - 1)); room < words; --room)
     clock_words_.push_back(0);
-  if (clock_words_.size() + words > kWideBase)
-    throw std::length_error("HbState: more than 2^31 words of op clocks in one run; split the trace");
+  if (clock_words_.size() + words > kKeptBase)
+    throw std::length_error("HbState: more than 2^30 words of op clocks held in one run; split the trace");
   const auto start = static_cast<std::uint32_t>(clock_words_.size());
   append_base(clock_words_, vc);
   return start;
@@ -267,6 +273,10 @@ std::pair<const std::uint32_t*, std::uint32_t> HbState::base_components(std::uin
   if (base & kWideBase) {
     const std::vector<std::uint32_t>& wide = wide_bases_[base & ~kWideBase];
     return {wide.data() + 1, wide[0]};
+  }
+  if (base & kKeptBase) {
+    const std::uint32_t at = base & ~kKeptBase;
+    return {&kept_bases_[at + 1], kept_bases_[at]};
   }
   return {&clock_words_[base + 1], clock_words_[base]};
 }
@@ -289,14 +299,14 @@ bool HbState::same_other_streams(std::uint32_t base, const VectorClock& vc, Stre
 }
 
 bool HbState::happens_before(OpRef a, OpRef b) const {
-  (void)op(a);  // validates a
+  check_op(a);
   return a != b && op_clock(b).get(a.stream) >= a.index + 1;
 }
 
 bool HbState::host_after(OpRef a) const { return covers(host_clock(), a); }
 
 bool HbState::completed(OpRef a) const {
-  (void)op(a);  // validates a
+  check_op(a);
   return stream(a.stream).executed > a.index;
 }
 
@@ -312,8 +322,7 @@ std::optional<OpRef> HbState::pool_dep(OpRef r) const {
 }
 
 std::uint64_t HbState::unmet_dependency_packed(OpRef r) const {
-  const Stream& own = stream(r.stream);
-  const Op& o = own.ops.at(r.index);
+  const Op& o = op(r);
   const auto [components, base_streams] = base_components(o.clock_base);
   // The op's own stream is met (R1: it is ordered after its earlier ops
   // only); every other stream made before its base must have run as far
@@ -330,5 +339,92 @@ std::uint64_t HbState::unmet_dependency_packed(OpRef r) const {
 }
 
 bool HbState::ready(OpRef r) const { return r.index == stream(r.stream).executed && !unmet_dependency(r); }
+
+}  // namespace streamcheck::sim
+
+namespace streamcheck::sim {
+
+void HbState::check_op(OpRef a) const {
+  if (a.index >= stream(a.stream).count())
+    throw std::out_of_range(
+        fmt::format("DeviceModel: op {} of stream {}, which has {} ops", a.index, a.stream.value, op_count(a.stream)));
+}
+
+const HbState::Op& HbState::kept_op(OpRef r) const {
+  check_op(r);
+  const auto it = kept_ops_.find(packed(r));
+  if (it == kept_ops_.end())
+    throw std::logic_error(fmt::format(
+        "HbState: internal error: the record of op {} of stream {} was dropped (nothing named it when it went)",
+        r.index, r.stream.value));
+  return it->second;
+}
+
+void HbState::add_named(std::vector<OpRef>& named) const {
+  for (const auto& [op, dep] : pool_deps_) named.push_back(dep);
+}
+
+void HbState::drop(const Retention& r) {
+  // The kept ops' records and bases, the old side table's as well as the
+  // window's, copied into new tables (a base several kept ops share, once).
+  std::unordered_map<std::uint64_t, Op> kept;
+  std::vector<std::uint32_t> bases;
+  std::unordered_map<std::uint32_t, std::uint32_t> moved;  // old clock_base -> new
+  for (const OpRef ref : r.kept) {
+    if (!r.drops(ref)) continue;
+    Op o = op(ref);  // throws when an earlier pass dropped it: a root was missed
+    const auto [it, fresh] = moved.try_emplace(o.clock_base, o.clock_base);
+    if (fresh && !(o.clock_base & kWideBase)) {  // wide bases stay where they are
+      const auto [components, streams] = base_components(o.clock_base);
+      if (bases.size() + streams + 1 >= kKeptBase)
+        throw std::length_error("HbState: more than 2^30 words of kept op clocks in one run; split the trace");
+      it->second = kKeptBase | static_cast<std::uint32_t>(bases.size());
+      bases.push_back(streams);
+      bases.insert(bases.end(), components, components + streams);
+    }
+    o.clock_base = it->second;
+    kept.emplace(packed(ref), o);
+  }
+  for (auto it = pool_deps_.begin(); it != pool_deps_.end();)
+    it = r.drops(it->first) && !r.keeps(it->first) ? pool_deps_.erase(it) : std::next(it);
+  // Each stream's window starts at its new point; whole chunks below it go.
+  constexpr std::uint32_t kChunk = static_cast<std::uint32_t>(ChunkedDeque<Op>::chunk_size());
+  for (std::uint32_t s = 0; s < streams_.size() && s < r.dropped_before.size(); ++s) {
+    Stream& st = streams_[s];
+    const std::uint32_t point = r.dropped_before[s];
+    if (point > st.executed)
+      throw std::logic_error(
+          fmt::format("HbState: internal error: dropping op {} of stream {} before it executed", point - 1, s));
+    if (point <= st.dropped) continue;
+    st.dropped = point;
+    const std::uint32_t chunks = (st.dropped - st.held_from) / kChunk;
+    st.ops.drop_front_chunks(chunks);
+    st.held_from += chunks * kChunk;
+  }
+  kept_ops_ = std::move(kept);
+  kept_bases_ = std::move(bases);
+  // The clock words no window op and no stream's next op reads go, in whole
+  // chunks (a base never spans two), and the positions above them move down.
+  std::size_t lowest = clock_words_.size();
+  const auto note_base = [&](std::uint32_t base) {
+    if (!(base & (kWideBase | kKeptBase))) lowest = std::min<std::size_t>(lowest, base);
+  };
+  for (Stream& st : streams_) {
+    if (st.dropped < st.count()) note_base(st.at(st.dropped).clock_base);
+    if (st.last_base) note_base(*st.last_base);
+  }
+  constexpr std::size_t kWordChunk = decltype(clock_words_)::chunk_size();
+  const std::size_t word_chunks = lowest / kWordChunk;
+  if (word_chunks == 0) return;
+  clock_words_.drop_front_chunks(word_chunks);
+  const auto down = static_cast<std::uint32_t>(word_chunks * kWordChunk);
+  const auto move_down = [&](std::uint32_t& base) {
+    if (!(base & (kWideBase | kKeptBase))) base -= down;
+  };
+  for (Stream& st : streams_) {
+    for (std::uint32_t i = st.dropped; i < st.count(); ++i) move_down(st.at(i).clock_base);
+    if (st.last_base) move_down(*st.last_base);
+  }
+}
 
 }  // namespace streamcheck::sim

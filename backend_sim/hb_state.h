@@ -44,6 +44,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -51,6 +52,7 @@
 #include "backend_sim/ids.h"
 #include "backend_sim/label_table.h"
 #include "backend_sim/prefetch.h"
+#include "backend_sim/retention.h"
 #include "backend_sim/vector_clock.h"
 #include "model/types.h"
 
@@ -183,7 +185,7 @@ class HbState {
   /// Inline: the device's stepping asks it of every stream at every step.
   std::uint32_t op_count(StreamIndex s) const {
     if (s.value >= streams_.size()) check_stream(s);  // throws, saying which
-    return static_cast<std::uint32_t>(streams_[s.value].ops.size());
+    return streams_[s.value].count();
   }
   /// `name` is how reports and pictures call the event (the trace's name);
   /// empty: "e<N>".
@@ -228,19 +230,26 @@ class HbState {
   void mark_executed(StreamIndex s, std::uint64_t completion);
 
   // --- queries
-  const Op& op(OpRef r) const { return streams_.at(r.stream.value).ops.at(r.index); }
+  /// The record of op `r`: std::out_of_range for an op the run never
+  /// enqueued, std::logic_error for one whose record a retention pass
+  /// dropped (nothing named it: drop()).
+  const Op& op(OpRef r) const {
+    const Stream& st = streams_.at(r.stream.value);
+    if (r.index >= st.dropped) return st.ops.at(r.index - st.held_from);
+    return kept_op(r);
+  }
   /// Hints that op r of the stream is run soon (prefetch.h): its record,
   /// and, once that is in, the clock base it points to. Nothing for an op
   /// the stream does not have.
   void prefetch_op(OpRef r) const {
     const Stream& st = streams_.at(r.stream.value);
-    if (r.index < st.ops.size()) prefetch(&st.ops[r.index]);
+    if (r.index >= st.dropped && r.index < st.count()) prefetch(&st.ops[r.index - st.held_from]);
   }
   void prefetch_clock_base(OpRef r) const {
     const Stream& st = streams_.at(r.stream.value);
-    if (r.index >= st.ops.size()) return;
-    const std::uint32_t base = st.ops[r.index].clock_base;
-    if (!(base & kWideBase)) prefetch(&clock_words_[base]);
+    if (r.index < st.dropped || r.index >= st.count()) return;
+    const std::uint32_t base = st.ops[r.index - st.held_from].clock_base;
+    if (!(base & (kWideBase | kKeptBase))) prefetch(&clock_words_[base]);
   }
   const std::string& label(OpRef r) const { return labels_.at(op(r).label_id); }
   /// The op's index in the execution order of the run; nullopt while it
@@ -300,7 +309,34 @@ class HbState {
     if (packed == kNoDependency) return std::nullopt;
     return OpRef{StreamIndex{static_cast<std::uint32_t>(packed >> 32)}, static_cast<std::uint32_t>(packed)};
   }
-  const Log& log() const { return log_; }
+  /// The API log; std::logic_error for a run that keeps none (keep_no_log).
+  const Log& log() const;
+  /// How many API calls the run made (log entries, kept or not).
+  std::size_t log_entries() const { return log_entries_; }
+  /// From now on the API log is counted, not kept (a streamed check: 12
+  /// bytes a call is what a long run cannot keep). Nothing that reads the
+  /// log (pictures, the HB-graph oracle, redundancy) may then run.
+  void keep_no_log() {
+    keep_log_ = false;
+    log_ = Log();
+  }
+
+  // --- retention (backend_sim/retention.h)
+  /// Adds the ops this state names besides its streams' own (the pool's
+  /// dependencies) to `named`.
+  void add_named(std::vector<OpRef>& named) const;
+  /// Drops the records of ops [0, r.dropped_before[s]) of each stream s,
+  /// which must have executed, but for r.kept; frees the storage of whole
+  /// chunks of them and of the clock bases only they used. An op listed as
+  /// kept whose record an earlier pass dropped is a std::logic_error.
+  void drop(const Retention& r);
+  /// How many ops the run has enqueued, on all streams.
+  std::uint32_t enqueued_count() const { return enqueued_; }
+  /// How many dropped ops' records are kept (the side table).
+  std::size_t kept_op_count() const { return kept_ops_.size(); }
+  /// Ops of stream `s` whose records were dropped or are kept aside: ops
+  /// [0, dropped_count) are no longer in the stream's window.
+  std::uint32_t dropped_count(StreamIndex s) const { return stream(s).dropped; }
 
  private:
   struct Stream {
@@ -308,10 +344,18 @@ class HbState {
     StreamKind kind = StreamKind::NonBlocking;
     DeviceNumber device = 0;
     AgentId agent;
-    VectorClock vc;                          // clock of the next op: joins of waits and host actions
-    ChunkedDeque<Op> ops;                    // by blocks: a vector doubling it copied every op
+    VectorClock vc;  // clock of the next op: joins of waits and host actions
+    /// Its ops from held_from on (by blocks: a vector doubling it copied
+    /// every op). A retention pass drops a prefix: ops below `dropped` are
+    /// read from the side table (kept_ops_) or not at all, and whole chunks
+    /// below it are freed (held_from, a multiple of the chunk size, moves up).
+    ChunkedDeque<Op> ops;
+    std::uint32_t held_from = 0;
+    std::uint32_t dropped = 0;
     std::optional<std::uint32_t> last_base;  // the base of its last op (Op::clock_base)
     std::uint32_t executed = 0;              // ops[0..executed) have executed
+    std::uint32_t count() const { return held_from + static_cast<std::uint32_t>(ops.size()); }
+    Op& at(std::uint32_t index) { return ops.at(index - held_from); }
   };
   struct Event {
     std::string name;
@@ -359,6 +403,16 @@ class HbState {
   std::uint64_t unmet_dependency_packed(OpRef r) const;
   void host_joins(const VectorClock& vc) { hosts_.at(current_host_.value).join(vc); }
   void log_host(LogEntry::Kind kind, StreamIndex stream, EventIndex event);
+  /// Every API call goes through here: counted, and kept unless keep_no_log.
+  void log(const LogEntry& e) {
+    ++log_entries_;
+    if (keep_log_) log_.push_back(e);
+  }
+  /// A dropped op's kept record (drop()); std::logic_error when it is gone.
+  const Op& kept_op(OpRef r) const;
+  /// std::out_of_range for an op the run never enqueued (its record need
+  /// not be held: covers and happens_before read only its stream and index).
+  void check_op(OpRef a) const;
   /// The label's position in labels_, added there if new. A view: a
   /// kernel name longer than a std::string holds inline was a heap block
   /// copied for every launch, and freed again once found here.
@@ -373,6 +427,8 @@ class HbState {
   HostThread current_host_;
   AgentId next_agent_ = 0;  // streams and host threads share one numbering
   Log log_;
+  std::size_t log_entries_ = 0;
+  bool keep_log_ = true;
   /// Op -> the free the pool made it wait for (Op::has_pool_dep). Here,
   /// not in each Stream: a Stream's size decides the reallocations of
   /// streams_, and the explorer makes a model per run.
@@ -388,6 +444,13 @@ class HbState {
   /// block of its own; their Op::clock_base has kWideBase set.
   static constexpr std::uint32_t kWideBase = std::uint32_t{1} << 31;
   std::vector<std::vector<std::uint32_t>> wide_bases_;
+  /// The records of dropped ops something still names (drop()), by
+  /// packed(OpRef); their bases, copied out of clock_words_ (which drops the
+  /// words only dropped ops used), are in kept_bases_, and their
+  /// Op::clock_base has kKeptBase set.
+  std::unordered_map<std::uint64_t, Op> kept_ops_;
+  std::vector<std::uint32_t> kept_bases_;
+  static constexpr std::uint32_t kKeptBase = std::uint32_t{1} << 30;
   std::map<std::size_t, VectorClock> releases_;  // HostRelease entry -> the releaser's clock
   LabelTable labels_;                            // every op label, once
   std::uint32_t enqueued_ = 0;                   // ops enqueued so far (Op::enqueued_as)

@@ -244,4 +244,14 @@ void Pool::release_idle_ranges(const HbState& hb) {
   }
 }
 
+void Pool::add_named(std::vector<OpRef>& named) const {
+  for (const Allocation& a : allocations_) {
+    named.push_back(a.alloc_op);
+    if (a.free_op) named.push_back(*a.free_op);
+    if (a.fence) named.push_back(*a.fence);
+    named.insert(named.end(), a.released_after.begin(), a.released_after.end());
+  }
+  for (const FreeRange& fr : free_ranges_) named.push_back(fr.free_op);
+}
+
 }  // namespace streamcheck::sim

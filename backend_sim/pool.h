@@ -104,6 +104,11 @@ class Pool {
   /// more than the release threshold of them is held.
   void release_idle_ranges(const HbState& hb);
 
+  /// Adds the ops the pool names to `named` (retention.h): every
+  /// allocation's alloc, free, fence and release points, and each freed
+  /// range's free.
+  void add_named(std::vector<OpRef>& named) const;
+
   std::uint32_t count() const { return static_cast<std::uint32_t>(allocations_.size()); }
   const Allocation& allocation(AllocationIndex a) const { return allocations_.at(a.value); }
   const std::vector<Allocation>& allocations() const { return allocations_; }

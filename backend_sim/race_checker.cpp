@@ -31,7 +31,7 @@ std::uint32_t RaceChecker::position(std::size_t size) {
 }
 
 RaceChecker::Ends RaceChecker::ends(std::uint32_t stamp) const {
-  if (stamp < starts_.size()) return Ends{starts_[stamp].accesses, starts_[stamp].expected};
+  if (stamp < stamps()) return Ends{starts_of(stamp + 1).accesses, starts_of(stamp + 1).expected};
   return Ends{checked_.size(), std::size_t{expected_base_} + expected_.size()};
 }
 
@@ -39,7 +39,7 @@ void RaceChecker::enqueued(OpRef q, std::span<const OpAccess> accesses, bool cha
   // Stamps are the HB state's enqueue order (HbState::Op::enqueued_as):
   // every op the device model enqueues is checked here at once, in order.
   const HbState::Op& op = hb_.op(q);
-  const std::uint32_t stamp = position(starts_.size() + 1);
+  const std::uint32_t stamp = position(std::size_t{stamps()} + 1);
   if (op.enqueued_as != stamp)
     throw std::logic_error(
         fmt::format("RaceChecker: internal error: op {}:{} is the HB state's enqueue number {} but the checker's {}",
@@ -158,7 +158,9 @@ void RaceChecker::check(OpRef q, bool q_is_kernel, const HbState::OpClock& q_clo
 void RaceChecker::executed(OpRef r) {
   const std::uint32_t stamp = stamp_of(r);
   if (stamp == 0) return;  // never checked: nothing to see, nothing written
-  const Starts& starts = starts_[stamp - 1];
+  if (stamp <= dropped_stamps_)
+    throw std::logic_error("RaceChecker: internal error: an op executes after its records were dropped");
+  const Starts& starts = starts_of(stamp);
   const Ends end = ends(stamp);
   // An op executes once, and an expected stamp is marked seen (0) when its
   // read is, and dropped when every one before it is: a second call of an
@@ -191,8 +193,15 @@ std::vector<OpAccess> RaceChecker::accesses(OpRef r) const {
   if (r.stream.value >= hb_.stream_count() || r.index >= hb_.op_count(r.stream)) return out;
   const std::uint32_t stamp = stamp_of(r);
   if (stamp == 0) return out;
+  if (stamp <= dropped_stamps_) {
+    const auto kept = kept_accesses_.find(stamp);
+    if (kept == kept_accesses_.end())
+      throw std::logic_error("RaceChecker: internal error: the accesses of a dropped op were asked for");
+    for (const StoredAccess& a : kept->second) out.push_back(a.get());
+    return out;
+  }
   const Ends end = ends(stamp);
-  for (std::size_t i = starts_[stamp - 1].accesses; i < end.accesses; ++i) out.push_back(checked_[i].get());
+  for (std::size_t i = starts_of(stamp).accesses; i < end.accesses; ++i) out.push_back(checked_[i].get());
   return out;
 }
 
@@ -212,6 +221,68 @@ std::vector<std::pair<ByteRange, std::optional<OpRef>>> RaceChecker::last_writes
   });
   if (at < range.hi) out.emplace_back(ByteRange{at, range.hi}, std::nullopt);
   return out;
+}
+
+void RaceChecker::add_named(std::vector<OpRef>& named) const {
+  shadow_.visit(0, std::numeric_limits<std::uint64_t>::max(), [&](std::uint64_t, std::uint64_t, const Shadow& sh) {
+    if (sh.last_write) named.push_back(sh.last_write->op);
+    for (const ShadowAccess& r : sh.reads) named.push_back(r.op);
+  });
+  for (const Finding& f : findings_) {
+    named.push_back(f.first);
+    if (f.second) named.push_back(*f.second);
+  }
+  for (const ValueMismatch& m : mismatches_) named.push_back(m.read);
+}
+
+void RaceChecker::drop(const Retention& r) {
+  // The stamps whose ops are all dropped: those below the first op each
+  // stream still holds (stamps are given in enqueue order).
+  std::uint32_t upto = stamps();
+  for (std::uint32_t s = 0; s < hb_.stream_count(); ++s) {
+    const StreamIndex stream{s};
+    const std::uint32_t first_held = hb_.dropped_count(stream);
+    if (first_held < hb_.op_count(stream)) upto = std::min(upto, hb_.op(OpRef{stream, first_held}).enqueued_as - 1);
+  }
+  if (upto <= dropped_stamps_) return;
+  // The kept ops' accesses, copied aside (the old side table's too).
+  std::unordered_map<std::uint32_t, std::vector<StoredAccess>> kept;
+  for (const OpRef ref : r.kept) {
+    const std::uint32_t stamp = stamp_of(ref);
+    if (stamp == 0 || stamp > upto) continue;
+    std::vector<StoredAccess>& out = kept[stamp];
+    if (stamp <= dropped_stamps_) {
+      const auto old = kept_accesses_.find(stamp);
+      if (old == kept_accesses_.end())
+        throw std::logic_error("RaceChecker: internal error: a kept op's accesses were dropped before");
+      out = old->second;
+    } else {
+      for (std::size_t i = starts_of(stamp).accesses, end = ends(stamp).accesses; i < end; ++i)
+        out.push_back(checked_[i]);
+    }
+  }
+  kept_accesses_ = std::move(kept);
+  // Whole chunks of starts below the first held stamp go; so do the
+  // accesses before that stamp's, and the positions above them move down.
+  const std::size_t lowest_access = upto < stamps() ? starts_of(upto + 1).accesses : checked_.size();
+  dropped_stamps_ = upto;
+  constexpr std::size_t kStartsChunk = decltype(starts_)::chunk_size();
+  const std::size_t start_chunks = (dropped_stamps_ - starts_from_) / kStartsChunk;
+  starts_.drop_front_chunks(start_chunks);
+  starts_from_ += static_cast<std::uint32_t>(start_chunks * kStartsChunk);
+  constexpr std::size_t kAccessChunk = decltype(checked_)::chunk_size();
+  const std::size_t access_chunks = lowest_access / kAccessChunk;
+  checked_.drop_front_chunks(access_chunks);
+  const auto down = static_cast<std::uint32_t>(access_chunks * kAccessChunk);
+  // The expected stamps' positions start again from 0 too (a long run's
+  // reads would pass 2^31 positions otherwise).
+  const std::uint32_t expected_down = expected_base_;
+  expected_base_ = 0;
+  expected_.forget_popped_chunks();
+  for (Starts& st : starts_) {
+    st.accesses = st.accesses >= down ? st.accesses - down : 0;
+    st.expected = st.expected >= expected_down ? st.expected - expected_down : 0;
+  }
 }
 
 }  // namespace streamcheck::sim

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "backend_sim/ids.h"
 #include "backend_sim/interval_map.h"
 #include "backend_sim/pool.h"
+#include "backend_sim/retention.h"
 #include "model/types.h"
 
 namespace streamcheck::sim {
@@ -76,12 +78,12 @@ class RaceChecker {
   /// start (its HB record already in), then its accesses and expected stamps.
   void prefetch_starts(OpRef r) const {
     const std::uint32_t stamp = stamp_of(r);
-    if (stamp != 0) prefetch(&starts_[stamp - 1]);
+    if (stamp > dropped_stamps_) prefetch(&starts_of(stamp));
   }
   void prefetch_records(OpRef r) const {
     const std::uint32_t stamp = stamp_of(r);
-    if (stamp == 0) return;
-    const Starts& starts = starts_[stamp - 1];
+    if (stamp <= dropped_stamps_) return;
+    const Starts& starts = starts_of(stamp);
     if (starts.accesses < checked_.size()) prefetch(&checked_[starts.accesses]);
     if (starts.expected >= expected_base_ && starts.expected - expected_base_ < expected_.size())
       prefetch(&expected_[starts.expected - expected_base_]);
@@ -98,6 +100,16 @@ class RaceChecker {
   /// enqueued now reads, when nothing races with it (the debug tier's
   /// canary and poison checks, backend_sim/sim_guard_memory.h).
   std::vector<std::pair<ByteRange, std::optional<OpRef>>> last_writes(ByteRange range) const;
+
+  // --- retention (backend_sim/retention.h)
+  /// Adds the ops the checker names to `named`: its shadow's accesses, its
+  /// findings' ops and its value mismatches' reads.
+  void add_named(std::vector<OpRef>& named) const;
+  /// Drops the records (accesses, where they start) of the ops `r` drops,
+  /// but for r.kept, once every op enqueued before them is dropped too (the
+  /// records are in enqueue order); the HB state must have applied `r`
+  /// first (the checker reads the stamps of its window there).
+  void drop(const Retention& r);
 
  private:
   /// What the checker keeps of each op, access and read lives in deques,
@@ -156,8 +168,13 @@ class RaceChecker {
   /// the two). Throws std::out_of_range for an op the HB state does not have.
   std::uint32_t stamp_of(OpRef r) const {
     const std::uint32_t stamp = hb_.op(r).enqueued_as;
-    return stamp <= starts_.size() ? stamp : 0;
+    return stamp <= stamps() ? stamp : 0;
   }
+  /// How many ops the checker was told of (the last stamp).
+  std::uint32_t stamps() const { return starts_from_ + static_cast<std::uint32_t>(starts_.size()); }
+  /// Where the records of op `stamp` start; the stamp must be above
+  /// dropped_stamps_.
+  const Starts& starts_of(std::uint32_t stamp) const { return starts_[stamp - 1 - starts_from_]; }
   Ends ends(std::uint32_t stamp) const;
   /// P1 for one access of op `q`, a kernel or not, whose clock is
   /// `q_clock`: both are looked up once per op, not per access (the HB
@@ -188,8 +205,15 @@ class RaceChecker {
 
   const HbState& hb_;
   const Pool& pool_;
-  ChunkedDeque<Starts> starts_;         // [stamp - 1]
-  ChunkedDeque<StoredAccess> checked_;  // every op's accesses, in enqueue order
+  ChunkedDeque<Starts> starts_;         // [stamp - 1 - starts_from_]
+  ChunkedDeque<StoredAccess> checked_;  // the held ops' accesses, in enqueue order
+  /// Retention (drop()): the records of stamps 1 .. dropped_stamps_ are
+  /// gone but for those kept aside (kept_accesses_); starts_ holds stamps
+  /// from starts_from_ + 1 on (a multiple of its chunk size), and the
+  /// positions in it are positions in checked_ as it is now.
+  std::uint32_t dropped_stamps_ = 0;
+  std::uint32_t starts_from_ = 0;
+  std::unordered_map<std::uint32_t, std::vector<StoredAccess>> kept_accesses_;  // by stamp
   /// P2: the stamps reads not executed yet must see, from position
   /// expected_base_ on; an executed read's are marked seen (stamp 0: no
   /// write leaves it) and dropped from the front.

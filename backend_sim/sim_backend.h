@@ -31,6 +31,11 @@ struct SimBackendOptions {
   /// Explore injected faults as choice points, at most this many per run.
   std::uint32_t max_explored_faults = 0;
   std::uint32_t device_ordinal = 0;
+  /// A long run's memory (a streamed check, docs/TRACES.md): keep no API
+  /// log nor where each statement's log entries begin, and at statement
+  /// starts drop the records of executed ops nothing names
+  /// (DeviceModel::compact), this backend's origin lines with them.
+  bool retain_only_named = false;
 };
 
 class SimBackend {
@@ -78,7 +83,9 @@ class SimBackend {
   explicit SimBackend(DeviceModel& model, SimBackendOptions options = {})
       : model_(model),
         options_(options),
-        faults_(options.max_explored_faults, [this] { return model_.chooser().choose(ChoiceKind::Fault, 2) == 1; }) {}
+        faults_(options.max_explored_faults, [this] { return model_.chooser().choose(ChoiceKind::Fault, 2) == 1; }) {
+    if (options_.retain_only_named) model_.keep_no_log();
+  }
   SimBackend(const SimBackend&) = delete;
   SimBackend& operator=(const SimBackend&) = delete;
 
@@ -262,9 +269,12 @@ class SimBackend {
   /// chooser is told the line too, so a divergence can name it), and every
   /// log entry made from now on (log_line_starts).
   void set_op_origin(int line) {
+    // Between statements, where no op of this backend's is half tagged.
+    if (options_.retain_only_named && model_.compaction_due()) compact();
     origin_line_ = line;
     starts_line(line);
     model_.chooser().set_line(line);
+    if (options_.retain_only_named) return;  // no log to say where a line's entries begin
     const std::size_t entries = model_.log().size();
     if (entries > std::numeric_limits<std::uint32_t>::max())
       throw std::length_error("SimBackend: a run of more than 2^32 API calls (log entries) is not supported");
@@ -407,6 +417,16 @@ class SimBackend {
       line_starts_.back().line = line;  // the previous line made no choice
     else
       line_starts_.push_back(LineStart{choices, line});
+  }
+
+  /// Drops the records of executed ops nothing names (DeviceModel::compact),
+  /// with the ones this backend names kept, and their origin lines with them.
+  void compact() {
+    std::vector<OpRef> named;
+    if (last_free_) named.push_back(*last_free_);
+    for (const auto& [op, launch] : op_launches_) named.push_back(op);
+    const Retention r = model_.compact(std::move(named));
+    op_origins_.drop(r.dropped_before, [&](OpRef op) { return r.keeps(op); });
   }
 
   void tag(OpRef op) {

@@ -98,9 +98,16 @@ std::string describe_fix(const ReportFinding& f) {
       return "free the buffer (free/deallocate) once its last use is enqueued";
     case Fix::KeepAliveUntilUse:
       return fmt::format("keep the buffer alive until after {}, or use a live buffer", line_ref(*f.second));
-    case Fix::RecordEventAndWait:
-      return fmt::format("record an event on {} after {}; make {} wait on it before {}", f.first.stream,
-                         line_ref(f.first), f.second->stream, line_ref(*f.second));
+    case Fix::RecordEventAndWait: {
+      std::string fix = fmt::format("record an event on {} after {}; make {} wait on it before {}", f.first.stream,
+                                    line_ref(f.first), f.second->stream, line_ref(*f.second));
+      if (f.producer_unchecked)
+        fix += fmt::format(
+            " (not checked: {} reads what {} writes, and a streamed check keeps no earlier write; if one is ordered "
+            "before {}, this edge makes it read {}'s data instead: check the trace without --stream to know)",
+            short_ref(*f.second), short_ref(f.first), short_ref(*f.second), short_ref(f.first));
+      return fix;
+    }
     case Fix::SyncBeforeHostUse:
       return fmt::format(
           "synchronize {} (or an event recorded after {}) before {}: the host touches bytes that {} may not have "
@@ -237,6 +244,8 @@ std::string to_string(Coverage::How how) {
       return "dfs";
     case Coverage::How::Pct:
       return "pct";
+    case Coverage::How::Streamed:
+      return "streamed";
   }
   return {};
 }
@@ -260,6 +269,9 @@ std::string describe(const ChoiceSummary& s) {
   if (s.device_steps > 0)
     parts.push_back(fmt::format("{} device step{} (which stream head completes next)", s.device_steps,
                                 s.device_steps == 1 ? "" : "s"));
+  if (s.not_listed > 0)
+    parts.push_back(fmt::format("{} more pool reuse{} and quer{} not listed", s.not_listed,
+                                s.not_listed == 1 ? "" : "s", s.not_listed == 1 ? "y" : "ies"));
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
@@ -294,6 +306,27 @@ std::string describe_coverage(const Coverage& c) {
                      "after the probe miss it with probability <= {:.3g}\n",
                      p.depth, p.steps, p.depth == 0 ? 0 : p.depth - 1, p.per_run(), p.agents, p.runs_at_depth,
                      p.missed());
+      break;
+    }
+    case Coverage::How::Streamed: {
+      const std::string run = fmt::format(
+          "one execution, streamed: {} statements read and run one at a time, {} ops, each executed as soon as it "
+          "was enqueued; {} op records held at the end",
+          c.streamed ? c.streamed->statements : 0, c.streamed ? c.streamed->ops : 0,
+          c.streamed ? c.streamed->held_ops : 0);
+      if (c.exhaustive)
+        fmt::format_to(line,
+                       "coverage: exhaustive: {}. The run made no choice and asked no query (nothing it observed "
+                       "could have turned out otherwise), so every schedule has its verdict\n",
+                       run);
+      else
+        fmt::format_to(line,
+                       "coverage: NOT exhaustive: {}; so every query answered done and every free had run when the "
+                       "pool was asked. Choices not explored: {}\n",
+                       run, describe(c.unexplored));
+      fmt::format_to(line,
+                     "  not in a streamed check: near misses, fixes as edits, and whether a fix's edge would change "
+                     "which write a read sees (each needs the whole trace)\n");
       break;
     }
     case Coverage::How::Dfs: {

@@ -68,7 +68,9 @@ std::string report_text(const Report& r) {
         taken += fmt::format("{}line {} {}", taken.empty() ? "" : ", ", b.line, b.done ? "done" : "not done");
       fmt::format_to(line, "  branches: {} (the 'if done' answers of its first run)\n", taken);
     }
-    if (f.schedule_file)
+    if (c.how == Coverage::How::Streamed)  // its execution is the seed's, every op run at once: no schedule string
+      fmt::format_to(line, "  rerun:    streamcheck check --stream {} --seed {}\n", r.file, c.seed);
+    else if (f.schedule_file)
       fmt::format_to(line, "  replay:   streamcheck replay {} --schedule-file {}\n", r.file, *f.schedule_file);
     else
       fmt::format_to(line, "  replay:   streamcheck replay {} --schedule {}\n", r.file, f.schedule);
@@ -199,6 +201,7 @@ Json finding_json(const ReportFinding& f) {
   if (f.near_miss) o["near_miss"] = near_miss_json(*f.near_miss);
   if (!f.edits.empty()) o["edits"] = edits_json(f.edits);
   if (f.producer) o["producer"] = op_json(*f.producer);
+  if (f.producer_unchecked) o["producer_unchecked"] = true;
   if (f.same_handle) o["same_handle"] = *f.same_handle;
   if (!f.branches.empty()) {
     o["branches"] = Json::array();
@@ -240,6 +243,7 @@ Json choices_json(const ChoiceSummary& s) {
     j["queries"].push_back({{"line", line_or_null(q.line)}, {"answer", q.done ? "done" : "not done"}});
   for (const auto& c : s.faults) j["faults"].push_back(choice_json(c));
   j["device_steps"] = s.device_steps;
+  if (s.not_listed > 0) j["not_listed"] = s.not_listed;
   return j;
 }
 
@@ -272,6 +276,9 @@ Json coverage_json(const Coverage& c) {
   j["unexplored"] = choices_json(c.unexplored);
   if (c.dfs)
     j["dfs"] = {{"choices_per_run", c.dfs->choices_per_run}, {"deviations_covered", c.dfs->deviations_covered}};
+  if (c.streamed)
+    j["streamed"] = {
+        {"statements", c.streamed->statements}, {"ops", c.streamed->ops}, {"held_ops", c.streamed->held_ops}};
   j["to_finish"] = Json::array();
   for (const auto& s : c.to_finish) j["to_finish"].push_back({{"command", s.command}, {"why", s.why}});
   return j;

@@ -131,6 +131,11 @@ struct ReportFinding {
   /// ReorderOrDoubleBuffer: the write `second` reads today (its last
   /// HB-ordered writer of these bytes, tools/producers.h).
   std::optional<ReportOp> producer;
+  /// A streamed check, which keeps no earlier writes: `first` writes bytes
+  /// `second` reads, and whether an earlier write ordered before `second`
+  /// (which the fix's edge would replace, ReorderOrDoubleBuffer) exists was
+  /// not checked. The fix names it; a check without --stream tells.
+  bool producer_unchecked = false;
   /// The branch that first schedule took at each `if done` it reached (R11).
   std::vector<BranchTaken> branches;
   std::string schedule;  // the first schedule that showed it
@@ -165,8 +170,14 @@ struct ChoiceSummary {
   std::vector<QueryAnswer> queries;
   std::vector<ChoicePoint> faults;
   std::uint64_t device_steps = 0;
-  bool empty() const { return pool_reuse.empty() && queries.empty() && faults.empty() && device_steps == 0; }
+  /// Pool reuses and queries made but not listed above (a streamed check
+  /// lists the first kMaxListedChoices of each: a long run makes millions).
+  std::uint64_t not_listed = 0;
+  bool empty() const {
+    return pool_reuse.empty() && queries.empty() && faults.empty() && device_steps == 0 && not_listed == 0;
+  }
 };
+inline constexpr std::size_t kMaxListedChoices = 20;
 
 /// A command that would explore what this run did not.
 struct NextStep {
@@ -184,7 +195,10 @@ struct ShardFirstRun {
 /// What was explored, whether that was everything, and if not, how far it
 /// got and what would finish it (issue 10: never a silent "clean").
 struct Coverage {
-  enum class How : std::uint8_t { OneSchedule, Replay, Random, Dfs, Pct };
+  /// Streamed: one execution of a trace read and run a statement at a time
+  /// (check --stream), every op executed as soon as it was enqueued
+  /// (sim::DeviceProgress::AtOnce).
+  enum class How : std::uint8_t { OneSchedule, Replay, Random, Dfs, Pct, Streamed };
   How how = How::OneSchedule;
   std::uint64_t seed = 0;
   std::uint64_t explored = 0;  // schedules run
@@ -232,6 +246,15 @@ struct Coverage {
   std::optional<ShardPart> shard;
   /// What would explore the rest; empty when exhaustive.
   std::vector<NextStep> to_finish;
+  /// Streamed: the ops the run enqueued, and how many records of them it
+  /// held at the end (those something still named, and those since its
+  /// last retention pass): what its memory grew with.
+  struct StreamedRun {
+    std::uint64_t statements = 0;
+    std::uint64_t ops = 0;
+    std::uint64_t held_ops = 0;
+  };
+  std::optional<StreamedRun> streamed;
 };
 
 /// `replay --backend cuda`: the trace run on the GPU with the first op of

@@ -59,6 +59,10 @@ std::vector<std::pair<std::string, std::string>> policy_difference(const PoolPol
 }  // namespace
 
 sim::ScheduleHeader schedule_header(const Trace& trace, const TraceRunOptions& run) {
+  // A header says EveryStep or OnObservation; a replay of any other run
+  // would run another execution without saying so.
+  if (run.progress == sim::DeviceProgress::AtOnce)
+    throw std::logic_error("schedule_header: a run whose ops execute at once (a streamed check) has no schedule");
   return sim::ScheduleHeader{run.faults, run.progress == sim::DeviceProgress::OnObservation,
                              policy_difference(trace.policy, run.policy)};
 }

@@ -81,6 +81,7 @@ struct Options {
   std::string file;
   std::string dir;
   bool json = false;
+  bool stream = false;              // check --stream
   std::vector<std::string> policy;  // SWITCH=VALUE, in order
   tools::TraceCheckOptions trace;
   std::optional<std::string> schedule;
@@ -348,7 +349,13 @@ tools::TraceCheckOptions with_policy(const Options& o) {
   return t;
 }
 
-Outcome check(const Options& o) {
+Outcome check(const CLI::App& verb, const Options& o) {
+  if (o.stream) {
+    for (const char* whole_run_only : {"--faults", "--redundant"})
+      if (verb.count(whole_run_only) > 0)
+        throw UsageError(std::string(whole_run_only) + " needs the whole run kept: leave out --stream");
+    return print_report(tools::check_streamed(o.file, with_policy(o)), o);
+  }
   return print_report(tools::check_trace(tools::load_trace(o.file), with_policy(o)), o);
 }
 
@@ -603,6 +610,11 @@ int main(int argc, char** argv) {
   add_redundant(*check_verb, o);
   add_json(*check_verb, o);
   add_save_schedules(*check_verb, o);
+  check_verb->add_flag(
+      "--stream", o.stream,
+      "read and run the trace a statement at a time, keeping only what it holds at once: for a trace larger than "
+      "memory. One execution, every op run as soon as it is enqueued; one host thread, no `if done`, no graph "
+      "capture (docs/TRACES.md, \"Streamed checks\")");
 
   auto* explore_verb = app.add_subcommand(
       "explore",
@@ -766,7 +778,7 @@ int main(int argc, char** argv) {
   try {
     refuse_unknown_options(app, argc, argv);
     app.parse(argc, argv);
-    if (check_verb->parsed()) outcome = check(o);
+    if (check_verb->parsed()) outcome = check(*check_verb, o);
     if (explore_verb->parsed()) outcome = explore(*explore_verb, o);
     if (replay_verb->parsed()) outcome = replay(*replay_verb, o);
     if (render_verb->parsed()) outcome = render(*render_verb, o);

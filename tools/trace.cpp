@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <set>
 #include <string>
 #include <utility>
@@ -74,7 +75,10 @@ constexpr std::string_view kUtf8ByteOrderMark = "\xEF\xBB\xBF";
 
 class Parser {
  public:
-  Parser(std::string_view text, std::string file) : text_(text), file_(std::move(file)) {
+  /// `streamed`: the trace is read a statement at a time (TraceReader), so
+  /// what a streamed check cannot run is an error at its line.
+  Parser(std::string_view text, std::string file, bool streamed = false)
+      : text_(text), file_(std::move(file)), streamed_(streamed) {
     trace_.file = file_;
     declare(kMainThread, NameKind::Thread);
     main_thread_ = names_.find(kMainThread)->second.name;
@@ -95,9 +99,19 @@ class Parser {
       if (end == text_.size()) break;
       start = end + 1;
     }
+    check_whole_trace(!trace_.statements.empty());
+    for (Statement& st : trace_.statements)
+      if (auto* decl = std::get_if<ast::ThreadDecl>(&st)) decl->starts_at_spawn = spawned_.contains(decl->name);
+    return std::move(trace_);
+  }
+
+  /// What only the whole trace shows: it has statements (`any_statement`),
+  /// and one that runs; no block or capture is left open; no thread ends
+  /// holding a mutex.
+  void check_whole_trace(bool any_statement) {
     // A CI job pointed at the wrong file must not pass: nothing to check is
     // an input error, not a clean verdict.
-    if (trace_.statements.empty())
+    if (!any_statement)
       throw TraceError(TraceError::Kind::NoStatements, file_,
                        "the trace has no statements (the file is empty or holds only comments and blank lines)");
     if (!blocks_.empty()) {
@@ -119,12 +133,129 @@ class Parser {
       for (const auto& [mutex, at] : held)
         throw TraceError(file_, at.first, at.second,
                          fmt::format("thread {} ends holding mutex {} (locked here): unlock it", thread, mutex));
-    for (Statement& st : trace_.statements)
-      if (auto* decl = std::get_if<ast::ThreadDecl>(&st)) decl->starts_at_spawn = spawned_.contains(decl->name);
-    return std::move(trace_);
+  }
+
+  /// The text a statement on `line` has (ast::Source::text): its words,
+  /// without the comment (statement_texts, for the lines a streamed check
+  /// names).
+  std::string statement_text(std::string_view line) {
+    tokenize(line);
+    std::string text(joined_bytes(), ' ');
+    write_joined(text.data());
+    return text;
+  }
+
+  Trace& trace() { return trace_; }
+  /// The line of the first statement that is not a declaration, once parsed.
+  std::optional<int> first_run_line() const { return first_run_line_; }
+
+  void parse_line(std::string_view line, int line_no) {
+    line_ = line_no;
+    tokenize(line);
+    if (toks_.empty()) return;
+    ast::Source src;
+    src.line = line_no;
+    src.thread = main_thread_;
+    thread_ = src.thread;
+    if (toks_[0].text[0] == '@') {
+      const Token t = toks_[0];
+      const std::string name(t.text.substr(1));
+      auto it = names_.find(name);
+      if (it == names_.end())
+        fail(t.col,
+             fmt::format("unknown thread '{}' (declare it with 'thread {}')", shown_input(name), shown_input(name)));
+      if (it->second.kind != NameKind::Thread)
+        fail(t.col, fmt::format("'{}' is {}, not a thread", name, with_article(it->second.kind)));
+      src.thread = it->second.name;
+      thread_ = src.thread;
+      ++pos_;
+      if (at_end()) fail(end_col_, fmt::format("expected a statement after '{}'", shown_input(t.text)));
+    }
+    const Token kw = toks_[pos_++];
+    // The words joined, written straight into the store: no copy of the
+    // line made first.
+    src.text = trace_.texts->keep_written(joined_bytes(), [&](char* out) { write_joined(out); });
+    const auto keyword = trace_language::statement_keyword(kw.text);
+    if (!keyword) {
+      std::string hint;
+      for (const auto& s : trace_language::kStatementWords)
+        if (edit_distance(kw.text, s.word) <= 2) hint = fmt::format(" (did you mean '{}'?)", s.word);
+      fail(kw.col, fmt::format("unknown statement '{}'{}", shown_input(kw.text), hint));
+    }
+    if (streamed_) refuse_unstreamable(*keyword, kw, src.thread);
+    if (!blocks_.empty()) inside_block(*keyword, kw, src.thread);
+    Statement st = statement(*keyword, kw, std::move(src));
+    expect_end();
+    declare_pending_name();
+    capture_rules(st);
+    if (!is_declaration(*keyword) && !first_run_line_) first_run_line_ = line_no;
+    trace_.statements.push_back(std::move(st));
   }
 
  private:
+  /// The line's words joined by one space (none before a comma): how many
+  /// bytes, and written at `out`, each word's place noted in kept_words_.
+  bool spaced(std::size_t i) const { return i > 0 && toks_[i].text != ","; }
+  std::size_t joined_bytes() const {
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < toks_.size(); ++i) bytes += toks_[i].text.size() + (spaced(i) ? 1 : 0);
+    return bytes;
+  }
+  void write_joined(char* out) {
+    kept_words_.resize(toks_.size());
+    for (std::size_t i = 0; i < toks_.size(); ++i) {
+      if (spaced(i)) *out++ = ' ';
+      kept_words_[i] = std::string_view(out, toks_[i].text.size());
+      out = std::copy(toks_[i].text.begin(), toks_[i].text.end(), out);
+    }
+  }
+
+  /// A streamed check (TraceReader) runs each statement once, as it is
+  /// read, on the main thread, with the resource and pool made before the
+  /// first statement runs: what needs more is an error at its line.
+  void refuse_unstreamable(trace_language::StatementKeyword keyword, const Token& kw, const Name& thread) const {
+    using K = trace_language::StatementKeyword;
+    constexpr std::string_view kWithout = "; check the trace without --stream";
+    if (thread != main_thread_)
+      fail(toks_[0].col, fmt::format("a streamed check runs the trace on one host thread, in file order: '{}' is a "
+                                     "statement of thread {}{}",
+                                     shown_input(toks_[0].text), thread, kWithout));
+    switch (keyword) {
+      case K::Thread:
+      case K::Spawn:
+      case K::Join:
+      case K::Lock:
+      case K::Unlock:
+      case K::Send:
+      case K::Receive:
+      case K::Mutex:
+      case K::Channel:
+        fail(kw.col, fmt::format("a streamed check runs the trace on one host thread, in file order: '{}' is for "
+                                 "host threads (R6){}",
+                                 kw.text, kWithout));
+      case K::If:
+      case K::Else:
+      case K::End:
+        fail(kw.col, fmt::format("a streamed check runs each statement once, as it is read: '{}' belongs to an "
+                                 "'if done' block (R11), whose statements a run may skip or read on another "
+                                 "branch{}",
+                                 kw.text, kWithout));
+      case K::Capture:
+        fail(kw.col, fmt::format("a streamed check forgets each statement once it has run: a graph capture (R14) "
+                                 "is run again at each 'launch graph'{}",
+                                 kWithout));
+      case K::Policy:
+      case K::Resource:
+        if (first_run_line_)
+          fail(kw.col, fmt::format("in a streamed check, '{}' lines come before the first statement that runs "
+                                   "(line {}): the pool and the resource are made before it runs",
+                                   kw.text, *first_run_line_));
+        return;
+      default:
+        return;
+    }
+  }
+
   struct BufferInfo;  // what the parser knows of a buffer (below)
   [[noreturn]] void fail(int col, const std::string& message) const { throw TraceError(file_, line_, col, message); }
 
@@ -449,58 +580,6 @@ class Parser {
       return t;
     }();
     return kClasses[static_cast<unsigned char>(c)];
-  }
-
-  void parse_line(std::string_view line, int line_no) {
-    line_ = line_no;
-    tokenize(line);
-    if (toks_.empty()) return;
-    ast::Source src;
-    src.line = line_no;
-    src.thread = main_thread_;
-    thread_ = src.thread;
-    if (toks_[0].text[0] == '@') {
-      const Token t = toks_[0];
-      const std::string name(t.text.substr(1));
-      auto it = names_.find(name);
-      if (it == names_.end())
-        fail(t.col,
-             fmt::format("unknown thread '{}' (declare it with 'thread {}')", shown_input(name), shown_input(name)));
-      if (it->second.kind != NameKind::Thread)
-        fail(t.col, fmt::format("'{}' is {}, not a thread", name, with_article(it->second.kind)));
-      src.thread = it->second.name;
-      thread_ = src.thread;
-      ++pos_;
-      if (at_end()) fail(end_col_, fmt::format("expected a statement after '{}'", shown_input(t.text)));
-    }
-    const Token kw = toks_[pos_++];
-    // The words joined by one space (none before a comma), written straight
-    // into the store: no copy of the line made first.
-    const auto spaced = [&](std::size_t i) { return i > 0 && toks_[i].text != ","; };
-    std::size_t text_bytes = 0;
-    for (std::size_t i = 0; i < toks_.size(); ++i) text_bytes += toks_[i].text.size() + (spaced(i) ? 1 : 0);
-    kept_words_.resize(toks_.size());
-    src.text = trace_.texts->keep_written(text_bytes, [&](char* out) {
-      for (std::size_t i = 0; i < toks_.size(); ++i) {
-        if (spaced(i)) *out++ = ' ';
-        kept_words_[i] = std::string_view(out, toks_[i].text.size());
-        out = std::copy(toks_[i].text.begin(), toks_[i].text.end(), out);
-      }
-    });
-    const auto keyword = trace_language::statement_keyword(kw.text);
-    if (!keyword) {
-      std::string hint;
-      for (const auto& s : trace_language::kStatementWords)
-        if (edit_distance(kw.text, s.word) <= 2) hint = fmt::format(" (did you mean '{}'?)", s.word);
-      fail(kw.col, fmt::format("unknown statement '{}'{}", shown_input(kw.text), hint));
-    }
-    if (!blocks_.empty()) inside_block(*keyword, kw, src.thread);
-    Statement st = statement(*keyword, kw, std::move(src));
-    expect_end();
-    declare_pending_name();
-    capture_rules(st);
-    if (!is_declaration(*keyword) && !first_run_line_) first_run_line_ = line_no;
-    trace_.statements.push_back(std::move(st));
   }
 
   /// Parses the rest of a statement that starts with `keyword`.
@@ -1164,6 +1243,7 @@ class Parser {
     if (trace_.uses_resource) fail(kw.col, "'resource' may appear only once");
     int pool_mutant_col = 0;
     trace_.uses_resource = true;
+    trace_.resource_line = line_;
     while (!at_end()) {
       const Token& opt = next("'budget', 'mutant', 'pool' or 'debug'");
       if (opt.text == trace_language::word::kPool) {
@@ -1208,6 +1288,7 @@ class Parser {
 
   std::string_view text_;
   std::string file_;
+  bool streamed_ = false;
   Trace trace_;
   NameMap<Declared> names_;
   std::vector<BufferAccess> access_scratch_;  // the access list being parsed (accesses)
@@ -1324,6 +1405,21 @@ std::string_view TextStore::keep(std::string_view text) {
   return keep_written(text.size(), [&](char* out) { std::memcpy(out, text.data(), text.size()); });
 }
 
+void TextStore::clear() {
+  std::unique_ptr<char[]> filling;
+  for (auto& chunk : chunks_)
+    if (chunk.get() == filling_) filling = std::move(chunk);
+  chunks_.clear();
+  if (filling) {
+    chunks_.push_back(std::move(filling));
+    next_ = filling_;
+    left_ = kChunkBytes;
+  } else {
+    next_ = filling_ = nullptr;
+    left_ = 0;
+  }
+}
+
 char* TextStore::room_for(std::size_t bytes, std::size_t align) {
   const std::size_t pad = (align - reinterpret_cast<std::uintptr_t>(next_) % align) % align;
   if (pad + bytes > left_) {
@@ -1331,7 +1427,7 @@ char* TextStore::room_for(std::size_t bytes, std::size_t align) {
     // stays the one filled (its bytes never move: next_ stays valid).
     if (bytes > kChunkBytes / 4) return chunks_.emplace_back(std::make_unique_for_overwrite<char[]>(bytes)).get();
     chunks_.push_back(std::make_unique_for_overwrite<char[]>(kChunkBytes));
-    next_ = chunks_.back().get();  // aligned for any type (operator new[])
+    next_ = filling_ = chunks_.back().get();  // aligned for any type (operator new[])
     left_ = kChunkBytes;
   } else {
     next_ += pad;
@@ -1345,30 +1441,163 @@ char* TextStore::room_for(std::size_t bytes, std::size_t align) {
 
 Trace parse_trace(std::string_view text, const std::string& file) { return Parser(text, file).parse(); }
 
-Trace load_trace(const std::string& path) {
-  // POSIX reads, so that every failure (a missing file, a directory, no
-  // permission) comes with the OS's own reason.
-  const auto unreadable = [&](int error) {
-    return TraceError(TraceError::Kind::Unreadable, path,
-                      fmt::format("cannot read the trace: {}", std::strerror(error)));
-  };
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw unreadable(errno);
-  std::string text;
-  std::array<char, 1 << 16> chunk{};
-  for (;;) {
-    const ssize_t n = ::read(fd, chunk.data(), chunk.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int error = errno;
-      ::close(fd);
-      throw unreadable(error);
-    }
-    if (n == 0) break;
-    text.append(chunk.data(), static_cast<std::size_t>(n));
+namespace {
+
+/// A trace file read through POSIX calls, so that every failure (a missing
+/// file, a directory, no permission) comes with the OS's own reason.
+class TraceFile {
+ public:
+  explicit TraceFile(const std::string& path) : path_(path), fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+    if (fd_ < 0) throw unreadable(errno);
   }
-  ::close(fd);
+  ~TraceFile() { ::close(fd_); }
+  TraceFile(const TraceFile&) = delete;
+  TraceFile& operator=(const TraceFile&) = delete;
+  /// Appends up to `bytes` more bytes of the file to `out`; false at its end.
+  bool read_more(std::string& out, std::size_t bytes) {
+    const std::size_t had = out.size();
+    out.resize(had + bytes);
+    for (;;) {
+      const ssize_t n = ::read(fd_, out.data() + had, bytes);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        const int error = errno;
+        out.resize(had);
+        throw unreadable(error);
+      }
+      out.resize(had + static_cast<std::size_t>(n));
+      return n > 0;
+    }
+  }
+
+ private:
+  TraceError unreadable(int error) const {
+    return TraceError(TraceError::Kind::Unreadable, path_,
+                      fmt::format("cannot read the trace: {}", std::strerror(error)));
+  }
+  std::string path_;
+  int fd_;
+};
+
+/// The lines of a trace file one at a time, read in blocks: a streamed
+/// check never holds the whole file.
+class LineReader {
+ public:
+  explicit LineReader(const std::string& path) : file_(path) {}
+  /// The next line (without its newline), valid until the next call;
+  /// nullopt after the last. Lines are numbered from 1 (line()).
+  std::optional<std::string_view> next() {
+    for (;;) {
+      const std::size_t end = buffer_.find('\n', at_);
+      if (end != std::string::npos) return line_at(end, end + 1);
+      if (at_ > 0) {  // the unread rest to the front, then more of the file after it
+        buffer_.erase(0, at_);
+        at_ = 0;
+      }
+      if (!ended_ && file_.read_more(buffer_, kBlockBytes)) continue;
+      ended_ = true;
+      // The last line has no newline; a file that ends with one has no
+      // line after it, but a file with nothing at all is one empty line.
+      if (at_ < buffer_.size() || (line_ == 0 && !given_last_)) {
+        given_last_ = true;
+        return line_at(buffer_.size(), buffer_.size());
+      }
+      return std::nullopt;
+    }
+  }
+  int line() const { return line_; }
+
+ private:
+  std::string_view line_at(std::size_t end, std::size_t next) {
+    const std::string_view line(buffer_.data() + at_, end - at_);
+    at_ = next;
+    ++line_;
+    return line;
+  }
+  static constexpr std::size_t kBlockBytes = std::size_t{1} << 20;
+  TraceFile file_;
+  std::string buffer_;
+  std::size_t at_ = 0;  // where the unread part of buffer_ starts
+  int line_ = 0;
+  bool ended_ = false;
+  bool given_last_ = false;
+};
+
+}  // namespace
+
+Trace load_trace(const std::string& path) {
+  TraceFile file(path);
+  std::string text;
+  while (file.read_more(text, std::size_t{1} << 16)) {
+  }
   return parse_trace(text, path);
+}
+
+struct TraceReader::Impl {
+  explicit Impl(const std::string& path) : lines(path), parser({}, path, /*streamed=*/true) {}
+  LineReader lines;
+  Parser parser;
+  std::deque<Statement> ahead;  // read_declarations' statements, not handed out yet
+  Statement current;            // what next() handed out last
+  std::uint64_t handed_out = 0;
+  bool any_statement = false;
+  bool ended = false;
+
+  /// Parses lines until one makes a statement, which goes to `ahead`;
+  /// false at the end of the file (after the whole trace's checks).
+  bool read_statement() {
+    if (ended) return false;
+    std::vector<Statement>& made = parser.trace().statements;
+    while (const auto line = lines.next()) {
+      parser.parse_line(*line, lines.line());
+      if (made.empty()) continue;
+      ahead.push_back(std::move(made.back()));
+      made.clear();
+      any_statement = true;
+      return true;
+    }
+    ended = true;
+    parser.check_whole_trace(any_statement);
+    return false;
+  }
+};
+
+TraceReader::TraceReader(const std::string& path) : impl_(std::make_unique<Impl>(path)) {}
+TraceReader::~TraceReader() = default;
+
+const Trace& TraceReader::trace() const { return impl_->parser.trace(); }
+
+void TraceReader::read_declarations() {
+  while (!impl_->parser.first_run_line() && impl_->read_statement()) {
+  }
+}
+
+const Statement* TraceReader::next() {
+  Impl& r = *impl_;
+  // The statement handed out last, and its texts, go (the texts of those
+  // read ahead stay until they are handed out too).
+  if (r.ahead.empty()) r.parser.trace().texts->clear();
+  if (r.ahead.empty() && !r.read_statement()) return nullptr;
+  r.current = std::move(r.ahead.front());
+  r.ahead.pop_front();
+  ++r.handed_out;
+  return &r.current;
+}
+
+std::uint64_t TraceReader::statements_read() const { return impl_->handed_out; }
+
+std::map<int, std::string> statement_texts(const std::string& path, const std::set<int>& lines) {
+  std::map<int, std::string> out;
+  if (lines.empty()) return out;
+  LineReader reader(path);
+  Parser words({}, path);
+  while (const auto line = reader.next()) {
+    if (!lines.contains(reader.line())) continue;
+    std::string text = words.statement_text(*line);
+    if (!text.empty()) out.emplace(reader.line(), std::move(text));
+    if (reader.line() >= *lines.rbegin()) break;
+  }
+  return out;
 }
 
 std::optional<PoolSwitchProblem> set_pool_switch(PoolPolicy& policy, std::string_view name, std::string_view value,
@@ -1392,20 +1621,57 @@ std::optional<PoolSwitchProblem> set_pool_switch(PoolPolicy& policy, std::string
 
 // ----------------------------------------------------------------- running
 
+namespace {
+
+/// The simulated device and backend of one run of a trace, as `options` say.
+struct SimulatedRun {
+  SimulatedRun(sim::Chooser& chooser, const TraceRunOptions& options)
+      : model(std::make_unique<sim::DeviceModel>(chooser, options.policy, options.progress)),
+        backend(*model, backend_options(options)) {
+    model->set_compact_every(options.compact_every);
+  }
+  static sim::SimBackendOptions backend_options(const TraceRunOptions& options) {
+    sim::SimBackendOptions bo;
+    bo.max_explored_faults = options.faults ? 1 : 0;
+    bo.retain_only_named = options.retain_only_named;
+    return bo;
+  }
+  /// What the run record takes from the backend and the chooser once the
+  /// statements ran: the plain allocations' stream, the choices with their
+  /// lines, the queries' answers; then the model.
+  void record_into(Execution& exec, StreamId plain_alloc_stream, const sim::Chooser& chooser) {
+    if (const auto plain = backend.resolve_stream(plain_alloc_stream)) exec.set_plain_alloc_stream(*plain);
+    std::vector<ChoicePoint> choices;
+    const auto& starts = backend.line_starts();
+    std::size_t next_start = 0;
+    int line = 0;
+    for (const sim::Choice& c : chooser.taken()) {
+      for (; next_start < starts.size() && starts[next_start].first_choice <= choices.size(); ++next_start)
+        line = starts[next_start].line;
+      choices.push_back(ChoicePoint{c.kind, c.options, c.taken, line});
+    }
+    std::vector<QueryAnswer> queries;
+    for (const auto& q : backend.query_answers()) queries.push_back(QueryAnswer{q.line, q.done, q.after_choices});
+    exec.set_choices(std::move(choices), std::move(queries));
+  }
+  std::unique_ptr<sim::DeviceModel> model;
+  sim::SimBackend backend;
+};
+
+}  // namespace
+
 Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const TraceRunOptions& options,
                            const std::function<void(const sim::DeviceModel&)>& on_model) {
-  auto model = std::make_unique<sim::DeviceModel>(chooser, options.policy, options.progress);
   // Partial-order reduction over the trace's host threads (R6): sound only
   // where the device moves on observation, so that every other choice is
   // made inside a host statement whose footprint covers it.
   if (options.sleep_sets && options.progress == sim::DeviceProgress::OnObservation) chooser.enable_sleep_sets();
-  if (on_model) on_model(*model);
-  sim::SimBackendOptions bo;
-  bo.max_explored_faults = options.faults ? 1 : 0;
-  sim::SimBackend backend(*model, bo);
+  SimulatedRun sim(chooser, options);
+  sim::SimBackend& backend = sim.backend;
+  if (on_model) on_model(*sim.model);
   TraceInterpreter<sim::SimBackend> interpreter(trace, backend);
   Execution exec = interpreter.run();
-  if (const auto plain = backend.resolve_stream(interpreter.plain_alloc_stream())) exec.set_plain_alloc_stream(*plain);
+  sim.record_into(exec, interpreter.plain_alloc_stream(), chooser);
   // Line -> statement text, indexed by line (a map of a million lines was a
   // tree walk per op: docs/PERFORMANCE.md, "HB checking").
   struct LineTexts {
@@ -1431,18 +1697,6 @@ Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const Trac
                                  fmt::format("{}; run by line {}: {}", *text.at(backend.op_origin(op).value_or(0)),
                                              launch, *text.at(launch)),
                                  launch});
-  std::vector<ChoicePoint> choices;
-  const auto& starts = backend.line_starts();
-  std::size_t next_start = 0;
-  int line = 0;
-  for (const sim::Choice& c : chooser.taken()) {
-    for (; next_start < starts.size() && starts[next_start].first_choice <= choices.size(); ++next_start)
-      line = starts[next_start].line;
-    choices.push_back(ChoicePoint{c.kind, c.options, c.taken, line});
-  }
-  std::vector<QueryAnswer> queries;
-  for (const auto& q : backend.query_answers()) queries.push_back(QueryAnswer{q.line, q.done, q.after_choices});
-  exec.set_choices(std::move(choices), std::move(queries));
   std::vector<Execution::LogStart> log_starts;
   log_starts.reserve(backend.log_line_starts().size());  // one a statement: grown by doubling, it was two copies
   for (const auto& start : backend.log_line_starts()) {
@@ -1451,7 +1705,17 @@ Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const Trac
   }
   exec.set_log_starts(std::move(log_starts));
   exec.set_origins(backend.op_origins(), std::move(text.by_line));
-  exec.set_model(std::move(model));
+  exec.set_model(std::move(sim.model));
+  return exec;
+}
+
+Execution run_streamed_on_simulator(TraceReader& reader, sim::Chooser& chooser, const TraceRunOptions& options) {
+  SimulatedRun sim(chooser, options);
+  TraceInterpreter<sim::SimBackend> interpreter(reader.trace(), sim.backend);
+  Execution exec = interpreter.run_streamed([&] { return reader.next(); });
+  sim.record_into(exec, interpreter.plain_alloc_stream(), chooser);
+  exec.set_origins(sim.backend.op_origins(), {});  // the texts come later (set_origin_texts)
+  exec.set_model(std::move(sim.model));
   return exec;
 }
 
@@ -1462,9 +1726,9 @@ const sim::DeviceModel& Execution::model() const {
 
 OpOrigin Execution::origin_at(int line) const {
   const auto i = static_cast<std::size_t>(line);
-  if (i >= line_texts_.size() || line_texts_[i] == nullptr)
-    throw std::logic_error("Execution: internal error: no statement at line " + std::to_string(line));
-  return OpOrigin{line, std::string(*line_texts_[i])};
+  if (i < line_texts_.size() && line_texts_[i] != nullptr) return OpOrigin{line, std::string(*line_texts_[i])};
+  if (const auto text = origin_texts_.find(line); text != origin_texts_.end()) return OpOrigin{line, text->second};
+  throw std::logic_error("Execution: internal error: no statement at line " + std::to_string(line));
 }
 
 std::optional<OpOrigin> Execution::origin(sim::OpRef op) const {

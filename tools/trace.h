@@ -152,6 +152,10 @@ class TextStore {
     write(at);
     return {at, bytes};
   }
+  /// Lets go of everything kept (every view into the store dangles after):
+  /// a streamed read (TraceReader) keeps one statement's texts at a time.
+  /// The chunk being filled stays, to be filled again.
+  void clear();
 
  private:
   /// `bytes` bytes (at least 1) that never move, starting at a multiple of
@@ -159,8 +163,9 @@ class TextStore {
   char* room_for(std::size_t bytes, std::size_t align = 1);
   static constexpr std::size_t kChunkBytes = std::size_t{1} << 16;
   std::vector<std::unique_ptr<char[]>> chunks_;
-  std::size_t left_ = 0;  // bytes free at the end of the last chunk of kChunkBytes
-  char* next_ = nullptr;  // where they start
+  std::size_t left_ = 0;     // bytes free at the end of the last chunk of kChunkBytes
+  char* next_ = nullptr;     // where they start
+  char* filling_ = nullptr;  // the start of that chunk
 };
 
 struct BufferRef {
@@ -540,6 +545,7 @@ struct Trace {
   std::shared_ptr<NameTable> names = std::make_shared<NameTable>();
   PoolPolicy policy;
   bool uses_resource = false;
+  int resource_line = 0;  // the `resource` statement's line (0: none)
   std::optional<MutantId> mutant;
   std::optional<std::uint64_t> budget;
   /// `resource pool`: the resource is PoolResource (model/pool_backend.h),
@@ -585,6 +591,49 @@ inline bool is_host_stream(std::string_view reported) {
 /// Parses and checks a whole trace; throws TraceError at the first problem
 /// (Kind::NoStatements for a trace without a statement).
 Trace parse_trace(std::string_view text, const std::string& file);
+
+/// A trace file read a statement at a time, for a streamed check
+/// (docs/TRACES.md, "Streamed checks"): the rules of parse_trace, for a
+/// trace that runs once, in file order, on the main thread. A statement of
+/// another host thread or for host threads (`thread`, `@T`, `lock`, ...),
+/// an `if done` block, a graph capture, and a `policy` or `resource` line
+/// after the first statement that runs are TraceErrors at their line.
+/// What it keeps is what the trace declares (names, buffers' kinds), never
+/// its statements: each is let go when the next is read.
+class TraceReader {
+ public:
+  /// Opens `path`; a file that cannot be read is a TraceError of
+  /// Kind::Unreadable with the OS's reason.
+  explicit TraceReader(const std::string& path);
+  ~TraceReader();
+  TraceReader(const TraceReader&) = delete;
+  TraceReader& operator=(const TraceReader&) = delete;
+  /// The trace as read so far, without statements: the file, the pool's
+  /// switches and the resource (final once read_declarations returned),
+  /// the default streams and host threads used so far (in the order of
+  /// their first use), the names.
+  const Trace& trace() const;
+  /// Reads ahead to the first statement that runs (or the end), keeping
+  /// the declarations before it for next(): a run is made after this, with
+  /// the pool and resource they say.
+  void read_declarations();
+  /// The next statement, valid until the next call; nullptr after the last
+  /// one, once the checks of the whole trace passed (it has a statement
+  /// that runs: TraceError of Kind::NoStatements otherwise).
+  const Statement* next();
+  /// How many statements next() handed out.
+  std::uint64_t statements_read() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The text of the statement on each of `lines` (ast::Source::text, as a
+/// parsed trace holds it) in trace file `path`: a streamed check's report
+/// names the lines of its findings without having kept their statements.
+/// A line that holds no statement is left out.
+std::map<int, std::string> statement_texts(const std::string& path, const std::set<int>& lines);
 /// Reads FILE and parses it; a file that cannot be read (missing, a
 /// directory, no permission) is a TraceError of Kind::Unreadable with the
 /// OS's reason.
@@ -744,6 +793,12 @@ class Execution {
     origin_lines_ = std::move(lines);
     line_texts_ = std::move(texts);
   }
+  /// A streamed run kept no statement: the texts of the lines its report
+  /// names, read again from the file (statement_texts).
+  void set_origin_texts(std::map<int, std::string> texts) { origin_texts_ = std::move(texts); }
+  /// The line that enqueued `op` (origin() without the text): what a
+  /// streamed run's report asks statement_texts for.
+  std::optional<int> origin_line(sim::OpRef op) const { return origin_lines_.get(op); }
 
  private:
   std::unique_ptr<sim::DeviceModel> model_;
@@ -752,6 +807,7 @@ class Execution {
   OpOrigin origin_at(int line) const;
   sim::OpLines origin_lines_;
   std::vector<const std::string_view*> line_texts_;  // by line; null where no statement is
+  std::map<int, std::string> origin_texts_;          // a streamed run's: by line
   std::map<sim::OpRef, OpOrigin> special_origins_;
   std::vector<ChoicePoint> choices_;
   std::vector<QueryAnswer> query_answers_;
@@ -772,6 +828,12 @@ struct TraceRunOptions {
   /// Partial-order reduction over the trace's host threads (sleep sets,
   /// R6): on for DeviceProgress::OnObservation; off to compare (tests).
   bool sleep_sets = true;
+  /// A long run's memory (a streamed check): keep no API log, and drop the
+  /// records of executed ops nothing names (sim::DeviceModel::compact) at
+  /// statement starts once `compact_every` ops came since the last pass.
+  /// What walks every op (pictures, producers, --redundant) cannot run then.
+  bool retain_only_named = false;
+  std::uint64_t compact_every = sim::DeviceModel::kCompactEvery;
 };
 
 /// Runs `trace` once on the simulator, the schedule chosen by `chooser`
@@ -780,5 +842,10 @@ struct TraceRunOptions {
 /// `on_model` sees the simulated device before the first statement runs.
 Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const TraceRunOptions& options,
                            const std::function<void(const sim::DeviceModel&)>& on_model = {});
+/// Runs the trace `reader` reads once on the simulator, each statement as it
+/// is read (TraceInterpreter::run_streamed), after reader.read_declarations()
+/// (`options.policy` is then the trace's, overrides applied). The record's
+/// ops have their lines but no texts: set_origin_texts gives those.
+Execution run_streamed_on_simulator(TraceReader& reader, sim::Chooser& chooser, const TraceRunOptions& options);
 
 }  // namespace streamcheck::tools

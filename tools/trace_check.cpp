@@ -64,19 +64,24 @@ std::vector<ReportBytes> report_bytes(const Execution& run, sim::OpRef first,
   return out;
 }
 
+/// Whether the finding's op `op` touches its bytes `how` (writes or reads).
+bool touches_the_bytes(const sim::DeviceModel& model, const sim::Finding& f, sim::OpRef op, bool (*how)(Access)) {
+  const auto accesses = model.accesses(op);
+  return std::any_of(accesses.begin(), accesses.end(), [&](const sim::OpAccess& a) {
+    return how(a.access) && std::any_of(f.bytes.begin(), f.bytes.end(),
+                                        [&](sim::ByteRange r) { return a.range.lo < r.hi && r.lo < a.range.hi; });
+  });
+}
+
 /// When `first` writes bytes that `second` reads, and the original trace
 /// already orders a write of those bytes before `second` (its producer), the
 /// edge first -> second would make `second` read first's data instead: that
 /// producer. The other edge, second -> first, inverts the enqueue order.
 std::optional<sim::OpRef> producer_an_edge_would_replace(const sim::DeviceModel& model, const sim::Finding& f) {
-  if (!f.second || f.definite) return std::nullopt;
+  if (!f.second || f.definite || !touches_the_bytes(model, f, f.first, writes)) return std::nullopt;
   const auto overlaps = [&](sim::ByteRange b) {
     return std::any_of(f.bytes.begin(), f.bytes.end(), [&](sim::ByteRange r) { return b.lo < r.hi && r.lo < b.hi; });
   };
-  const auto first_writes = model.accesses(f.first);
-  if (std::none_of(first_writes.begin(), first_writes.end(),
-                   [&](const sim::OpAccess& a) { return writes(a.access) && overlaps(a.range); }))
-    return std::nullopt;
   for (const Produced& p : producers(model, *f.second))
     if (overlaps(p.bytes) && std::find(p.writers.begin(), p.writers.end(), f.first) == p.writers.end())
       return p.writers.front();
@@ -128,7 +133,11 @@ std::optional<std::string> shared_handle(const Execution& run, const std::string
   return std::nullopt;
 }
 
-ReportFinding report_finding(const Execution& run, const sim::Finding& f, const std::string& schedule) {
+/// `producers_known`: false for a streamed run, which keeps no earlier
+/// writes: a fix that could replace what the second op reads is then marked
+/// unchecked instead of checked (ReportFinding::producer_unchecked).
+ReportFinding report_finding(const Execution& run, const sim::Finding& f, const std::string& schedule,
+                             bool producers_known = true) {
   ReportFinding out{.kind = f.kind,
                     .definite = f.definite,
                     .severity = f.kind == sim::FindingKind::Leak ? Severity::Warning : Severity::Error,
@@ -150,7 +159,10 @@ ReportFinding report_finding(const Execution& run, const sim::Finding& f, const 
   out.order = f.definite ? Ordering::FreedBeforeUse : Ordering::MissingEdge;
   out.fix = f.definite ? Fix::KeepAliveUntilUse : Fix::RecordEventAndWait;
   if (!f.definite) host_fix(out);
-  if (const auto producer = producer_an_edge_would_replace(run.model(), f)) {
+  if (!producers_known) {
+    out.producer_unchecked = !f.definite && touches_the_bytes(run.model(), f, f.first, writes) &&
+                             touches_the_bytes(run.model(), f, *f.second, reads);
+  } else if (const auto producer = producer_an_edge_would_replace(run.model(), f)) {
     out.fix = Fix::ReorderOrDoubleBuffer;
     out.producer = report_op(run, *producer);
   }
@@ -287,6 +299,8 @@ class Collector {
             {fmt::format("streamcheck explore {} --strategy dfs --schedules {}{}", file, options_.max_schedules, same),
              "every execution, exhaustive if it finishes within --schedules"});
         break;
+      case Coverage::How::Streamed:
+        throw std::logic_error("Collector: a streamed check makes its report itself (check_streamed)");
       case Coverage::How::Dfs:
         if (exhaustive) break;
         c.bound = options_.max_schedules;
@@ -341,6 +355,74 @@ Report check_trace(const Trace& trace, const TraceCheckOptions& options) {
   const Execution run = run_on_simulator(trace, chooser, c.run_options());
   c.add(run, chooser);
   return std::move(c.finish(false));
+}
+
+Report check_streamed(const std::string& path, const TraceCheckOptions& o) {
+  if (o.faults)
+    throw std::invalid_argument(
+        "--faults explores a fault at each resource call, and a streamed check runs one execution: check the trace "
+        "without --stream");
+  if (o.redundant)
+    throw std::invalid_argument(
+        "--redundant reads the run's whole API log, which a streamed check does not keep: check the trace without "
+        "--stream");
+  TraceReader reader(path);
+  reader.read_declarations();  // the pool and the resource, made before the first statement runs
+  TraceRunOptions run{apply_policy_overrides(reader.trace().policy, o.policy_overrides), false,
+                      sim::DeviceProgress::AtOnce};
+  run.retain_only_named = true;
+  sim::RandomChooser chooser(o.seed);
+  Execution exec = run_streamed_on_simulator(reader, chooser, run);
+  const sim::DeviceModel& model = exec.model();
+  // The findings' lines, read again from the file: nothing kept their texts.
+  std::set<int> lines;
+  for (const sim::Finding& f : model.findings())
+    for (const std::optional<sim::OpRef> op : {std::optional(f.first), f.second})
+      if (const auto line = op ? exec.origin_line(*op) : std::nullopt) lines.insert(*line);
+  exec.set_origin_texts(statement_texts(path, lines));
+
+  Report r;
+  r.file = path;
+  r.policy = run.policy;
+  for (const sim::Finding& f : model.findings()) {
+    r.findings.push_back(report_finding(exec, f, "", /*producers_known=*/false));
+    r.findings.back().schedules = 1;
+    r.groups.push_back(FindingGroup{{r.findings.size() - 1}, {}, std::nullopt});
+  }
+  r.notes = exec.notes();
+  Coverage& c = r.coverage;
+  c.how = Coverage::How::Streamed;
+  c.seed = o.seed;
+  c.explored = 1;
+  c.executions = true;
+  // A query answered done only because the device ran everything at once:
+  // another execution may answer not done, so it counts as a choice here.
+  c.exhaustive = exec.choices().empty() && exec.query_answers().empty();
+  ChoiceSummary& left = c.unexplored;
+  const auto list = [&](auto& listed, const auto& choice) {
+    if (listed.size() < kMaxListedChoices)
+      listed.push_back(choice);
+    else
+      ++left.not_listed;
+  };
+  for (const ChoicePoint& p : exec.choices()) {
+    if (p.kind == sim::ChoiceKind::PoolRange)
+      list(left.pool_reuse, p);
+    else if (p.kind == sim::ChoiceKind::Fault)
+      list(left.faults, p);
+    else
+      ++left.device_steps;
+  }
+  for (const QueryAnswer& q : exec.query_answers()) list(left.queries, q);
+  std::uint64_t held = model.hb().kept_op_count();
+  for (std::uint32_t s = 0; s < model.stream_count(); ++s)
+    held += model.op_count(sim::StreamIndex{s}) - model.hb().dropped_count(sim::StreamIndex{s});
+  c.streamed = Coverage::StreamedRun{reader.statements_read(), model.hb().enqueued_count(), held};
+  if (!c.exhaustive)
+    c.to_finish.push_back({fmt::format("streamcheck explore {} --strategy dfs{}", path, run_options_text(o)),
+                           "every execution, exhaustive if it finishes within --schedules; it holds the whole trace "
+                           "in memory"});
+  return r;
 }
 
 Report replay_trace(const Trace& trace, const ScheduleToReplay& replay) {

@@ -63,6 +63,19 @@ using Progress = std::function<void(std::uint64_t schedules, std::size_t finding
 /// `options.progress` says otherwise: one execution, exhaustive when the run
 /// made no choice.
 Report check_trace(const Trace& trace, const TraceCheckOptions& options);
+/// `check --stream` (docs/TRACES.md, "Streamed checks"): trace file `path`
+/// read and run a statement at a time (TraceReader), every op executed as
+/// soon as it is enqueued (sim::DeviceProgress::AtOnce), the records of
+/// executed ops nothing names dropped as it goes: memory grows with what
+/// the trace holds at once (names, buffers, allocations, the shadow of its
+/// bytes, findings), not with its length. One execution; exhaustive when
+/// it made no choice and asked no query. Findings carry no schedule, no
+/// near miss and no edits, and a fix that could change what a read sees
+/// says it is unchecked (ReportFinding::producer_unchecked). Throws
+/// TraceError for input it cannot stream (TraceReader), and
+/// std::invalid_argument for --faults and --redundant (which need the whole
+/// run kept).
+Report check_streamed(const std::string& path, const TraceCheckOptions& options);
 Report explore_trace(const Trace& trace, const TraceCheckOptions& options, const Progress& progress = {});
 struct ScheduleToReplay;  // tools/schedule_io.h
 /// Runs exactly the schedule, with the options it was recorded with

@@ -129,24 +129,32 @@ class TraceInterpreter {
   /// Runs every statement, then lets the device finish (B::drain), and
   /// returns what happened. Call once.
   Execution run() {
+    statements_ = [this](TraceResource* resource) { run_statements(resource); };
+    return run_program();
+  }
+  /// A streamed check (TraceReader): runs the statements `next()` hands
+  /// out, each as it comes, on the main thread (the reader refuses what
+  /// needs more), then lets the device finish. `trace_` is the reader's
+  /// trace: its pool and resource are final, its default streams and host
+  /// threads grow as statements use them (each is made before the first
+  /// statement that uses it runs). Call once, instead of run().
+  template <class Next>
+  Execution run_streamed(Next&& next) {
+    statements_ = [&](TraceResource* resource) { stream_statements(next, resource); };
+    return run_program();
+  }
+  /// The legacy default stream that run() made (plain `buffer` / `free` run on it).
+  StreamId plain_alloc_stream() const { return legacy_; }
+
+ private:
+  Execution run_program() {
     // The legacy default stream (R8), which plain `buffer`/`free` (cudaMalloc
     // / cudaFree) run on, created first: trace streams keep the same indexes
     // on every backend.
     legacy_ = b_.add_stream(std::string(kPlainAllocationStream), StreamKind::LegacyDefault, 0);
     streams_[std::string(kPlainAllocationStream)] = legacy_;
     stream_shapes_[std::string(kPlainAllocationStream)] = StreamShape{StreamKind::LegacyDefault, 0};
-    // R8: each host thread's per-thread default stream is a blocking
-    // stream; R13: every device other than 0 whose legacy stream the trace
-    // uses gets its own.
-    for (const Trace::DefaultStream& d : trace_.default_streams) {
-      streams_[d.name] = b_.add_stream(d.name, d.kind, d.device);
-      stream_shapes_[d.name] = StreamShape{d.kind, d.device};
-    }
-    // R12: the host stream of each thread that touches host memory (a
-    // non-blocking stream the trace never names), made before the declared
-    // streams for the same reason.
-    for (const std::string& thread : trace_.host_threads)
-      host_streams_[thread] = b_.add_stream(host_stream_name(thread), StreamKind::NonBlocking, kNoDevice);
+    make_new_default_streams();
     if (trace_.pool && trace_.uses_resource) {
       // `resource pool [mutant PMk]`: the core over a pool over this
       // backend; a stream the trace destroys is told to the pool first
@@ -157,7 +165,7 @@ class TraceInterpreter {
         {
           Resource<StreamOrderedPool<B, Q>> core(pool);
           TraceResourceOf<CorrectProtocol, decltype(core)> calls(core);
-          run_statements(&calls);
+          statements_(&calls);
         }
         // What the pool still caches goes back before the device finishes,
         // so that a leak is what the program holds, never the pool's cache.
@@ -181,12 +189,12 @@ class TraceInterpreter {
         }
         if (budget) {
           TraceResourceOf<P, BudgetResource<Core>> calls(*budget);
-          run_statements(&calls);
+          statements_(&calls);
         } else if (core) {
           TraceResourceOf<P, Core> calls(*core);
-          run_statements(&calls);
+          statements_(&calls);
         } else {
-          run_statements(nullptr);  // the parser lets no resource statement through without `resource`
+          statements_(nullptr);  // the parser lets no resource statement through without `resource`
         }
       });
     }
@@ -194,10 +202,42 @@ class TraceInterpreter {
     if (!cut_) b_.drain();  // a cut run is not counted: its device need not finish
     return std::move(exec_);
   }
-  /// The legacy default stream that run() made (plain `buffer` / `free` run on it).
-  StreamId plain_alloc_stream() const { return legacy_; }
 
- private:
+  /// Makes the default streams and host streams of trace_ not made yet.
+  void make_new_default_streams() {
+    // R8: each host thread's per-thread default stream is a blocking
+    // stream; R13: every device other than 0 whose legacy stream the trace
+    // uses gets its own.
+    for (; made_default_streams_ < trace_.default_streams.size(); ++made_default_streams_) {
+      const Trace::DefaultStream& d = trace_.default_streams[made_default_streams_];
+      streams_[d.name] = b_.add_stream(d.name, d.kind, d.device);
+      stream_shapes_[d.name] = StreamShape{d.kind, d.device};
+    }
+    // R12: the host stream of each thread that touches host memory (a
+    // non-blocking stream the trace never names), made before the declared
+    // streams for the same reason.
+    for (; made_host_streams_ < trace_.host_threads.size(); ++made_host_streams_) {
+      const std::string& thread = trace_.host_threads[made_host_streams_];
+      host_streams_[thread] = b_.add_stream(host_stream_name(thread), StreamKind::NonBlocking, kNoDevice);
+    }
+  }
+
+  /// run_streamed's statements: one host thread, each statement run as it
+  /// comes; what one thread cannot go on with ends the run with a Deadlock
+  /// note, as run_statements does.
+  template <class Next>
+  void stream_statements(Next& next, TraceResource* resource) {
+    runs_.push_back(HostRun{"main", {nullptr}, 0, true, b_.main_host_thread(), std::nullopt, std::nullopt});
+    run_index_["main"] = 0;
+    while (const Statement* st = next()) {
+      make_new_default_streams();
+      if (const auto* device = std::get_if<ast::SetDevice>(st); device && device->device != 0) other_devices_ = true;
+      runs_[0].statements[0] = st;
+      runs_[0].next = 0;
+      if (!can_go_on(*st)) return deadlock();
+      run_next(0, resource);
+    }
+  }
   /// `resource debug`: the core under DebugGuardResource (model/debug_guard.h).
   /// After the last statement the quarantine is checked and given back, and
   /// every finding of the tier's device checks becomes a GuardFinding note
@@ -220,7 +260,7 @@ class TraceInterpreter {
       try {
         {
           TraceResourceOf<CorrectProtocol, Tier> calls(*tier);
-          run_statements(&calls);
+          statements_(&calls);
         }
         b_.set_host_thread(b_.main_host_thread());
         // Not the program's calls: no fault lands here. A cut run is not
@@ -247,11 +287,7 @@ class TraceInterpreter {
     }
   }
 
-  int resource_decl_line() const {
-    for (const Statement& st : trace_.statements)
-      if (const auto* r = std::get_if<ast::ResourceDecl>(&st)) return r->line;
-    return 0;
-  }
+  int resource_decl_line() const { return trace_.resource_line; }
 
   void guard_note(const GuardFinding& f) {
     auto freed = freed_blocks_.find({f.ptr, f.generation.value});
@@ -1292,6 +1328,9 @@ class TraceInterpreter {
 
   const Trace& trace_;
   B& b_;
+  std::function<void(TraceResource*)> statements_;  // run()'s or run_streamed()'s way through them
+  std::size_t made_default_streams_ = 0;            // of trace_.default_streams
+  std::size_t made_host_streams_ = 0;               // of trace_.host_threads
   /// `resource pool`: tells the pool under the resource that a stream is
   /// gone (Q-dead); empty without a pool.
   std::function<void(StreamId)> pool_stream_removed_;

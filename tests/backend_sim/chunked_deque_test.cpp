@@ -169,5 +169,42 @@ TEST(ChunkedDeque, EveryChunkOfADroppedDequeIsKeptForTheNextOne) {
   EXPECT_TRUE(std::all_of(next.begin(), next.end(), [](const std::string& v) { return v == "y"; }));
 }
 
+// A retention pass (backend_sim/retention.h) frees whole chunks from the
+// front: the rest move down by whole chunks and stay where they are.
+TEST(ChunkedDeque, DroppingFrontChunksMovesTheRestDownByWholeChunks) {
+  Small d;
+  for (int i = 0; i < 11; ++i) d.push_back("v" + std::to_string(i));
+  const std::string* v9 = &d[9];
+  d.drop_front_chunks(2);  // v0 .. v7
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_EQ(d[0], "v8");
+  EXPECT_EQ(d[2], "v10");
+  EXPECT_EQ(&d[1], v9);  // not moved
+  d.push_back("v11");
+  d.push_back("v12");
+  EXPECT_EQ(d[4], "v12");
+  EXPECT_THROW(d.drop_front_chunks(2), std::out_of_range);  // 5 elements: one whole chunk
+  d.drop_front_chunks(1);
+  EXPECT_EQ(d.front(), "v12");
+  d.pop_front();
+  EXPECT_THROW(d.drop_front_chunks(1), std::logic_error);  // a deque that popped
+}
+
+// A queue that pops for a long run forgets the places of its emptied chunks.
+TEST(ChunkedDeque, ForgettingPoppedChunksKeepsTheElementsLeft) {
+  Small d;
+  for (int i = 0; i < 10; ++i) d.push_back("v" + std::to_string(i));
+  for (int i = 0; i < 9; ++i) d.pop_front();
+  d.forget_popped_chunks();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d.front(), "v9");
+  for (int i = 10; i < 14; ++i) d.push_back("v" + std::to_string(i));
+  EXPECT_EQ(d[4], "v13");
+  d.pop_front();
+  d.forget_popped_chunks();
+  EXPECT_EQ(d.front(), "v10");
+  EXPECT_EQ(d.back(), "v13");
+}
+
 }  // namespace
 }  // namespace streamcheck::sim

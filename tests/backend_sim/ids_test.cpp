@@ -165,5 +165,29 @@ TEST(RaceCheckerRecords, EachOpReadsBackItsOwnAccessesWithTheirKindAndAllocation
   EXPECT_TRUE(m.accesses(OpRef{s0, 99}).empty()) << "an op never enqueued has no accesses";
 }
 
+// The backend's origin lines (OpLines): a retention pass drops a prefix of
+// each stream's lines but those of the ops it keeps; later lines are set
+// and read as before, and a line for a dropped op is an internal error.
+TEST(OpLines, ADropKeepsTheKeptOpsLinesAndTheRest) {
+  OpLines lines;
+  const StreamIndex a{0}, b{1};
+  for (std::uint32_t i = 0; i < 6; ++i) lines.set(OpRef{a, i}, 10 + static_cast<int>(i));
+  lines.set(OpRef{b, 0}, 99);
+  lines.drop({4, 0}, [&](OpRef op) { return op == OpRef{a, 1}; });
+  EXPECT_EQ(lines.get(OpRef{a, 1}), 11);
+  EXPECT_EQ(lines.get(OpRef{a, 0}), std::nullopt);
+  EXPECT_EQ(lines.get(OpRef{a, 3}), std::nullopt);
+  EXPECT_EQ(lines.get(OpRef{a, 4}), 14);
+  EXPECT_EQ(lines.get(OpRef{b, 0}), 99);
+  lines.set(OpRef{a, 6}, 16);
+  EXPECT_EQ(lines.get(OpRef{a, 6}), 16);
+  EXPECT_THROW(lines.set(OpRef{a, 2}, 12), std::logic_error);
+  // A second pass keeps only what it names: the first pass's kept line goes.
+  lines.drop({6, 1}, [](OpRef) { return false; });
+  EXPECT_EQ(lines.get(OpRef{a, 1}), std::nullopt);
+  EXPECT_EQ(lines.get(OpRef{b, 0}), std::nullopt);
+  EXPECT_EQ(lines.get(OpRef{a, 6}), 16);
+}
+
 }  // namespace
 }  // namespace streamcheck::sim::test

@@ -1,0 +1,130 @@
+// A long run's memory (issue 16): a run whose ops execute as soon as they
+// are enqueued (sim::DeviceProgress::AtOnce), and the retention pass that
+// drops the records of executed ops nothing names (sim::DeviceModel::compact,
+// backend_sim/retention.h). The pass must change nothing a run answers: the
+// same findings with the same ops and bytes, the same notes, and every op a
+// finding names still described, placed and given its accesses. Each
+// program is run with a pass before every statement and without any, side
+// by side, over the bundled examples and generated programs.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "backend_sim/explain.h"
+#include "tests/test_scale.h"
+#include "tests/tools/example_files.h"
+#include "tests/tools/trace_generator.h"
+#include "tools/trace.h"
+
+namespace streamcheck::tools {
+namespace {
+
+TraceRunOptions at_once(const Trace& trace, bool retain_only_named) {
+  TraceRunOptions o;
+  o.policy = trace.policy;
+  o.progress = sim::DeviceProgress::AtOnce;
+  o.retain_only_named = retain_only_named;
+  o.compact_every = 1;  // a pass before every statement that follows an op
+  return o;
+}
+
+/// Everything a report reads of a run's findings and notes, as text.
+std::vector<std::string> answers(const Execution& run) {
+  std::vector<std::string> out;
+  const sim::DeviceModel& m = run.model();
+  const auto op = [&](sim::OpRef r) {
+    std::string s = fmt::format("{}#{} {} [{}]", m.stream_name(r.stream), r.index, sim::describe(m, r),
+                                run.origin(r) ? fmt::format("{}: {}", run.origin(r)->line, run.origin(r)->text) : "-");
+    for (const sim::OpAccess& a : m.accesses(r))
+      s += fmt::format(" {}:{}-{}@{}", static_cast<int>(a.access), a.range.lo, a.range.hi, a.allocation.value);
+    return s;
+  };
+  for (const sim::Finding& f : m.findings()) {
+    std::string s = fmt::format("{} {} {}", sim::to_string(f.kind), f.definite, op(f.first));
+    if (f.second) s += " / " + op(*f.second);
+    for (const sim::ByteRange& b : f.bytes) s += fmt::format(" {}-{}", b.lo, b.hi);
+    out.push_back(std::move(s));
+  }
+  for (const Note& n : run.notes())
+    out.push_back(fmt::format("note {} {}: {}", n.line, static_cast<int>(n.kind), n.message));
+  return out;
+}
+
+/// How many op records the run no longer holds in its streams' windows.
+std::uint64_t dropped_ops(const Execution& run) {
+  std::uint64_t n = 0;
+  for (std::uint32_t s = 0; s < run.model().stream_count(); ++s)
+    n += run.model().hb().dropped_count(sim::StreamIndex{s});
+  return n;
+}
+
+void expect_same_answers(const Trace& trace, const std::string& what, std::uint64_t& dropped) {
+  sim::RandomChooser plain_chooser(7), retained_chooser(7);
+  const Execution plain = run_on_simulator(trace, plain_chooser, at_once(trace, false));
+  const Execution retained = run_on_simulator(trace, retained_chooser, at_once(trace, true));
+  EXPECT_EQ(answers(plain), answers(retained)) << what;
+  EXPECT_EQ(plain_chooser.taken().size(), retained_chooser.taken().size()) << what;
+  EXPECT_EQ(dropped_ops(plain), 0u) << what;
+  dropped += dropped_ops(retained);
+}
+
+TEST(Retention, DropsNothingAnExampleNeeds) {
+  std::uint64_t dropped = 0;
+  for (const std::string& file : example_files()) expect_same_answers(load_trace(file), file, dropped);
+  EXPECT_GT(dropped, 100u) << "the passes dropped (almost) nothing: the test checks no retention";
+}
+
+TEST(Retention, DropsNothingAGeneratedProgramNeeds) {
+  std::uint64_t dropped = 0;
+  const std::uint64_t programs = tests::sanitizer_scale() ? 60 : 300;
+  for (std::uint64_t seed = 1; seed <= programs; ++seed) {
+    const std::string text = generate_trace_program(seed);
+    expect_same_answers(parse_trace(text, "generated.trace"), text, dropped);
+  }
+  EXPECT_GT(dropped, programs) << "the passes dropped (almost) nothing: the test checks no retention";
+}
+
+TEST(Retention, KeepsOnlyWhatIsNamed) {
+  // A long race-free loop: each kernel overwrites the last one's bytes, so
+  // the shadow names one write at a time, and the run's records stay few.
+  std::string text = "stream s\nbuffer A 256 on s\n";
+  for (int i = 0; i < 5000; ++i) text += "launch k on s writes A\n";
+  text += "free A on s\n";
+  const Trace trace = parse_trace(text, "loop.trace");
+  sim::RandomChooser chooser(1);
+  TraceRunOptions o = at_once(trace, true);
+  o.compact_every = 256;
+  const Execution run = run_on_simulator(trace, chooser, o);
+  EXPECT_TRUE(run.model().findings().empty());
+  const sim::StreamIndex s{1};  // after the legacy stream
+  ASSERT_EQ(run.model().stream_name(s), "s");
+  EXPECT_EQ(run.model().op_count(s), 5002u);
+  EXPECT_GE(run.model().hb().dropped_count(s), 4000u);
+  EXPECT_LE(run.model().hb().kept_op_count(), 4u);                               // the alloc, the last write, the free
+  EXPECT_THROW((void)run.model().hb().op(sim::OpRef{s, 10}), std::logic_error);  // dropped: an error, no answer
+  EXPECT_THROW((void)run.model().log(), std::logic_error);                       // no log kept either
+}
+
+TEST(AtOnce, EveryOpHasExecutedWhenTheNextStatementRuns) {
+  const Trace trace = parse_trace(
+      "stream a\nstream b\nevent e\nbuffer A 256\nlaunch w on a writes A\nrecord e on a\n"
+      "query e\nwait e on b\nlaunch r on b reads A\nsync device\nfree A\n",
+      "t.trace");
+  sim::RandomChooser chooser(1);
+  const Execution run = run_on_simulator(trace, chooser, at_once(trace, false));
+  const sim::DeviceModel& m = run.model();
+  for (std::uint32_t s = 0; s < m.stream_count(); ++s)
+    for (std::uint32_t i = 0; i < m.op_count(sim::StreamIndex{s}); ++i)
+      EXPECT_TRUE(m.completed(sim::OpRef{sim::StreamIndex{s}, i}));
+  // The query saw its capture done: no choice was asked for it.
+  EXPECT_TRUE(chooser.taken().empty());
+  EXPECT_TRUE(m.findings().empty());
+  EXPECT_TRUE(m.value_mismatches().empty());
+}
+
+}  // namespace
+}  // namespace streamcheck::tools

@@ -1,0 +1,229 @@
+// Streamed checks (issue 16, `check --stream`, docs/TRACES.md "Streamed
+// checks"): a trace read and run a statement at a time must say what the
+// same execution of the whole trace says -- the same findings, by stream
+// name and op, with the same lines and texts, the same notes -- while what it
+// holds stays bounded by what the trace holds at once. What it cannot stream
+// is an input error at its line, never a partial check.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "tests/temp_dir.h"
+#include "tests/test_scale.h"
+#include "tests/tools/example_files.h"
+#include "tests/tools/trace_generator.h"
+#include "tools/explain.h"
+#include "tools/report.h"
+#include "tools/trace.h"
+#include "tools/trace_check.h"
+
+namespace streamcheck::tools {
+namespace {
+
+/// A finding as a report names it, without the run's stream numbering (a
+/// streamed run makes a default stream when a statement first uses it).
+std::string key(const ReportFinding& f) {
+  const auto op = [](const ReportOp& o) {
+    return fmt::format("{}#{} @{} {} ({})", o.stream, o.ref.index, o.origin ? o.origin->line : 0,
+                       o.origin ? o.origin->text : "-", o.description);
+  };
+  std::string k = fmt::format("{} {} {} ", sim::to_string(f.kind), f.definite, op(f.first));
+  if (f.second) k += "/ " + op(*f.second);
+  return k + " " + describe(f.bytes);
+}
+std::set<std::string> keys(const Report& r) {
+  std::set<std::string> out;
+  for (const ReportFinding& f : r.findings) out.insert(key(f));
+  return out;
+}
+std::vector<std::string> notes(const Report& r) {
+  std::vector<std::string> out;
+  for (const Note& n : r.notes) out.push_back(fmt::format("{} {}", n.line, n.message));
+  return out;
+}
+
+/// The same execution of the whole trace: its ops run at once too, nothing dropped.
+Report whole_at_once(const std::string& path, std::uint64_t seed) {
+  TraceCheckOptions o;
+  o.seed = seed;
+  o.progress = sim::DeviceProgress::AtOnce;
+  const Trace trace = load_trace(path);
+  // check_trace's Collector writes a schedule header, which an AtOnce run
+  // has none of: run it and report it as the streamed check does.
+  sim::RandomChooser chooser(seed);
+  TraceRunOptions run = run_options_of(trace, o);
+  const Execution exec = run_on_simulator(trace, chooser, run);
+  Report r;
+  for (const sim::Finding& f : exec.model().findings()) {
+    ReportFinding out;
+    out.kind = f.kind;
+    out.definite = f.definite;
+    out.first = report_op(exec, f.first);
+    if (f.second) out.second = report_op(exec, *f.second);
+    // Bytes several buffers hold are named by the first op's (as reports do).
+    for (const sim::ByteRange& b : f.bytes) {
+      std::optional<std::uint32_t> prefer;
+      for (const sim::OpAccess& a : exec.model().accesses(f.first))
+        if (a.range.lo < b.hi && b.lo < a.range.hi) prefer = a.allocation.value;
+      for (NamedBytes& piece : exec.name_bytes(b, prefer)) out.bytes.push_back(std::move(piece));
+    }
+    r.findings.push_back(std::move(out));
+  }
+  r.notes = exec.notes();
+  return r;
+}
+
+/// Why a trace cannot be streamed, from its statements: what the reader must refuse.
+bool unstreamable(const Trace& trace) {
+  for (const Statement& st : trace.statements) {
+    if (std::string_view(source(st).thread) != kMainThread) return true;
+    if (std::holds_alternative<ast::ThreadDecl>(st) || std::holds_alternative<ast::MutexDecl>(st) ||
+        std::holds_alternative<ast::ChannelDecl>(st) || std::holds_alternative<ast::IfDone>(st) ||
+        std::holds_alternative<ast::CaptureBegin>(st))
+      return true;
+  }
+  return false;
+}
+
+TEST(Streamed, FindsWhatTheWholeTraceFindsOnEveryExample) {
+  std::size_t streamed = 0, refused = 0;
+  for (const std::string& file : example_files()) {
+    const Trace trace = load_trace(file);
+    TraceCheckOptions o;
+    o.seed = 3;
+    Report r;
+    try {
+      r = check_streamed(file, o);
+    } catch (const TraceError& e) {
+      EXPECT_TRUE(unstreamable(trace)) << file << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find("without --stream"), std::string::npos) << e.what();
+      ++refused;
+      continue;
+    }
+    EXPECT_FALSE(unstreamable(trace)) << file << " streamed";
+    ++streamed;
+    const Report whole = whole_at_once(file, 3);
+    EXPECT_EQ(keys(r), keys(whole)) << file;
+    EXPECT_EQ(notes(r), notes(whole)) << file;
+    EXPECT_EQ(r.coverage.how, Coverage::How::Streamed);
+    ASSERT_TRUE(r.coverage.streamed);
+    EXPECT_EQ(r.coverage.streamed->statements, trace.statements.size()) << file;
+    // With nothing observed, every schedule has the verdict: check's own
+    // (the device progressing on observation) agrees.
+    if (r.coverage.exhaustive) {
+      const Report checked = check_trace(trace, o);
+      EXPECT_TRUE(checked.coverage.exhaustive) << file;
+      EXPECT_EQ(keys(r), keys(checked)) << file;
+    }
+  }
+  EXPECT_GE(streamed, 40u);
+  EXPECT_GE(refused, 5u);
+}
+
+TEST(Streamed, FindsWhatTheWholeTraceFindsOnGeneratedPrograms) {
+  tests::FreshTempDir dir("streamed");
+  const std::uint64_t programs = tests::sanitizer_scale() ? 40 : 200;
+  std::size_t with_findings = 0;
+  for (std::uint64_t seed = 1; seed <= programs; ++seed) {
+    const std::string path = dir.write("p.trace", generate_trace_program(seed)).string();
+    TraceCheckOptions o;
+    o.seed = seed;
+    const Report r = check_streamed(path, o);
+    const Report whole = whole_at_once(path, seed);
+    EXPECT_EQ(keys(r), keys(whole)) << generate_trace_program(seed);
+    EXPECT_EQ(notes(r), notes(whole)) << seed;
+    with_findings += r.findings.empty() ? 0 : 1;
+  }
+  EXPECT_GE(with_findings, programs / 4) << "the programs should race often";
+}
+
+TEST(Streamed, RefusesWhatItCannotRunAtItsLine) {
+  tests::FreshTempDir dir("streamed-refused");
+  struct Case {
+    const char* text;
+    int line;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"stream s\nthread t\n@t launch k on s\n", 2, "host threads"},
+      {"stream s\nevent e\nbuffer A 8 on s\nif done e\nend\n", 4, "'if done' block"},
+      {"stream s\nbuffer A 8 on s\ncapture begin s\n", 3, "graph capture"},
+      {"stream s\nbuffer A 8 on s\npolicy opportunistic = on\n", 3, "before the first statement that runs (line 2)"},
+      {"stream s\nbuffer A 8 on s\nresource\n", 3, "before the first statement that runs"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = dir.write("r.trace", c.text).string();
+    try {
+      (void)check_streamed(path, {});
+      ADD_FAILURE() << "streamed: " << c.text;
+    } catch (const TraceError& e) {
+      EXPECT_EQ(e.line(), c.line) << c.text;
+      EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << e.what();
+    }
+  }
+  // Input errors of any trace stay what they are, at their line.
+  const std::string bad = dir.write("bad.trace", "stream s\nlaunch k on nowhere writes A\n").string();
+  EXPECT_THROW((void)check_streamed(bad, {}), TraceError);
+  const std::string empty = dir.write("empty.trace", "# nothing\n\n").string();
+  try {
+    (void)check_streamed(empty, {});
+    ADD_FAILURE() << "an empty trace streamed";
+  } catch (const TraceError& e) {
+    EXPECT_EQ(e.kind(), TraceError::Kind::NoStatements);
+  }
+  EXPECT_THROW((void)check_streamed((dir.path() / "missing.trace").string(), {}), TraceError);
+  TraceCheckOptions faults;
+  faults.faults = true;
+  EXPECT_THROW((void)check_streamed(bad, faults), std::invalid_argument);
+}
+
+TEST(Streamed, WhatItHoldsDoesNotGrowWithTheTrace) {
+  // The same race-free loop, 20,000 and 200,000 times: the records held at
+  // the end stay within one retention window, whatever the length.
+  tests::FreshTempDir dir("streamed-long");
+  const auto held = [&](int iterations) {
+    std::string text = "stream a\nstream b\nevent e\nevent f\nbuffer X 4096 on a\nbuffer Y 4096 on b\n";
+    for (int i = 0; i < iterations; ++i)
+      text +=
+          "wait f on a\nlaunch produce on a writes X\nrecord e on a\nwait e on b\nlaunch consume on b reads X "
+          "writes Y\nrecord f on b\n";
+    text += "sync device\nfree X on a\nfree Y on b\n";
+    const Report r = check_streamed(dir.write("loop.trace", text).string(), {});
+    EXPECT_TRUE(r.findings.empty());
+    EXPECT_TRUE(r.coverage.exhaustive);
+    EXPECT_EQ(r.coverage.streamed->ops, 2u * iterations + 4);
+    return r.coverage.streamed->held_ops;
+  };
+  const int longer = tests::sanitizer_scale() ? 40000 : 200000;
+  const std::uint64_t short_run = held(10000), long_run = held(longer);
+  EXPECT_LE(long_run, 2 * sim::DeviceModel::kCompactEvery + 64);
+  EXPECT_LE(short_run, 2 * sim::DeviceModel::kCompactEvery + 64);
+}
+
+TEST(Streamed, AFixThatCouldChangeWhatAReadSeesSaysItIsUnchecked) {
+  tests::FreshTempDir dir("streamed-producer");
+  // k2 writes what r reads, unordered with r; r's producer today is k1 (an
+  // earlier write ordered before it): the edge k2 -> r would replace it.
+  const std::string path = dir.write("p.trace",
+                                     "stream a\nstream b\nevent e\nbuffer A 64\n"
+                                     "launch k1 on a writes A\nrecord e on a\nwait e on b\n"
+                                     "launch k2 on a writes A\nlaunch r on b reads A\nsync device\nfree A\n")
+                               .string();
+  const Report streamed = check_streamed(path, {});
+  ASSERT_EQ(streamed.findings.size(), 1u);
+  EXPECT_TRUE(streamed.findings[0].producer_unchecked);
+  EXPECT_EQ(streamed.findings[0].fix, Fix::RecordEventAndWait);
+  // The whole trace knows: no edge keeps what r reads.
+  const Report whole = check_trace(load_trace(path), {});
+  ASSERT_EQ(whole.findings.size(), 1u);
+  EXPECT_EQ(whole.findings[0].fix, Fix::ReorderOrDoubleBuffer);
+  EXPECT_FALSE(whole.findings[0].producer_unchecked);
+}
+
+}  // namespace
+}  // namespace streamcheck::tools
