@@ -6,7 +6,9 @@
 //     as long as captured ones, BM_TraceCheckLongNames), parsed alone
 //     (BM_TraceParse) and parsed + checked (BM_TraceParseAndCheck) as
 //     `streamcheck check` does (the device stepping only on observation),
-//     and both checks with every device step a choice (…EveryStep),
+//     and both checks with every device step a choice (…EveryStep), and
+//     the streamed check of the same program from a file
+//     (BM_TraceStreamCheck, `check --stream`),
 //   - a program of many blocks (BM_HbCheckManyBlocks): what a launch that
 //     names no allocation, and a free, cost as the run's allocations grow,
 //   - "does a happen before b" by vector clocks (BM_HbQueryVectorClock) and
@@ -14,8 +16,11 @@
 //     the test oracle.
 // Items are trace ops (statements of the steady-state loop) or queries.
 #include <benchmark/benchmark.h>
+#include <stdlib.h>  // mkdtemp (POSIX)
 
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -138,6 +143,43 @@ void parse_and_check(benchmark::State& state, const char* what,
 }
 void BM_TraceParseAndCheck(benchmark::State& state) { parse_and_check(state, "BM_TraceParseAndCheck"); }
 BENCHMARK(BM_TraceParseAndCheck)->Arg(4096)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
+
+/// A file of the workload's trace in a folder of its own, gone with it.
+class WorkloadFile {
+ public:
+  explicit WorkloadFile(std::uint64_t ops) {
+    std::string dir = (std::filesystem::temp_directory_path() / "streamcheck-bench-XXXXXX").string();
+    if (::mkdtemp(dir.data()) == nullptr) throw std::runtime_error("bench_hb: cannot make a temporary folder");
+    dir_ = dir;
+    std::ofstream out(path(), std::ios::binary);
+    write_workload_trace(ops, {}, [&](std::string_view piece) { out << piece; });
+    if (!out.flush()) throw std::runtime_error("bench_hb: cannot write " + path());
+  }
+  ~WorkloadFile() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  WorkloadFile(const WorkloadFile&) = delete;
+  WorkloadFile& operator=(const WorkloadFile&) = delete;
+  std::string path() const { return (dir_ / "workload.trace").string(); }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+// `streamcheck check --stream` of the same program, from a file: read, parsed
+// and run a statement at a time, every op executed at once, the records of
+// executed ops nothing names dropped as it goes (tools::check_streamed).
+// Side by side with BM_TraceParseAndCheck (which parses a text in memory).
+void BM_TraceStreamCheck(benchmark::State& state) {
+  const WorkloadFile file(static_cast<std::uint64_t>(state.range(0)));
+  for (auto _ : state) {
+    const tools::Report report = tools::check_streamed(file.path(), {});
+    require_clean(report.findings.size(), "BM_TraceStreamCheck");
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_TraceStreamCheck)->Arg(4096)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
 // As BM_TraceCheckEveryStep, with the parse.
 void BM_TraceParseAndCheckEveryStep(benchmark::State& state) {
   parse_and_check(state, "BM_TraceParseAndCheckEveryStep", sim::DeviceProgress::EveryStep);

@@ -26,9 +26,9 @@ against bare, CSAN against "idle both" (so that CSAN is not charged for the
 recorders' idle callbacks) - and their ratios. The traces are left in TRACE
 (default torch_overhead.trace: the C++ recorder's, with sites),
 TRACE.nosites and TRACE.python. With STREAMCHECK (the binary), the analysis
-is timed too: `streamcheck check TRACE`, process start and parse included,
-best of five, µs an iteration, beside CSAN's overhead (whose analysis runs
-inside the program). Exits 77 (CTest: Skipped) without torch or a GPU."""
+is timed too: `streamcheck check TRACE` and `streamcheck check --stream
+TRACE`, process start and parse included, best of five, µs an iteration,
+beside CSAN's overhead (whose analysis runs inside the program). Exits 77 (CTest: Skipped) without torch or a GPU."""
 
 import gc
 import os
@@ -78,12 +78,12 @@ def timed(n, context=None):
     return (ran - start) / n * 1e6, (time.perf_counter() - ran) / n * 1e6
 
 
-def analysis(streamcheck, trace, iterations):
-    """µs an iteration of `streamcheck check TRACE` (best of five runs)."""
+def analysis(streamcheck, trace, iterations, *options):
+    """µs an iteration of `streamcheck check TRACE [OPTIONS]` (best of five runs)."""
     best = float("inf")
     for _ in range(5):
         start = time.perf_counter()
-        done = subprocess.run([streamcheck, "check", trace], capture_output=True, text=True)
+        done = subprocess.run([streamcheck, "check", trace, *options], capture_output=True, text=True)
         best = min(best, time.perf_counter() - start)
         if done.returncode != 0:
             sys.exit("torch_overhead.py: streamcheck check %s exited %d (the bench loop is correct: clean "
@@ -157,6 +157,9 @@ def main():
         checked = analysis(streamcheck, trace, iterations)
         print("analysis: streamcheck check %.2f us/iteration (process start and parse included, best of 5);"
               " CSAN's overhead is %.0fx that" % (checked, theirs / checked))
+        streamed = analysis(streamcheck, trace, iterations, "--stream")
+        print("analysis: streamcheck check --stream %.2f us/iteration (process start included, best of 5);"
+              " CSAN's overhead is %.0fx that" % (streamed, theirs / streamed))
 
 
 if __name__ == "__main__":

@@ -49,9 +49,12 @@ inline Step step(std::uint64_t i) {
 /// long label costs a check.
 inline constexpr std::string_view kLongKernelPrefix = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_";
 
-/// The program as a trace (docs/TRACES.md); `ops` steady-state statements.
+/// The program as a trace (docs/TRACES.md), `ops` steady-state statements,
+/// handed to `write` a piece of text at a time (each ends in a newline):
+/// a file of 100 M statements is written without holding it.
 /// `kernel_prefix` goes before each kernel's name.
-inline std::string workload_trace(std::uint64_t ops, std::string_view kernel_prefix = {}) {
+template <class Write>
+void write_workload_trace(std::uint64_t ops, std::string_view kernel_prefix, Write&& write) {
   const std::string k = std::string(kernel_prefix) + "k";
   const std::string u = std::string(kernel_prefix) + "u";
   std::string t = "# bench workload: 8 streams, race-free\n";
@@ -63,27 +66,37 @@ inline std::string workload_trace(std::uint64_t ops, std::string_view kernel_pre
     inputs += (k ? ", " : "") + n("in", k);
   }
   t += "launch init on s0 writes " + inputs + "\nsync device\n";
+  write(std::string_view(t));
+  std::string line;
   for (std::uint64_t i = 0; i < ops; ++i) {
     const Step st = step(i);
     const std::string s = n("s", st.stream);
     switch (st.kind) {
       case Step::Kind::Launch:
-        t += "launch " + k + " on " + s + " reads " + n("in", st.other) + " writes " + n("out", st.stream) + "\n";
+        line = "launch " + k + " on " + s + " reads " + n("in", st.other) + " writes " + n("out", st.stream) + "\n";
         break;
       case Step::Kind::Record:
-        t += "record " + n("e", st.stream) + " on " + s + "\n";
+        line = "record " + n("e", st.stream) + " on " + s + "\n";
         break;
       case Step::Kind::Wait:
-        t += "wait " + n("e", st.other) + " on " + s + "\n";
+        line = "wait " + n("e", st.other) + " on " + s + "\n";
         break;
       case Step::Kind::Update:
-        t += "launch " + u + " on " + s + " readwrites " + n("out", st.stream) + "[0:2048]\n";
+        line = "launch " + u + " on " + s + " readwrites " + n("out", st.stream) + "[0:2048]\n";
         break;
     }
+    write(std::string_view(line));
   }
-  t += "sync device\n";
+  t = "sync device\n";
   for (std::uint32_t k = 0; k < kStreams; ++k) t += "free " + n("out", k) + " on " + n("s", k) + "\n";
   for (std::uint32_t k = 0; k < kStreams; ++k) t += "free " + n("in", k) + " on s0\n";
+  write(std::string_view(t));
+}
+
+/// The program as one text.
+inline std::string workload_trace(std::uint64_t ops, std::string_view kernel_prefix = {}) {
+  std::string t;
+  write_workload_trace(ops, kernel_prefix, [&](std::string_view piece) { t += piece; });
   return t;
 }
 
