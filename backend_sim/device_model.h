@@ -192,6 +192,9 @@ class DeviceModel {
   // --- retention (backend_sim/retention.h): a long run's memory
   /// From now on the API log is counted, not kept (HbState::keep_no_log).
   void keep_no_log() { hb_.keep_no_log(); }
+  /// Turns the value oracle (P2) off from now on: for a run nothing asks
+  /// value_mismatches() of (RaceChecker::set_value_oracle).
+  void skip_value_oracle() { race_.set_value_oracle(false); }
   /// Whether enough ops were enqueued since the last compact() for a pass
   /// to pay: kCompactEvery at least, and twice as many as the last pass
   /// found named (a pass walks what is named, so its cost stays a fraction

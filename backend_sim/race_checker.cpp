@@ -133,7 +133,8 @@ void RaceChecker::check(OpRef q, bool q_is_kernel, const HbState::OpClock& q_clo
     bool keeps_last_write = false;
     if (sh.last_write) {
       if (ordered(*sh.last_write, order)) {
-        if (reads(acc.access)) expected_.push_back(Expected{PackedByteRange(seg), stamp_of(sh.last_write->op)});
+        if (value_oracle_ && reads(acc.access))
+          expected_.push_back(Expected{PackedByteRange(seg), stamp_of(sh.last_write->op)});
       } else if (released_before(*sh.last_write, q, acc.allocation)) {
         keeps_last_write = true;
       } else if (sh.last_write->op != q) {
@@ -156,6 +157,7 @@ void RaceChecker::check(OpRef q, bool q_is_kernel, const HbState::OpClock& q_clo
 }
 
 void RaceChecker::executed(OpRef r) {
+  if (!value_oracle_) return;
   const std::uint32_t stamp = stamp_of(r);
   if (stamp == 0) return;  // never checked: nothing to see, nothing written
   if (stamp <= dropped_stamps_)

@@ -73,6 +73,10 @@ class RaceChecker {
   /// The value oracle (P2) as op `r` executes: its reads must see the
   /// stamps noted at enqueue; its writes leave its own stamp.
   void executed(OpRef r);
+  /// Off: no value oracle from now on (no stamps noted, none checked). For
+  /// a run nothing asks its value mismatches of (a streamed check: reports
+  /// of traces never read them; the property tests do, and keep it on).
+  void set_value_oracle(bool on) { value_oracle_ = on; }
   /// Hints that op r executes soon (prefetch.h), in two steps a few ops
   /// apart, each reading what the one before brought in: where its records
   /// start (its HB record already in), then its accesses and expected stamps.
@@ -223,6 +227,7 @@ class RaceChecker {
   IntervalMap<std::uint64_t> memory_;  // P2: the stamp each byte holds
   std::vector<Finding> findings_;
   std::vector<ValueMismatch> mismatches_;
+  bool value_oracle_ = true;
 };
 
 }  // namespace streamcheck::sim

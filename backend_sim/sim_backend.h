@@ -69,9 +69,11 @@ class SimBackend {
     Event(SimBackend* owner, EventIndex id) : owner_(owner), id_(id) {}
     void release() {
       if (owner_) {
-        owner_->host_point(Footprint()
-                               .touch(SharedObject{shared::kEvent, id_.value}, Touch::Write)
-                               .touch(SharedObject{shared::kEventTable, 0}, Touch::Accumulate));
+        owner_->host_point([&] {
+          return Footprint()
+              .touch(SharedObject{shared::kEvent, id_.value}, Touch::Write)
+              .touch(SharedObject{shared::kEventTable, 0}, Touch::Accumulate);
+        });
         owner_->model_.destroy_event(id_);
       }
       owner_ = nullptr;
@@ -96,40 +98,42 @@ class SimBackend {
   /// thread's host stream.
   StreamId add_stream(std::string name = {}, StreamKind kind = StreamKind::NonBlocking, DeviceNumber device = 0) {
     const StreamId id{next_stream_id_++};
-    streams_[id] = model_.create_stream(std::move(name), kind, device);
+    streams_.push_back(model_.create_stream(std::move(name), kind, device));
     return id;
   }
-  void remove_stream(StreamId id) { streams_.erase(id); }
+  void remove_stream(StreamId id) {
+    if (id.value < streams_.size()) streams_[id.value].reset();
+  }
+  /// Asked for every call a trace makes: a slot by id (ids are given out in
+  /// order), where a std::map was a tree walk each time.
   std::optional<StreamRef> resolve_stream(StreamId id) const {
-    auto it = streams_.find(id);
-    if (it == streams_.end()) return std::nullopt;
-    return it->second;
+    return id.value < streams_.size() ? streams_[id.value] : std::nullopt;
   }
 
   // --- the Backend concept
   Result<Event> create_event() {
-    host_point(Footprint().touch(SharedObject{shared::kEventTable, 0}, Touch::Accumulate));
+    host_point([] { return Footprint().touch(SharedObject{shared::kEventTable, 0}, Touch::Accumulate); });
     if (auto f = enter("create_event")) return *f;
     Event e(this, model_.create_event(event_label_));
     recorded_on_.erase(e.id().value);  // an index may come back for a new event
     return e;
   }
   Status record_event(Event& e, StreamRef s) {
-    host_point(Footprint().touch(event_object(e), Touch::Write).touch(stream_object(s), Touch::Read));
+    host_point([&] { return Footprint().touch(event_object(e), Touch::Write).touch(stream_object(s), Touch::Read); });
     if (auto f = enter("record_event")) return *f;
     model_.record(e.id(), s);
     recorded_on_[e.id().value] = s;
     return {};
   }
   Status wait_event(StreamRef s, const Event& e) {
-    host_point(Footprint().touch(event_object(e), Touch::Read).touch(stream_object(s), Touch::Write));
+    host_point([&] { return Footprint().touch(event_object(e), Touch::Read).touch(stream_object(s), Touch::Write); });
     if (auto f = enter("wait_event")) return *f;
     model_.wait(s, e.id());
     if (auto it = recorded_on_.find(e.id().value); it != recorded_on_.end() && it->second == s) ++self_waits_;
     return {};
   }
   Result<std::uint64_t> alloc_async(std::size_t bytes, StreamRef s) {
-    host_point(pool_op(s));
+    host_point([&] { return pool_op(s); });
     if (auto f = enter("alloc_async")) return *f;
     if (auto live = std::exchange(collision_, std::nullopt)) return *live;  // a broken driver: allocates nothing
     auto a = model_.alloc(s, bytes, take_label("alloc"), std::exchange(preferred_address_, std::nullopt));
@@ -139,7 +143,7 @@ class SimBackend {
     return a->ptr;
   }
   Status free_async(std::uint64_t ptr, StreamRef s) {
-    host_point(pool_op(s));
+    host_point([&] { return pool_op(s); });
     if (auto f = enter("free_async")) return *f;
     if (!model_.free(s, ptr, take_label("free"))) {
       ++invalid_frees_;
@@ -154,7 +158,7 @@ class SimBackend {
     // the pool reads (a reuse of a range whose free has run, the release of
     // idle ranges); findings come from clocks, and the host's clock is its
     // own. So a sync writes the pool and its stream.
-    host_point(pool_op(s));
+    host_point([&] { return pool_op(s); });
     if (auto f = enter("synchronize_stream")) return *f;
     model_.sync_stream(s);
     return {};
@@ -395,10 +399,15 @@ class SimBackend {
   /// device progresses on observation: with a device step choice at every
   /// call, any call may complete any stream's work, so each touches all.
   /// Injected faults count calls across threads: P8 runs without them.
-  void host_point(Footprint footprint) {
+  /// `footprint()` makes it only when a scheduler runs this thread: a
+  /// Footprint is a heap block, and a trace's every record and wait asked
+  /// for one (docs/PERFORMANCE.md, "Streamed checks").
+  template <class MakeFootprint>
+  void host_point(MakeFootprint&& footprint) {
     if (auto* s = HostScheduler::current()) {
-      if (model_.progress() != DeviceProgress::OnObservation) footprint.touch_everything();
-      s->step(std::move(footprint));
+      Footprint f = footprint();
+      if (model_.progress() != DeviceProgress::OnObservation) f.touch_everything();
+      s->step(std::move(f));
     }
   }
 
@@ -444,7 +453,7 @@ class SimBackend {
   SimBackendOptions options_;
   std::string next_label_;
   std::string event_label_;
-  std::map<StreamId, StreamRef> streams_;
+  std::vector<std::optional<StreamRef>> streams_;  // by StreamId::value; empty once removed
   std::uint32_t next_stream_id_ = 0;
   FaultInjecting faults_;
   std::optional<int> origin_line_;

@@ -81,7 +81,7 @@ class Parser {
       : text_(text), file_(std::move(file)), streamed_(streamed) {
     trace_.file = file_;
     declare(kMainThread, NameKind::Thread);
-    main_thread_ = names_.find(kMainThread)->second.name;
+    main_thread_ = names_.find(kMainThread)->value.name;
     declare(kPlainAllocationStream, NameKind::Stream);  // R8: every trace has the legacy stream
     declare(kPerThreadStream, NameKind::Stream);        // and each host thread its own
   }
@@ -160,21 +160,29 @@ class Parser {
     if (toks_[0].text[0] == '@') {
       const Token t = toks_[0];
       const std::string name(t.text.substr(1));
-      auto it = names_.find(name);
-      if (it == names_.end())
+      const auto* it = names_.find(name);
+      if (it == nullptr)
         fail(t.col,
              fmt::format("unknown thread '{}' (declare it with 'thread {}')", shown_input(name), shown_input(name)));
-      if (it->second.kind != NameKind::Thread)
-        fail(t.col, fmt::format("'{}' is {}, not a thread", name, with_article(it->second.kind)));
-      src.thread = it->second.name;
+      if (it->value.kind != NameKind::Thread)
+        fail(t.col, fmt::format("'{}' is {}, not a thread", name, with_article(it->value.kind)));
+      src.thread = it->value.name;
       thread_ = src.thread;
       ++pos_;
       if (at_end()) fail(end_col_, fmt::format("expected a statement after '{}'", shown_input(t.text)));
     }
     const Token kw = toks_[pos_++];
-    // The words joined, written straight into the store: no copy of the
-    // line made first.
-    src.text = trace_.texts->keep_written(joined_bytes(), [&](char* out) { write_joined(out); });
+    if (streamed_) {
+      // A streamed statement runs before the next line is read, and no
+      // report reads its text (statement_texts reads the lines it names
+      // again): its words stay views into the line.
+      kept_words_.resize(toks_.size());
+      for (std::size_t i = 0; i < toks_.size(); ++i) kept_words_[i] = toks_[i].text;
+    } else {
+      // The words joined, written straight into the store: no copy of the
+      // line made first.
+      src.text = trace_.texts->keep_written(joined_bytes(), [&](char* out) { write_joined(out); });
+    }
     const auto keyword = trace_language::statement_keyword(kw.text);
     if (!keyword) {
       std::string hint;
@@ -283,9 +291,7 @@ class Parser {
     NameKind kind;
     Name name;
   };
-  void declare(std::string_view text, NameKind kind) {
-    names_.insert_or_assign(std::string(text), Declared{kind, intern(text)});
-  }
+  void declare(std::string_view text, NameKind kind) { names_.insert_or_assign(text, Declared{kind, intern(text)}); }
   Name intern(std::string_view text) { return trace_.names->intern(text); }
 
   Name new_name(NameKind kind) {
@@ -293,28 +299,28 @@ class Parser {
     const Token& t = toks_[pos_++];
     check_name_syntax(t);
     predeclared(t);
-    auto it = names_.find(t.text);
+    const auto* it = names_.find(t.text);
     // A buffer may be made again; a stream or event once its `destroy` came (R9).
     const bool again =
-        it != names_.end() && it->second.kind == kind && (kind == NameKind::Buffer || destroyed_.contains(t.text));
-    if (it != names_.end() && !again)
-      fail(t.col, fmt::format("'{}' is already declared as {}{}", shown_input(t.text), with_article(it->second.kind),
-                              kind == it->second.kind ? fmt::format(" (destroy {} {} first to make a new one)",
-                                                                    to_string(kind), shown_input(t.text))
-                                                      : ""));
+        it != nullptr && it->value.kind == kind && (kind == NameKind::Buffer || destroyed_.contains(t.text));
+    if (it != nullptr && !again)
+      fail(t.col, fmt::format("'{}' is already declared as {}{}", shown_input(t.text), with_article(it->value.kind),
+                              kind == it->value.kind ? fmt::format(" (destroy {} {} first to make a new one)",
+                                                                   to_string(kind), shown_input(t.text))
+                                                     : ""));
     // Declared once the whole statement has parsed (declare_pending_name):
     // until then the line's own references see the names as they were
     // before it, so 'suballoc X 8 from X[0:8]' cannot find the X it makes.
     if (pending_name_)  // a statement declares one name
       throw std::logic_error(fmt::format("internal: line {} declares both '{}' and '{}'", line_, pending_name_->name,
                                          shown_input(t.text)));
-    pending_name_ = PendingName{it != names_.end() ? it->second.name : intern(t.text), kind};
+    pending_name_ = PendingName{it != nullptr ? it->value.name : intern(t.text), kind};
     return pending_name_->name;
   }
   void declare_pending_name() {
     if (!pending_name_) return;
     destroyed_.erase(pending_name_->name);
-    names_.insert_or_assign(pending_name_->name.str(), Declared{pending_name_->kind, pending_name_->name});
+    names_.insert_or_assign(pending_name_->name, Declared{pending_name_->kind, pending_name_->name});
     pending_name_.reset();
   }
   void check_name_syntax(const Token& t) const {
@@ -350,19 +356,19 @@ class Parser {
   }
   Name use_name(NameKind kind, const char* what) {
     const Token& t = next(what);
-    auto it = names_.find(t.text);
-    if (it == names_.end())
+    const auto* it = names_.find(t.text);
+    if (it == nullptr)
       fail(t.col, fmt::format("unknown {} '{}' (declare it with '{} {}{}')", to_string(kind), shown_input(t.text),
                               to_string(kind), shown_input(t.text), kind == NameKind::Buffer ? " BYTES" : ""));
-    if (it->second.kind != kind)
+    if (it->value.kind != kind)
       fail(t.col,
-           fmt::format("'{}' is {}, not {}", shown_input(t.text), with_article(it->second.kind), with_article(kind)));
+           fmt::format("'{}' is {}, not {}", shown_input(t.text), with_article(it->value.kind), with_article(kind)));
     if (kind == NameKind::Buffer) made_in_both_branches(t.text, t.col);
     if (kind == NameKind::Stream && t.text == kPerThreadStream)  // R8: the running thread's, R13: on its device
       return default_stream(fmt::format("{}{}{}", kPerThreadStream, kThreadMark, thread_), StreamKind::Blocking,
                             current_device());
     if (kind == NameKind::Stream && t.text == kPlainAllocationStream) return legacy_of(current_device());
-    return it->second.name;
+    return it->value.name;
   }
   /// How reports call default stream `name` on `device`; notes its first use.
   Name default_stream(const std::string& name, StreamKind kind, DeviceNumber device) {
@@ -378,7 +384,7 @@ class Parser {
   /// The legacy default stream of `device` (R13), which plain `buffer` and
   /// `free` run on.
   Name legacy_of(DeviceNumber device) {
-    if (device == 0) return names_.find(kPlainAllocationStream)->second.name;  // declared by the constructor
+    if (device == 0) return names_.find(kPlainAllocationStream)->value.name;  // declared by the constructor
     return default_stream(std::string(kPlainAllocationStream), StreamKind::LegacyDefault, device);
   }
   /// The running thread's current device (R13: `device N`; 0 until then).
@@ -438,19 +444,19 @@ class Parser {
     BufferRef r;
     const auto bracket = t.text.find('[');
     const std::string_view buffer = t.text.substr(0, bracket);
-    auto it = names_.find(buffer);
+    const auto* it = names_.find(buffer);
     // A declared name is no keyword (declarations refuse keywords), so only
     // a name not found is searched among the keywords, for a clearer error.
-    if (it == names_.end() && trace_language::is_keyword(t.text))
+    if (it == nullptr && trace_language::is_keyword(t.text))
       fail(t.col, fmt::format("expected a buffer, found the keyword '{}' (',' separates the buffers of one access: "
                               "'reads A, B writes C')",
                               t.text));
-    if (it == names_.end())
+    if (it == nullptr)
       fail(t.col, fmt::format("unknown buffer '{}' (declare it with 'buffer {} BYTES')", shown_input(buffer),
                               shown_input(buffer)));
-    if (it->second.kind != NameKind::Buffer)
-      fail(t.col, fmt::format("'{}' is {}, not a buffer", shown_input(buffer), with_article(it->second.kind)));
-    r.buffer = it->second.name;
+    if (it->value.kind != NameKind::Buffer)
+      fail(t.col, fmt::format("'{}' is {}, not a buffer", shown_input(buffer), with_article(it->value.kind)));
+    r.buffer = it->value.name;
     made_in_both_branches(r.buffer, t.col);
     const BufferInfo& b = buffers_.at(r.buffer);
     if (bracket == std::string::npos) return {std::move(r), &b};
@@ -658,17 +664,18 @@ class Parser {
         if (peek(trace_language::word::kPageable) || peek(trace_language::word::kPinned)) {
           const bool pinned = toks_[pos_++].text == trace_language::word::kPinned;
           made_in_branch(st.name, BufferInfo::MadeBy::HostBuffer);
-          buffers_[st.name] = BufferInfo{st.bytes, line_, BufferInfo::MadeBy::HostBuffer,
-                                         pinned ? BufferInfo::Memory::Pinned : BufferInfo::Memory::Pageable};
+          buffers_.insert_or_assign(st.name,
+                                    BufferInfo{st.bytes, line_, BufferInfo::MadeBy::HostBuffer,
+                                               pinned ? BufferInfo::Memory::Pinned : BufferInfo::Memory::Pageable});
           touches_host_memory(st.thread);
           return ast::HostBuffer{static_cast<const ast::Source&>(st), st.name, st.bytes, pinned};
         }
         made_in_branch(st.name, BufferInfo::MadeBy::Buffer);
-        buffers_[st.name] = BufferInfo{st.bytes, line_, BufferInfo::MadeBy::Buffer};
+        buffers_.insert_or_assign(st.name, BufferInfo{st.bytes, line_, BufferInfo::MadeBy::Buffer});
         if (!at_end()) st.stream = stream_after_on();
         st.device = st.stream ? device_of(*st.stream) : current_device();
         if (!st.stream) legacy_of(st.device);
-        buffers_[st.name].device = st.device;
+        buffers_.at(st.name).device = st.device;
         return st;
       }
       case K::Free: {
@@ -802,9 +809,9 @@ class Parser {
         need_resource(kw);
         ast::Allocate st{std::move(src), new_name(NameKind::Buffer), size_arg(), {}};
         made_in_branch(st.buffer, BufferInfo::MadeBy::Allocate);
-        buffers_[st.buffer] = BufferInfo{st.bytes, line_, BufferInfo::MadeBy::Allocate};
+        buffers_.insert_or_assign(st.buffer, BufferInfo{st.bytes, line_, BufferInfo::MadeBy::Allocate});
         st.stream = stream_after_on();
-        buffers_[st.buffer].device = device_of(st.stream);
+        buffers_.at(st.buffer).device = device_of(st.stream);
         return st;
       }
       case K::Deallocate:
@@ -1152,8 +1159,8 @@ class Parser {
                             st.bytes, st.name));
     made_in_branch(st.name, BufferInfo::MadeBy::SubAlloc);
     const DeviceNumber parent_device = parent.device;
-    buffers_[st.name] = BufferInfo{st.bytes, line_, BufferInfo::MadeBy::SubAlloc};
-    buffers_[st.name].device = parent_device;  // a block is memory of its parent's device (R13)
+    buffers_.insert_or_assign(st.name, BufferInfo{st.bytes, line_, BufferInfo::MadeBy::SubAlloc});
+    buffers_.at(st.name).device = parent_device;  // a block is memory of its parent's device (R13)
     st.stream = stream_after_on();
     return st;
   }
@@ -1290,7 +1297,7 @@ class Parser {
   std::string file_;
   bool streamed_ = false;
   Trace trace_;
-  NameMap<Declared> names_;
+  FlatNameMap<Declared> names_;
   std::vector<BufferAccess> access_scratch_;  // the access list being parsed (accesses)
   /// The statement that makes a buffer of kind `made_by`, and the one that
   /// gives it back.
@@ -1329,7 +1336,7 @@ class Parser {
                             name, maker(b.made_by), b.line, giver_back(b.made_by), name, statement, maker(made_by)));
     return name;
   }
-  NameMap<BufferInfo> buffers_;
+  NameIndexed<BufferInfo> buffers_{*trace_.names};
   NameMap<DeviceNumber> thread_device_;                       // R13: each thread's current device (`device N`)
   std::map<std::string, OpenCapture, std::less<>> captures_;  // R14: each thread's open capture
   NameMap<std::string> capturing_;                            // R14: stream -> the thread whose capture holds it
@@ -1406,6 +1413,11 @@ std::string_view TextStore::keep(std::string_view text) {
 }
 
 void TextStore::clear() {
+  if (chunks_.size() == 1 && chunks_.front().get() == filling_) {  // a streamed read: one chunk, refilled
+    next_ = filling_;
+    left_ = kChunkBytes;
+    return;
+  }
   std::unique_ptr<char[]> filling;
   for (auto& chunk : chunks_)
     if (chunk.get() == filling_) filling = std::move(chunk);
@@ -1543,16 +1555,16 @@ struct TraceReader::Impl {
   bool any_statement = false;
   bool ended = false;
 
-  /// Parses lines until one makes a statement, which goes to `ahead`;
-  /// false at the end of the file (after the whole trace's checks).
-  bool read_statement() {
+  /// Parses lines until one makes a statement, the parser's only one
+  /// (Trace::statements); false at the end of the file (after the whole
+  /// trace's checks).
+  bool parse_statement() {
     if (ended) return false;
     std::vector<Statement>& made = parser.trace().statements;
+    made.clear();
     while (const auto line = lines.next()) {
       parser.parse_line(*line, lines.line());
       if (made.empty()) continue;
-      ahead.push_back(std::move(made.back()));
-      made.clear();
       any_statement = true;
       return true;
     }
@@ -1568,20 +1580,25 @@ TraceReader::~TraceReader() = default;
 const Trace& TraceReader::trace() const { return impl_->parser.trace(); }
 
 void TraceReader::read_declarations() {
-  while (!impl_->parser.first_run_line() && impl_->read_statement()) {
-  }
+  Impl& r = *impl_;
+  while (!r.parser.first_run_line() && r.parse_statement())
+    r.ahead.push_back(std::move(r.parser.trace().statements.back()));
 }
 
 const Statement* TraceReader::next() {
   Impl& r = *impl_;
-  // The statement handed out last, and its texts, go (the texts of those
-  // read ahead stay until they are handed out too).
-  if (r.ahead.empty()) r.parser.trace().texts->clear();
-  if (r.ahead.empty() && !r.read_statement()) return nullptr;
-  r.current = std::move(r.ahead.front());
-  r.ahead.pop_front();
+  if (!r.ahead.empty()) {  // read ahead: their texts stay until the last is handed out
+    r.current = std::move(r.ahead.front());
+    r.ahead.pop_front();
+    ++r.handed_out;
+    return &r.current;
+  }
+  // The statement handed out last, and its texts, go; the next one is the
+  // parser's own, handed out where it was made.
+  r.parser.trace().texts->clear();
+  if (!r.parse_statement()) return nullptr;
   ++r.handed_out;
-  return &r.current;
+  return &r.parser.trace().statements.back();
 }
 
 std::uint64_t TraceReader::statements_read() const { return impl_->handed_out; }
@@ -1629,6 +1646,7 @@ struct SimulatedRun {
       : model(std::make_unique<sim::DeviceModel>(chooser, options.policy, options.progress)),
         backend(*model, backend_options(options)) {
     model->set_compact_every(options.compact_every);
+    if (!options.value_oracle) model->skip_value_oracle();
   }
   static sim::SimBackendOptions backend_options(const TraceRunOptions& options) {
     sim::SimBackendOptions bo;

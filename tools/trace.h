@@ -240,7 +240,9 @@ struct Source {
   /// record or wait on a stream of an open capture. (Next to `line`: two
   /// ints in one word, a Source in 40 bytes.)
   int captured_by = 0;
-  std::string_view text;  // the source line, trimmed, without its comment
+  /// The source line, trimmed, without its comment; empty in a statement a
+  /// TraceReader hands out (statement_texts reads the lines a report names).
+  std::string_view text;
   /// The "@name" prefix, or "main": set by the parser for every statement
   /// (a Name: 8 bytes, a Source in 32).
   Name thread;
@@ -617,9 +619,10 @@ class TraceReader {
   /// the declarations before it for next(): a run is made after this, with
   /// the pool and resource they say.
   void read_declarations();
-  /// The next statement, valid until the next call; nullptr after the last
-  /// one, once the checks of the whole trace passed (it has a statement
-  /// that runs: TraceError of Kind::NoStatements otherwise).
+  /// The next statement, valid until the next call (its words are views
+  /// into the line read, and it has no text: ast::Source::text); nullptr
+  /// after the last one, once the checks of the whole trace passed (it has
+  /// a statement that runs: TraceError of Kind::NoStatements otherwise).
   const Statement* next();
   /// How many statements next() handed out.
   std::uint64_t statements_read() const;
@@ -834,6 +837,9 @@ struct TraceRunOptions {
   /// What walks every op (pictures, producers, --redundant) cannot run then.
   bool retain_only_named = false;
   std::uint64_t compact_every = sim::DeviceModel::kCompactEvery;
+  /// The value oracle (P2): a report of a trace never reads its
+  /// mismatches (the property tests do), so a streamed check leaves it off.
+  bool value_oracle = true;
 };
 
 /// Runs `trace` once on the simulator, the schedule chosen by `chooser`

@@ -371,6 +371,7 @@ Report check_streamed(const std::string& path, const TraceCheckOptions& o) {
   TraceRunOptions run{apply_policy_overrides(reader.trace().policy, o.policy_overrides), false,
                       sim::DeviceProgress::AtOnce};
   run.retain_only_named = true;
+  run.value_oracle = false;
   sim::RandomChooser chooser(o.seed);
   Execution exec = run_streamed_on_simulator(reader, chooser, run);
   const sim::DeviceModel& model = exec.model();

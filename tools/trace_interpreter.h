@@ -152,7 +152,7 @@ class TraceInterpreter {
     // / cudaFree) run on, created first: trace streams keep the same indexes
     // on every backend.
     legacy_ = b_.add_stream(std::string(kPlainAllocationStream), StreamKind::LegacyDefault, 0);
-    streams_[std::string(kPlainAllocationStream)] = legacy_;
+    streams_.insert_or_assign(kPlainAllocationStream, legacy_);
     stream_shapes_[std::string(kPlainAllocationStream)] = StreamShape{StreamKind::LegacyDefault, 0};
     make_new_default_streams();
     if (trace_.pool && trace_.uses_resource) {
@@ -210,7 +210,7 @@ class TraceInterpreter {
     // uses gets its own.
     for (; made_default_streams_ < trace_.default_streams.size(); ++made_default_streams_) {
       const Trace::DefaultStream& d = trace_.default_streams[made_default_streams_];
-      streams_[d.name] = b_.add_stream(d.name, d.kind, d.device);
+      streams_.insert_or_assign(d.name, b_.add_stream(d.name, d.kind, d.device));
       stream_shapes_[d.name] = StreamShape{d.kind, d.device};
     }
     // R12: the host stream of each thread that touches host memory (a
@@ -487,8 +487,8 @@ class TraceInterpreter {
   /// A name `st` uses that no thread has made yet (nor failed to make).
   std::optional<std::string> unmade_name(const Statement& st) const {
     std::optional<std::string> out;
-    const auto buffer = [&](const std::string& name) {
-      if (!out && !exec_.buffers().contains(name) && !missing_.contains(name)) out = name;
+    const auto buffer = [&](const Name& name) {
+      if (!out && !buffers_.contains(name) && !missing_.contains(name)) out = name;
     };
     const auto accesses = [&](AccessList list) {
       for (const auto& a : list) buffer(a.ref.buffer);
@@ -497,7 +497,9 @@ class TraceInterpreter {
         [&](const auto& s) {
           using S = std::decay_t<decltype(s)>;
           // A destroyed stream or event is no wait: using it is a finding (R9b).
-          const auto stream_made = [&](const std::string& n) { return streams_.contains(n) || destroyed_.contains(n); };
+          const auto stream_made = [&](const Name& n) {
+            return streams_.contains(n) || (!destroyed_.empty() && destroyed_.contains(n));
+          };
           if constexpr (requires { s.stream; }) {
             if constexpr (std::is_same_v<std::decay_t<decltype(s.stream)>, Name>) {
               if (!stream_made(s.stream)) out = s.stream;
@@ -506,7 +508,8 @@ class TraceInterpreter {
             }
           }
           if constexpr (requires { s.event; })
-            if (!out && !events_.contains(s.event) && !missing_.contains(s.event) && !destroyed_.contains(s.event))
+            if (!out && !events_.contains(s.event) && !missing_.contains(s.event) &&
+                (destroyed_.empty() || !destroyed_.contains(s.event)))
               out = s.event;
           if constexpr (std::is_same_v<S, ast::Copy>)
             accesses(s.accesses());
@@ -679,7 +682,7 @@ class TraceInterpreter {
     if (st.handle_of)
       exec_.reused_handle(current_incarnation(st.name, 1),
                           Execution::HandleReuse{current_incarnation(*st.handle_of, 0), st.line});
-    streams_[st.name] = b_.add_stream(incarnation(st.name), st.kind, st.device);
+    streams_.insert_or_assign(st.name, b_.add_stream(incarnation(st.name), st.kind, st.device));
     stream_shapes_[st.name] = StreamShape{st.kind, st.device};
     destroyed_.erase(st.name);
   }
@@ -939,7 +942,7 @@ class TraceInterpreter {
   }
   /// Records buffer `name` that `p` made, or, when it made none, the note
   /// and why later statements naming it are skipped (`why`: "out of memory").
-  bool made(const ast::Source& st, const std::string& name, std::uint64_t bytes, const Result<std::uint64_t>& p,
+  bool made(const ast::Source& st, const Name& name, std::uint64_t bytes, const Result<std::uint64_t>& p,
             const char* why) {
     if (!p) {
       note(st, NoteKind::OutOfMemory, fmt::format("{} allocating {}", why, name));
@@ -949,7 +952,7 @@ class TraceInterpreter {
     missing_.erase(name);
     freed_.erase(name);
     carved_from_.erase(name);
-    exec_.made_buffer(name, TraceBuffer{p.value(), bytes, b_.allocation_of(p.value())});
+    made_buffer(name, TraceBuffer{p.value(), bytes, b_.allocation_of(p.value())});
     return true;
   }
   void step(const ast::Free& st, TraceResource*) {
@@ -957,7 +960,7 @@ class TraceInterpreter {
     if (plain) host_sync(st, b_.synchronize_device(st.device));  // cudaFree waits for the device first
     const typename B::StreamRef s = plain ? legacy(st.device) : stream(*st.stream);
     b_.set_op_label(fmt::format("free {}", st.buffer));
-    const std::uint64_t ptr = exec_.buffers().at(st.buffer).ptr;
+    const std::uint64_t ptr = buffers_.at(st.buffer).ptr;
     if (!b_.without_faults([&] { return b_.free_async(ptr, s); }))
       note(st, NoteKind::NotLive, fmt::format("free of {}, which is not a live allocation (double free?)", st.buffer));
     else
@@ -969,7 +972,7 @@ class TraceInterpreter {
   /// only once the recorded streams' work is done (R10c): the allocator
   /// found their events complete, which orders the host after that work.
   void step(const ast::SubAlloc& st, TraceResource*) {
-    const TraceBuffer& parent = exec_.buffers().at(st.block->buffer);
+    const TraceBuffer& parent = buffers_.at(st.block->buffer);
     if (auto freed = freed_.find(st.block->buffer); freed != freed_.end()) {
       note(st, NoteKind::NotLive,
            fmt::format("suballoc {} from {}, which was given back at line {}", st.name, st.block->buffer,
@@ -1006,7 +1009,7 @@ class TraceInterpreter {
     }
     missing_.erase(st.name);
     freed_.erase(st.name);
-    exec_.made_buffer(st.name, TraceBuffer{p.value(), st.bytes, b_.allocation_of(p.value())});
+    made_buffer(st.name, TraceBuffer{p.value(), st.bytes, b_.allocation_of(p.value())});
     live_blocks_.insert_or_assign(st.name, LiveBlock{lo, hi, st.line, st.stream});
     auto root = carved_from_.find(st.block->buffer);
     carved_from_[st.name] = root == carved_from_.end() ? st.block->buffer : root->second;
@@ -1024,7 +1027,7 @@ class TraceInterpreter {
     PendingBlock pending{live->second.lo, live->second.hi, {}};
     std::vector<typename B::StreamRef> released_after;
     for (const RecordedUse& use : std::exchange(recorded_uses_[st.buffer], {})) {
-      if (auto now = streams_.find(use.stream); now == streams_.end() || now->second != use.id) {
+      if (const StreamId* now = streams_.find(use.stream); now == nullptr || *now != use.id) {
         note(st, NoteKind::UseAfterDestroy,
              fmt::format("stream {} ({}'s record_stream at line {}) was destroyed: recording the free's event on "
                          "it is a use after destroy; the call is not made",
@@ -1045,7 +1048,7 @@ class TraceInterpreter {
     }
     recorded_uses_.erase(st.buffer);
     b_.set_op_label(fmt::format("subfree {}", st.buffer));
-    const std::optional<std::uint32_t> block = exec_.buffers().at(st.buffer).allocation;
+    const std::optional<std::uint32_t> block = buffers_.at(st.buffer).allocation;
     if (!b_.without_faults([&] { return b_.subfree(block, stream(st.stream), released_after); }))
       note(st, NoteKind::NotLive, fmt::format("subfree of {}, which is not a live sub-block", st.buffer));
     live_blocks_.erase(live);
@@ -1109,7 +1112,7 @@ class TraceInterpreter {
   /// R12a: free / cudaFreeHost, by the host, ordering nothing.
   void step(const ast::HostFree& st, TraceResource*) {
     b_.set_op_label(fmt::format("free {}", st.buffer));
-    const std::uint64_t ptr = exec_.buffers().at(st.buffer).ptr;
+    const std::uint64_t ptr = buffers_.at(st.buffer).ptr;
     if (!b_.without_faults([&] { return b_.host_free(ptr, host_stream()); }))
       note(st, NoteKind::NotLive, fmt::format("free of {}, which is not a live host buffer (double free?)", st.buffer));
     else
@@ -1160,7 +1163,7 @@ class TraceInterpreter {
     }
     missing_.erase(st.buffer);
     blocks_.insert_or_assign(st.buffer, r.value());
-    exec_.made_buffer(st.buffer, TraceBuffer{r.value().ptr, st.bytes, b_.allocation_of(r.value().ptr)});
+    made_buffer(st.buffer, TraceBuffer{r.value().ptr, st.bytes, b_.allocation_of(r.value().ptr)});
   }
   void step(const ast::Deallocate& st, TraceResource* resource) {
     const DeviceBlock* block = resource_block(st, st.buffer, "deallocate takes resource blocks only");
@@ -1229,13 +1232,16 @@ class TraceInterpreter {
   void set_current_device(DeviceNumber device) {
     if constexpr (requires { b_.set_current_device(device); }) b_.set_current_device(device);
   }
-  typename B::StreamRef stream(const std::string& name) const { return *b_.resolve_stream(streams_.at(name)); }
+  template <class Key>  // a Name (a slot by its id) or a text
+  typename B::StreamRef stream(const Key& name) const {
+    return *b_.resolve_stream(streams_.at(name));
+  }
   /// The legacy default stream of `device` (R13; the parser listed it in
   /// Trace::default_streams when the trace uses it).
   typename B::StreamRef legacy(DeviceNumber device) const {
     return device == 0 ? *b_.resolve_stream(legacy_) : stream(on_device(kPlainAllocationStream, device));
   }
-  typename B::Event& event(const std::string& name) { return events_.at(name); }
+  typename B::Event& event(const Name& name) { return events_.at(name); }
 
   /// The buffer accesses of a statement, as the buffers are now: a graph node keeps them.
   std::vector<KernelAccess> kernel_accesses(AccessList accesses) const {
@@ -1253,7 +1259,7 @@ class TraceInterpreter {
     out.clear();
     out.reserve(accesses.size());
     for (const auto& [access, r] : accesses) {
-      const TraceBuffer& b = exec_.buffers().at(r.buffer);
+      const TraceBuffer& b = buffers_.at(r.buffer);
       const std::uint64_t hi = r.hi ? *r.hi : b.bytes;
       out.push_back(KernelAccess{b.ptr + r.lo, hi - r.lo, access, b.allocation});
     }
@@ -1336,7 +1342,7 @@ class TraceInterpreter {
   std::function<void(StreamId)> pool_stream_removed_;
   Execution exec_;
   StreamId legacy_{};
-  NameMap<StreamId> streams_;
+  NameIndexed<StreamId> streams_{*trace_.names};
   NameMap<StreamId> host_streams_;                  // host thread -> its host stream (R12)
   NameMap<StreamShape> stream_shapes_;              // R8, R13: for footprints
   NameMap<DeviceNumber> event_devices_;             // R13: each event's device, for `record`
@@ -1345,7 +1351,14 @@ class TraceInterpreter {
   NameMap<GraphRun> graphs_;                        // R14: each graph, from its `capture end`
   NameMap<int> destroyed_;                          // stream or event -> the line of its `destroy` (R9)
   NameMap<int> incarnations_;                       // stream or event -> how many times declared (R9)
-  NameMap<typename B::Event> events_;
+  NameIndexed<typename B::Event> events_{*trace_.names};
+  /// Every buffer made, by name, as the run record has them (Execution::
+  /// buffers): here by Name::id for the statements' lookups.
+  NameIndexed<TraceBuffer> buffers_{*trace_.names};
+  void made_buffer(const Name& name, TraceBuffer buffer) {
+    buffers_.insert_or_assign(name, buffer);
+    exec_.made_buffer(name, buffer);
+  }
   std::vector<HostRun> runs_;  // main first, then the declared threads in file order
   NameMap<std::size_t> run_index_;
   std::set<std::string> joined_;  // threads some `join` waits for

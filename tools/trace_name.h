@@ -12,9 +12,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "tools/name_map.h"
 
@@ -76,12 +79,77 @@ class NameTable {
     index_.emplace(std::string_view(e.text), &e);
     return Name(&e);
   }
+  /// The Name of `text` when it was interned; nullopt otherwise.
+  std::optional<Name> find(std::string_view text) const {
+    const auto it = index_.find(text);
+    if (it == index_.end()) return std::nullopt;
+    return Name(it->second);
+  }
   /// How many names it holds: every id is below it.
   std::size_t size() const noexcept { return entries_.size(); }
 
  private:
   std::deque<Name::Entry> entries_;  // never moved: Names and index_ point into it
   std::unordered_map<std::string_view, const Name::Entry*, NameHash, NameEqual> index_;
+};
+
+/// A map keyed by the names of one trace, for the lookups made for every
+/// statement (the interpreter's streams, events and buffers): a slot per
+/// Name::id, where a NameMap hashed the name's text at each lookup
+/// (docs/PERFORMANCE.md, "Streamed checks"). A key given as text is looked
+/// up in the trace's table first: every name a trace uses is interned there
+/// (a text it never interned is in no such map). A value's address is valid
+/// until a value for a new name is inserted (the slots may move then).
+template <class T>
+class NameIndexed {
+ public:
+  explicit NameIndexed(const NameTable& names) : names_(&names) {}
+  T* find(const Name& name) {
+    const std::uint32_t id = name.id();
+    return id < slots_.size() && slots_[id] ? &*slots_[id] : nullptr;
+  }
+  const T* find(const Name& name) const { return const_cast<NameIndexed&>(*this).find(name); }
+  T* find(std::string_view text) {
+    const auto name = names_->find(text);
+    return name ? find(*name) : nullptr;
+  }
+  const T* find(std::string_view text) const { return const_cast<NameIndexed&>(*this).find(text); }
+  template <class Key>
+  bool contains(const Key& key) const {
+    return find(key) != nullptr;
+  }
+  /// std::out_of_range when the name has no value.
+  template <class Key>
+  T& at(const Key& key) {
+    if (T* value = find(key)) return *value;
+    throw std::out_of_range(fmt::format("no value for the name '{}'", std::string_view(key)));
+  }
+  template <class Key>
+  const T& at(const Key& key) const {
+    return const_cast<NameIndexed&>(*this).at(key);
+  }
+  T& insert_or_assign(const Name& name, T value) {
+    const std::uint32_t id = name.id();
+    if (id == Name::kNoId) throw std::logic_error("NameIndexed: a value for the empty name");
+    if (id >= slots_.size()) slots_.resize(id + 1);
+    return slots_[id].emplace(std::move(value));
+  }
+  T& insert_or_assign(std::string_view text, T value) { return insert_or_assign(interned(text), std::move(value)); }
+  template <class Key>
+  void erase(const Key& key) {
+    if (find(key) != nullptr) slots_[name_of(key).id()].reset();
+  }
+
+ private:
+  Name interned(std::string_view text) const {
+    const auto name = names_->find(text);
+    if (!name) throw std::logic_error(fmt::format("NameIndexed: '{}' is no name of the trace", text));
+    return *name;
+  }
+  static const Name& name_of(const Name& name) { return name; }
+  Name name_of(std::string_view text) const { return interned(text); }
+  const NameTable* names_;
+  std::vector<std::optional<T>> slots_;
 };
 
 }  // namespace streamcheck::tools
