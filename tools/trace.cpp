@@ -1,6 +1,7 @@
 #include "tools/trace.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -1463,6 +1464,11 @@ class TraceFile {
     if (fd_ < 0) throw unreadable(errno);
   }
   ~TraceFile() { ::close(fd_); }
+  /// The file's size when it is a regular file (0 otherwise: a pipe).
+  std::size_t size() const {
+    struct stat st {};
+    return ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode) ? static_cast<std::size_t>(st.st_size) : 0;
+  }
   TraceFile(const TraceFile&) = delete;
   TraceFile& operator=(const TraceFile&) = delete;
   /// Appends up to `bytes` more bytes of the file to `out`; false at its end.
@@ -1540,7 +1546,12 @@ class LineReader {
 Trace load_trace(const std::string& path) {
   TraceFile file(path);
   std::string text;
-  while (file.read_more(text, std::size_t{1} << 16)) {
+  // Read whole into room made once: grown by doubling, a 60 MB trace was
+  // copied again and again, and faulted in twice (docs/PERFORMANCE.md).
+  text.reserve(file.size() + 1);
+  for (;;) {
+    const std::size_t room = text.capacity() - text.size();  // the rest of the file, then 1 byte to see its end
+    if (!file.read_more(text, room > 0 ? room : std::size_t{1} << 16)) break;
   }
   return parse_trace(text, path);
 }
