@@ -207,7 +207,7 @@ Json finding_json(const ReportFinding& f) {
     o["branches"] = Json::array();
     for (const BranchTaken& b : f.branches) o["branches"].push_back({{"line", b.line}, {"done", b.done}});
   }
-  o["schedule"] = f.schedule;
+  o["schedule"] = f.schedule.empty() ? Json(nullptr) : Json(f.schedule);  // empty: a streamed check's
   o["schedules"] = f.schedules;
   return o;
 }

@@ -138,7 +138,7 @@ struct ReportFinding {
   bool producer_unchecked = false;
   /// The branch that first schedule took at each `if done` it reached (R11).
   std::vector<BranchTaken> branches;
-  std::string schedule;  // the first schedule that showed it
+  std::string schedule;  // the first schedule that showed it; empty for a streamed check's (its seed runs it)
   /// Where save_long_schedules wrote `schedule` (tools/schedule_io.h); the
   /// text report then names the file instead of printing a long schedule.
   std::optional<std::string> schedule_file;

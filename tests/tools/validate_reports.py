@@ -75,6 +75,25 @@ for trace in sorted(pathlib.Path(examples).glob("*.trace")):
         reports.append(run(["replay", t, "--schedule", schedule]))
     reports.append(run(["check", t, "--redundant"]))
 
+# check --stream (issue 16): a report of its own kind for the traces it can
+# stream, an input error at the line for those it cannot (host threads, if
+# done, captures), and a usage error with --faults.
+streamed, refused = [], []
+for trace in sorted(pathlib.Path(examples).glob("*.trace")):
+    r = run(["check", str(trace), "--stream"])
+    if r is not None:
+        (refused if r["verdict"] == "input error" else streamed).append(r)
+if not refused or any(e["error"]["kind"] != "trace" or not e["error"]["line"] for e in refused):
+    failures.append(f"check --stream refused no example, or not at a line: {refused[:2]}")
+if not any(r["coverage"].get("streamed") for r in streamed):
+    failures.append("no streamed report says what it ran (coverage.streamed)")
+if not any(f.get("producer_unchecked") for r in streamed for f in r["findings"]):
+    failures.append("no streamed finding says its fix is unchecked")
+usage = run(["check", str(pathlib.Path(examples) / "01_missing_wait.trace"), "--stream", "--faults", "on"])
+if usage is None or usage["verdict"] != "input error" or usage["error"]["kind"] != "usage":
+    failures.append(f"check --stream --faults on is no usage error: {usage}")
+reports.extend(streamed)
+
 # Input and usage errors (exit 2) print a JSON error object too (issue 10, S6).
 bad = str(pathlib.Path(__file__).parent / "unknown_stream.trace")  # line 2 names an undeclared stream
 errors = [run(["check", bad]), run(["explore", bad]),
@@ -94,7 +113,7 @@ verdicts = {r["verdict"] for r in reports}
 for want in ("data race", "use before ready", "use after free", "reuse race", "leak"):
     if want not in kinds:
         failures.append(f"no example report has a {want!r} finding")
-for want in ("one schedule", "random", "dfs", "replay", "pct"):
+for want in ("one schedule", "random", "dfs", "replay", "pct", "streamed"):
     if want not in strategies:
         failures.append(f"no report with strategy {want!r}")
 for want in ("clean", "findings", "errors"):
@@ -134,6 +153,7 @@ mutations = {
     "missing notes": broken(lambda r: r.pop("notes")),
     "unknown top-level field": broken(lambda r: r.update(extra=1)),
     "schema_version 1": broken(lambda r: r.update(schema_version=1)),
+    "producer_unchecked false": broken(lambda r: r["findings"][race].update(producer_unchecked=False)),
     "unknown kind": broken(lambda r: r["findings"][race].update(kind="deadlock")),
     "race without second": broken(lambda r: r["findings"][race].pop("second")),
     "race as warning": broken(lambda r: r["findings"][race].update(severity="warning")),
