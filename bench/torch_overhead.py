@@ -3,7 +3,7 @@ against PyTorch's CUDA sanitizer (CSAN), on the same loop in ONE process
 (docs/PERFORMANCE.md, "Capture"): ITERATIONS rounds of wait + kernel +
 record on a side stream.
 
-    python3 bench/torch_overhead.py ITERATIONS ROUNDS [TRACE [STREAMCHECK]]
+    python3 bench/torch_overhead.py ITERATIONS ROUNDS [TRACE [STREAMCHECK [LONG]]]
 
 In this order (what cannot be turned off comes later):
   bare           ROUNDS runs with no hooks;
@@ -28,7 +28,12 @@ recorders' idle callbacks) - and their ratios. The traces are left in TRACE
 TRACE.nosites and TRACE.python. With STREAMCHECK (the binary), the analysis
 is timed too: `streamcheck check TRACE` and `streamcheck check --stream
 TRACE`, process start and parse included, best of five, µs an iteration,
-beside CSAN's overhead (whose analysis runs inside the program). Exits 77 (CTest: Skipped) without torch or a GPU."""
+beside CSAN's overhead (whose analysis runs inside the program); and, since
+at a few thousand iterations the process start is most of that, one more
+recording of LONG iterations (default 100000; before CSAN is turned on) is
+checked too, and the cost an iteration is also told as the slope between
+the two traces (start and fixed cost out). Exits 77 (CTest: Skipped)
+without torch or a GPU."""
 
 import gc
 import os
@@ -100,6 +105,7 @@ def main():
     iterations, rounds = int(sys.argv[1]), int(sys.argv[2])
     trace = sys.argv[3] if len(sys.argv) > 3 else "torch_overhead.trace"
     streamcheck = sys.argv[4] if len(sys.argv) > 4 else None
+    long_iterations = int(sys.argv[5]) if len(sys.argv) > 5 else 100000
     names = ("bare", "cpp", "cpp written", "idle cpp", "cpp, no sites", "python", "python written", "idle both",
              "csan")
     times = {name: [] for name in names}
@@ -125,6 +131,8 @@ def main():
     recorder_rounds("cpp", trace, "idle cpp", also=lambda: times["cpp, no sites"].append(
         timed(iterations, streamcheck_torch.record(trace + ".nosites", recorder="cpp", sites=False))[0]))
     recorder_rounds("python", trace + ".python", "idle both")
+    if streamcheck:  # the long recording for the analysis' slope, while CSAN is still off
+        timed(long_iterations, streamcheck_torch.record(trace + ".long", recorder="cpp"))
 
     import torch.cuda._sanitizer as csan
 
@@ -154,12 +162,14 @@ def main():
         print("overhead: %-13s %6.2f us/iteration (+ %.2f writing the trace at the end); ratio to CSAN's %.3f"
               " (with the writing %.3f)" % (name, ours, written, ours / theirs, (ours + written) / theirs))
     if streamcheck:
-        checked = analysis(streamcheck, trace, iterations)
-        print("analysis: streamcheck check %.2f us/iteration (process start and parse included, best of 5);"
-              " CSAN's overhead is %.0fx that" % (checked, theirs / checked))
-        streamed = analysis(streamcheck, trace, iterations, "--stream")
-        print("analysis: streamcheck check --stream %.2f us/iteration (process start included, best of 5);"
-              " CSAN's overhead is %.0fx that" % (streamed, theirs / streamed))
+        for options, what in (((), "check"), (("--stream",), "check --stream")):
+            short = analysis(streamcheck, trace, iterations, *options)
+            long = analysis(streamcheck, trace + ".long", long_iterations, *options)
+            slope = (long * long_iterations - short * iterations) / (long_iterations - iterations)
+            print("analysis: streamcheck %-14s %.2f us/iteration at %d iterations, %.2f at %d (process start and"
+                  " parse included, best of 5); slope %.3f us/iteration: CSAN's overhead is %.0fx the %d-iteration"
+                  " figure, %.0fx the slope" % (what, short, iterations, long, long_iterations, slope,
+                                                theirs / long, long_iterations, theirs / slope))
 
 
 if __name__ == "__main__":

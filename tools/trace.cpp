@@ -149,6 +149,17 @@ class Parser {
   Trace& trace() { return trace_; }
   /// The line of the first statement that is not a declaration, once parsed.
   std::optional<int> first_run_line() const { return first_run_line_; }
+  /// Counts the statements parsed that may change what a later line parses
+  /// to: every one but those leaves_parse_state_alone names. Two parses of
+  /// one line at the same generation give the same statement (ParseMemo).
+  std::uint64_t generation() const { return generation_; }
+  /// Statements whose parse only reads the parser's state (names, buffers,
+  /// devices), or changes it only the first time, as a default stream's
+  /// first use does: launch, record, wait, sync, copy.
+  static bool leaves_parse_state_alone(trace_language::StatementKeyword k) {
+    using K = trace_language::StatementKeyword;
+    return k == K::Launch || k == K::Record || k == K::Wait || k == K::Sync || k == K::Copy;
+  }
 
   void parse_line(std::string_view line, int line_no) {
     line_ = line_no;
@@ -191,6 +202,7 @@ class Parser {
         if (edit_distance(kw.text, s.word) <= 2) hint = fmt::format(" (did you mean '{}'?)", s.word);
       fail(kw.col, fmt::format("unknown statement '{}'{}", shown_input(kw.text), hint));
     }
+    if (!leaves_parse_state_alone(*keyword)) ++generation_;
     if (streamed_) refuse_unstreamable(*keyword, kw, src.thread);
     if (!blocks_.empty()) inside_block(*keyword, kw, src.thread);
     Statement st = statement(*keyword, kw, std::move(src));
@@ -1343,6 +1355,7 @@ class Parser {
   NameMap<std::string> capturing_;                            // R14: stream -> the thread whose capture holds it
   std::map<std::string, GraphInfo> graphs_;                   // R14: each graph, from its `capture end`
   NameMap<DeviceNumber> stream_device_;                       // R13: each stream's device, by the name use_name returns
+  std::uint64_t generation_ = 0;                              // generation()
   std::optional<int> first_run_line_;                         // the first statement that is not a declaration
   std::map<std::string, int, std::less<>> spawned_;           // thread -> the line of its `spawn`
   /// What the parser knows of an open `if` block.
@@ -1556,10 +1569,66 @@ Trace load_trace(const std::string& path) {
   return parse_trace(text, path);
 }
 
+/// The statements of lines parsed before, for a streamed check: a trace
+/// is mostly a loop (a training step, a pipeline's rounds), so most of its
+/// lines are one of a few texts, and parsing a line again at the same
+/// Parser::generation() gives the same statement (only its line differs).
+/// A slot keeps the line's text and the statement parsed from that copy,
+/// its access list moved out of the trace's TextStore (cleared for every
+/// statement) into the slot. One slot a hash value, the newest line wins.
+class ParseMemo {
+ public:
+  struct Slot {
+    std::string line;
+    Statement statement;
+    std::vector<BufferAccess> accesses;  // a launch's, which its statement views
+    std::uint64_t generation = 0;
+    bool valid = false;
+  };
+  /// The statement `line` parsed to at `generation`, or null.
+  const Statement* find(std::string_view line, std::uint64_t generation) {
+    Slot& s = slot_of(line);
+    return s.valid && s.generation == generation && s.line == line ? &s.statement : nullptr;
+  }
+  /// The slot `line` goes to, emptied, its text a copy of `line`: the
+  /// caller parses that copy (so that the statement's words view it) and
+  /// then keep()s the statement, or leaves the slot empty.
+  Slot& take(std::string_view line) {
+    Slot& s = slot_of(line);
+    s.valid = false;
+    s.line.assign(line);
+    return s;
+  }
+  /// Keeps `statement`, parsed from `slot.line` at `generation`, when it is
+  /// a kind leaves_parse_state_alone makes (none other is looked up).
+  static void keep(Slot& slot, const Statement& statement, std::uint64_t generation) {
+    if (const auto* launch = std::get_if<ast::Launch>(&statement)) {
+      slot.accesses.assign(launch->accesses.begin(), launch->accesses.end());
+      slot.statement = *launch;
+      std::get<ast::Launch>(slot.statement).accesses = AccessList(slot.accesses);
+    } else if (std::holds_alternative<ast::Record>(statement) || std::holds_alternative<ast::Wait>(statement) ||
+               std::holds_alternative<ast::SyncStream>(statement) ||
+               std::holds_alternative<ast::SyncEvent>(statement) ||
+               std::holds_alternative<ast::SyncDevice>(statement) || std::holds_alternative<ast::Copy>(statement)) {
+      slot.statement = statement;
+    } else {
+      return;
+    }
+    slot.generation = generation;
+    slot.valid = true;
+  }
+
+ private:
+  Slot& slot_of(std::string_view line) { return slots_[std::hash<std::string_view>{}(line) & (kSlots - 1)]; }
+  static constexpr std::size_t kSlots = 1024;
+  std::vector<Slot> slots_ = std::vector<Slot>(kSlots);
+};
+
 struct TraceReader::Impl {
   explicit Impl(const std::string& path) : lines(path), parser({}, path, /*streamed=*/true) {}
   LineReader lines;
   Parser parser;
+  ParseMemo memo;
   std::deque<Statement> ahead;  // read_declarations' statements, not handed out yet
   Statement current;            // what next() handed out last
   std::uint64_t handed_out = 0;
@@ -1574,8 +1643,18 @@ struct TraceReader::Impl {
     std::vector<Statement>& made = parser.trace().statements;
     made.clear();
     while (const auto line = lines.next()) {
-      parser.parse_line(*line, lines.line());
+      if (const Statement* seen = memo.find(*line, parser.generation())) {
+        made.push_back(*seen);
+        std::visit([&](ast::Source& s) { s.line = lines.line(); }, made.back());
+        any_statement = true;
+        return true;
+      }
+      ParseMemo::Slot& slot = memo.take(*line);
+      parser.parse_line(slot.line, lines.line());
       if (made.empty()) continue;
+      // The generation after the parse: a statement that changes the
+      // parser's state is never kept, so a kept one left it as it was.
+      ParseMemo::keep(slot, made.back(), parser.generation());
       any_statement = true;
       return true;
     }

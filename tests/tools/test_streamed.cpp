@@ -182,6 +182,48 @@ TEST(Streamed, RefusesWhatItCannotRunAtItsLine) {
   EXPECT_THROW((void)check_streamed(bad, faults), std::invalid_argument);
 }
 
+TEST(Streamed, ALineParsedBeforeIsParsedAgainOnceANameChanged) {
+  // The reader keeps the statements of lines it parsed (ParseMemo): a
+  // repeated line after a free, a redeclaration or a destroy must be parsed
+  // again, and each repetition of a racy line reports its own line.
+  tests::FreshTempDir dir("streamed-memo");
+  const std::string loop = "launch k on s writes A\nlaunch r on t reads A\n";
+  const std::string after_free = dir.write("freed.trace", "stream s\nstream t\nbuffer A 8 on s\n" + loop + loop +
+                                                              "sync device\nfree A on s\nlaunch k on s writes A\n")
+                                     .string();
+  TraceCheckOptions o;
+  o.seed = 1;
+  const Report freed = check_streamed(after_free, o);
+  EXPECT_EQ(keys(freed), keys(whole_at_once(after_free, 1)));
+  bool use_after_free_at_10 = false;
+  for (const ReportFinding& f : freed.findings)
+    for (const ReportOp* op : {&f.first, f.second ? &*f.second : nullptr})
+      if (op && op->origin && op->origin->line == 10 && f.kind == sim::FindingKind::UseAfterFree)
+        use_after_free_at_10 = true;
+  EXPECT_TRUE(use_after_free_at_10) << "the launch after the free, on line 10";
+  const std::string smaller = dir.write("smaller.trace",
+                                        "stream s\nbuffer A 64 on s\nlaunch k on s writes A[0:32]\n"
+                                        "sync device\nfree A on s\nbuffer A 16 on s\n"
+                                        "launch k on s writes A[0:32]\n")
+                                  .string();
+  try {
+    (void)check_streamed(smaller, {});
+    ADD_FAILURE() << "a range past a redeclared buffer's end streamed";
+  } catch (const TraceError& e) {
+    EXPECT_EQ(e.line(), 7);
+    EXPECT_NE(std::string(e.what()).find("goes past the end"), std::string::npos) << e.what();
+  }
+  const std::string racy =
+      dir.write("racy.trace", "stream s\nstream t\nbuffer A 8 on s\n" + loop + loop + loop).string();
+  const Report r = check_streamed(racy, o);
+  std::set<int> lines;
+  for (const ReportFinding& f : r.findings)
+    for (const ReportOp* op : {&f.first, f.second ? &*f.second : nullptr})
+      if (op && op->origin && op->origin->text.starts_with("launch")) lines.insert(op->origin->line);
+  EXPECT_EQ(keys(r), keys(whole_at_once(racy, 1)));
+  EXPECT_GE(lines.size(), 3u) << "each repeated racy line reports itself";
+}
+
 TEST(Streamed, WhatItHoldsDoesNotGrowWithTheTrace) {
   // The same race-free loop, 20,000 and 200,000 times: the records held at
   // the end stay within one retention window, whatever the length.
