@@ -1599,22 +1599,17 @@ class ParseMemo {
     s.line.assign(line);
     return s;
   }
-  /// Keeps `statement`, parsed from `slot.line` at `generation`, when it is
-  /// a kind leaves_parse_state_alone makes (none other is looked up).
-  static void keep(Slot& slot, const Statement& statement, std::uint64_t generation) {
-    if (const auto* launch = std::get_if<ast::Launch>(&statement)) {
+  /// Keeps `statement`, parsed from `slot.line`, when its parse left the
+  /// parser's generation as it was (`before`, `after`): a statement that
+  /// changed what later lines parse to is never looked up again.
+  static void keep(Slot& slot, const Statement& statement, std::uint64_t before, std::uint64_t after) {
+    if (before != after) return;
+    slot.statement = statement;
+    if (auto* launch = std::get_if<ast::Launch>(&slot.statement)) {
       slot.accesses.assign(launch->accesses.begin(), launch->accesses.end());
-      slot.statement = *launch;
-      std::get<ast::Launch>(slot.statement).accesses = AccessList(slot.accesses);
-    } else if (std::holds_alternative<ast::Record>(statement) || std::holds_alternative<ast::Wait>(statement) ||
-               std::holds_alternative<ast::SyncStream>(statement) ||
-               std::holds_alternative<ast::SyncEvent>(statement) ||
-               std::holds_alternative<ast::SyncDevice>(statement) || std::holds_alternative<ast::Copy>(statement)) {
-      slot.statement = statement;
-    } else {
-      return;
+      launch->accesses = AccessList(slot.accesses);
     }
-    slot.generation = generation;
+    slot.generation = after;
     slot.valid = true;
   }
 
@@ -1650,11 +1645,10 @@ struct TraceReader::Impl {
         return true;
       }
       ParseMemo::Slot& slot = memo.take(*line);
+      const std::uint64_t before = parser.generation();
       parser.parse_line(slot.line, lines.line());
       if (made.empty()) continue;
-      // The generation after the parse: a statement that changes the
-      // parser's state is never kept, so a kept one left it as it was.
-      ParseMemo::keep(slot, made.back(), parser.generation());
+      ParseMemo::keep(slot, made.back(), before, parser.generation());
       any_statement = true;
       return true;
     }
