@@ -213,6 +213,15 @@ TEST(Streamed, ALineParsedBeforeIsParsedAgainOnceANameChanged) {
     EXPECT_EQ(e.line(), 7);
     EXPECT_NE(std::string(e.what()).find("goes past the end"), std::string::npos) << e.what();
   }
+  // A declaration changes what the same line parses to next: never reused.
+  const std::string twice = dir.write("twice.trace", "stream s\nevent e\nevent e\nrecord e on s\n").string();
+  try {
+    (void)check_streamed(twice, {});
+    ADD_FAILURE() << "an event declared twice streamed";
+  } catch (const TraceError& e) {
+    EXPECT_EQ(e.line(), 3);
+    EXPECT_NE(std::string(e.what()).find("already declared"), std::string::npos) << e.what();
+  }
   const std::string racy =
       dir.write("racy.trace", "stream s\nstream t\nbuffer A 8 on s\n" + loop + loop + loop).string();
   const Report r = check_streamed(racy, o);
