@@ -331,10 +331,14 @@ class SimBackend {
     return r;
   }
   /// Names the next pool op (alloc or free) in reports, e.g. "alloc b3".
-  void set_op_label(std::string label) { next_label_ = std::move(label); }
+  void set_op_label(std::string label) {
+    if (!label.empty() || !next_label_.empty()) next_label_ = std::move(label);  // most statements clear an empty one
+  }
   /// Names every event created from now on in reports and pictures (empty:
   /// the model's "e<N>").
-  void set_event_label(std::string label) { event_label_ = std::move(label); }
+  void set_event_label(std::string label) {
+    if (!label.empty() || !event_label_.empty()) event_label_ = std::move(label);
+  }
   // --- corners the property harness drives (props/harness.h)
 
   /// The next alloc_async (once its fault point passed) returns `live_ptr`,

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -1426,7 +1427,7 @@ std::string_view TextStore::keep(std::string_view text) {
   return keep_written(text.size(), [&](char* out) { std::memcpy(out, text.data(), text.size()); });
 }
 
-void TextStore::clear() {
+void TextStore::clear_kept() {
   if (chunks_.size() == 1 && chunks_.front().get() == filling_) {  // a streamed read: one chunk, refilled
     next_ = filling_;
     left_ = kChunkBytes;
@@ -1484,21 +1485,27 @@ class TraceFile {
   }
   TraceFile(const TraceFile&) = delete;
   TraceFile& operator=(const TraceFile&) = delete;
+  /// Reads up to `bytes` bytes of the file into `out`: how many, 0 at its end.
+  std::size_t read_some(char* out, std::size_t bytes) {
+    for (;;) {
+      const ssize_t n = ::read(fd_, out, bytes);
+      if (n >= 0) return static_cast<std::size_t>(n);
+      if (errno != EINTR) throw unreadable(errno);
+    }
+  }
   /// Appends up to `bytes` more bytes of the file to `out`; false at its end.
   bool read_more(std::string& out, std::size_t bytes) {
     const std::size_t had = out.size();
     out.resize(had + bytes);
-    for (;;) {
-      const ssize_t n = ::read(fd_, out.data() + had, bytes);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        const int error = errno;
-        out.resize(had);
-        throw unreadable(error);
-      }
-      out.resize(had + static_cast<std::size_t>(n));
-      return n > 0;
+    std::size_t n = 0;
+    try {
+      n = read_some(out.data() + had, bytes);
+    } catch (...) {
+      out.resize(had);
+      throw;
     }
+    out.resize(had + n);
+    return n > 0;
   }
 
  private:
@@ -1511,7 +1518,10 @@ class TraceFile {
 };
 
 /// The lines of a trace file one at a time, read in blocks: a streamed
-/// check never holds the whole file.
+/// check holds one block of the file, not the file. The buffer is never
+/// zero-filled (a std::string's resize would write every block twice), and
+/// a block is small enough that the lines parsed from it are still in the
+/// cache the read brought them to.
 class LineReader {
  public:
   explicit LineReader(const std::string& path) : file_(path) {}
@@ -1519,19 +1529,16 @@ class LineReader {
   /// nullopt after the last. Lines are numbered from 1 (line()).
   std::optional<std::string_view> next() {
     for (;;) {
-      const std::size_t end = buffer_.find('\n', at_);
-      if (end != std::string::npos) return line_at(end, end + 1);
-      if (at_ > 0) {  // the unread rest to the front, then more of the file after it
-        buffer_.erase(0, at_);
-        at_ = 0;
-      }
-      if (!ended_ && file_.read_more(buffer_, kBlockBytes)) continue;
+      const char* from = buffer_.get() + at_;
+      if (const void* end = std::memchr(from, '\n', filled_ - at_))
+        return line_at(static_cast<std::size_t>(static_cast<const char*>(end) - buffer_.get()), 1);
+      if (!ended_ && read_block()) continue;
       ended_ = true;
       // The last line has no newline; a file that ends with one has no
       // line after it, but a file with nothing at all is one empty line.
-      if (at_ < buffer_.size() || (line_ == 0 && !given_last_)) {
+      if (at_ < filled_ || (line_ == 0 && !given_last_)) {
         given_last_ = true;
-        return line_at(buffer_.size(), buffer_.size());
+        return line_at(filled_, 0);
       }
       return std::nullopt;
     }
@@ -1539,16 +1546,37 @@ class LineReader {
   int line() const { return line_; }
 
  private:
-  std::string_view line_at(std::size_t end, std::size_t next) {
-    const std::string_view line(buffer_.data() + at_, end - at_);
-    at_ = next;
+  std::string_view line_at(std::size_t end, std::size_t newline) {
+    const std::string_view line(buffer_.get() + at_, end - at_);
+    at_ = end + newline;
     ++line_;
     return line;
   }
-  static constexpr std::size_t kBlockBytes = std::size_t{1} << 20;
+  /// Moves the unread rest to the front and reads more after it, the
+  /// buffer doubled when the rest fills it (a line longer than a block);
+  /// false at the end of the file.
+  bool read_block() {
+    const std::size_t rest = filled_ - at_;
+    if (rest == capacity_) {
+      capacity_ *= 2;
+      auto bigger = std::make_unique_for_overwrite<char[]>(capacity_);
+      std::memcpy(bigger.get(), buffer_.get() + at_, rest);
+      buffer_ = std::move(bigger);
+    } else if (at_ > 0) {
+      std::memmove(buffer_.get(), buffer_.get() + at_, rest);
+    }
+    at_ = 0;
+    filled_ = rest;
+    const std::size_t n = file_.read_some(buffer_.get() + filled_, capacity_ - filled_);
+    filled_ += n;
+    return n > 0;
+  }
+  static constexpr std::size_t kBlockBytes = std::size_t{1} << 16;
   TraceFile file_;
-  std::string buffer_;
-  std::size_t at_ = 0;  // where the unread part of buffer_ starts
+  std::size_t capacity_ = kBlockBytes;
+  std::unique_ptr<char[]> buffer_ = std::make_unique_for_overwrite<char[]>(kBlockBytes);
+  std::size_t at_ = 0;      // where the unread part of buffer_ starts
+  std::size_t filled_ = 0;  // how much of buffer_ holds the file's bytes
   int line_ = 0;
   bool ended_ = false;
   bool given_last_ = false;
@@ -1583,20 +1611,35 @@ class ParseMemo {
     Statement statement;
     std::vector<BufferAccess> accesses;  // a launch's, which its statement views
     std::uint64_t generation = 0;
+    std::uint32_t followed_by = kNoSlot;  // the slot of the line read after this one, last time
     bool valid = false;
   };
   /// The statement `line` parsed to at `generation`, or null.
   const Statement* find(std::string_view line, std::uint64_t generation) {
-    Slot& s = slot_of(line);
-    return s.valid && s.generation == generation && s.line == line ? &s.statement : nullptr;
+    // A loop's lines come in the order they came last time: the line after
+    // the last one is tried first, with no hash computed.
+    if (last_ != kNoSlot) {
+      const std::uint32_t guess = slots_[last_].followed_by;
+      if (guess != kNoSlot && holds(slots_[guess], line, generation)) {
+        last_ = guess;
+        return &slots_[guess].statement;
+      }
+    }
+    const std::uint32_t at = slot_index(line);
+    if (!holds(slots_[at], line, generation)) return nullptr;
+    follow(at);
+    return &slots_[at].statement;
   }
   /// The slot `line` goes to, emptied, its text a copy of `line`: the
   /// caller parses that copy (so that the statement's words view it) and
   /// then keep()s the statement, or leaves the slot empty.
   Slot& take(std::string_view line) {
-    Slot& s = slot_of(line);
+    const std::uint32_t at = slot_index(line);
+    Slot& s = slots_[at];
     s.valid = false;
+    s.followed_by = kNoSlot;
     s.line.assign(line);
+    follow(at);
     return s;
   }
   /// Keeps `statement`, parsed from `slot.line`, when its parse left the
@@ -1614,9 +1657,21 @@ class ParseMemo {
   }
 
  private:
-  Slot& slot_of(std::string_view line) { return slots_[std::hash<std::string_view>{}(line) & (kSlots - 1)]; }
-  static constexpr std::size_t kSlots = 1024;
+  static constexpr std::uint32_t kNoSlot = ~std::uint32_t{0};
+  static constexpr std::uint32_t kSlots = 1024;
+  static bool holds(const Slot& s, std::string_view line, std::uint64_t generation) {
+    return s.valid && s.generation == generation && s.line == line;
+  }
+  static std::uint32_t slot_index(std::string_view line) {
+    return static_cast<std::uint32_t>(std::hash<std::string_view>{}(line) & (kSlots - 1));
+  }
+  /// `at` is the slot of the line just read: the one before it learns so.
+  void follow(std::uint32_t at) {
+    if (last_ != kNoSlot) slots_[last_].followed_by = at;
+    last_ = at;
+  }
   std::vector<Slot> slots_ = std::vector<Slot>(kSlots);
+  std::uint32_t last_ = kNoSlot;  // the slot of the line read last, if it has one
 };
 
 struct TraceReader::Impl {

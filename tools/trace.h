@@ -155,12 +155,16 @@ class TextStore {
   /// Lets go of everything kept (every view into the store dangles after):
   /// a streamed read (TraceReader) keeps one statement's texts at a time.
   /// The chunk being filled stays, to be filled again.
-  void clear();
+  void clear() {
+    if (next_ == filling_ && chunks_.size() <= 1) return;  // nothing kept since: a streamed line parsed before
+    clear_kept();
+  }
 
  private:
   /// `bytes` bytes (at least 1) that never move, starting at a multiple of
   /// `align` (a power of two, at most alignof(std::max_align_t)).
   char* room_for(std::size_t bytes, std::size_t align = 1);
+  void clear_kept();
   static constexpr std::size_t kChunkBytes = std::size_t{1} << 16;
   std::vector<std::unique_ptr<char[]>> chunks_;
   std::size_t left_ = 0;     // bytes free at the end of the last chunk of kChunkBytes

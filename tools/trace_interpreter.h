@@ -469,7 +469,7 @@ class TraceInterpreter {
     b_.set_op_label({});
     b_.set_event_label({});
     run.next = jump_ ? run.index_of_line(*std::exchange(jump_, std::nullopt)) : run.next + 1;
-    if (run.done() && joined_.contains(run.name)) run.end = release();  // R6b
+    if (run.done() && !joined_.empty() && joined_.contains(run.name)) run.end = release();  // R6b
   }
 
   /// Whether `st` can run now: what it waits for is there.
@@ -1256,12 +1256,18 @@ class TraceInterpreter {
     return accesses_now_;
   }
   void fill_kernel_accesses(AccessList accesses, std::vector<KernelAccess>& out) const {
-    out.clear();
-    out.reserve(accesses.size());
-    for (const auto& [access, r] : accesses) {
+    // Written a field at a time into place: a KernelAccess built whole and
+    // then copied was read back as 16 bytes just after its parts were
+    // stored, a store-forwarding stall on every access (perf annotate).
+    out.resize(accesses.size());
+    for (std::size_t i = 0; i < accesses.size(); ++i) {
+      const auto& [access, r] = accesses[i];
       const TraceBuffer& b = buffers_.at(r.buffer);
-      const std::uint64_t hi = r.hi ? *r.hi : b.bytes;
-      out.push_back(KernelAccess{b.ptr + r.lo, hi - r.lo, access, b.allocation});
+      KernelAccess& k = out[i];
+      k.ptr = b.ptr + r.lo;
+      k.bytes = (r.hi ? *r.hi : b.bytes) - r.lo;
+      k.access = access;
+      k.allocation = b.allocation;
     }
   }
 

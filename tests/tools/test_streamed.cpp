@@ -6,6 +6,7 @@
 // is an input error at its line, never a partial check.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -231,6 +232,39 @@ TEST(Streamed, ALineParsedBeforeIsParsedAgainOnceANameChanged) {
       if (op && op->origin && op->origin->text.starts_with("launch")) lines.insert(op->origin->line);
   EXPECT_EQ(keys(r), keys(whole_at_once(racy, 1)));
   EXPECT_GE(lines.size(), 3u) << "each repeated racy line reports itself";
+}
+
+TEST(Streamed, LinesAcrossBlocksAndALoopThatChangesCourseAreReadAsWritten) {
+  // The reader holds the file a 64 KB block at a time and tries first the
+  // line that followed the last one last time (ParseMemo): lines cut by a
+  // block's end, a line longer than a block, and a repeated line followed
+  // by a different one than before must all read as the whole trace does.
+  tests::FreshTempDir dir("streamed-blocks");
+  std::string text = "stream s\nstream t\nevent e\nevent f\nbuffer A 64 on s\nbuffer B 64 on t\nrecord f on t\n";
+  const std::string write_a = "launch k on s writes A  # a site comment, to make lines cross blocks at odd places\n";
+  const std::string round =
+      "wait f on s\n" + write_a + "record e on s\nwait e on t\nlaunch r on t reads A writes B\nrecord f on t\n";
+  std::uint64_t rounds = 0;
+  for (; text.size() < 3 * 65536; ++rounds) text += round;
+  text += "# " + std::string(150000, 'x') + "\n";  // longer than a block
+  // The same write, followed by another line than every time before: a race.
+  text += "wait f on s\n" + write_a + "launch q on t writes A\n";
+  const std::string path = dir.write("blocks.trace", text).string();
+  TraceCheckOptions o;
+  o.seed = 1;
+  const Report r = check_streamed(path, o);
+  EXPECT_EQ(keys(r), keys(whole_at_once(path, 1)));
+  std::vector<const ReportFinding*> races;  // the rest are the two buffers' leaks
+  for (const ReportFinding& f : r.findings)
+    if (f.kind != sim::FindingKind::Leak) races.push_back(&f);
+  ASSERT_EQ(races.size(), 1u) << "the last two writes race, nothing else does";
+  EXPECT_EQ(races[0]->kind, sim::FindingKind::DataRace);
+  const int last_line = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+  std::set<int> lines;
+  for (const ReportOp* op : {&races[0]->first, races[0]->second ? &*races[0]->second : nullptr})
+    if (op && op->origin) lines.insert(op->origin->line);
+  EXPECT_EQ(lines, (std::set<int>{last_line - 1, last_line}));
+  EXPECT_EQ(r.coverage.streamed->ops, 2 * rounds + 2 + 2) << "every launch and the two buffers' allocations";
 }
 
 TEST(Streamed, WhatItHoldsDoesNotGrowWithTheTrace) {
