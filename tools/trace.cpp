@@ -1615,7 +1615,7 @@ class ParseMemo {
     bool valid = false;
   };
   /// The statement `line` parsed to at `generation`, or null.
-  const Statement* find(std::string_view line, std::uint64_t generation) {
+  Statement* find(std::string_view line, std::uint64_t generation) {
     // A loop's lines come in the order they came last time: the line after
     // the last one is tried first, with no hash computed.
     if (last_ != kNoSlot) {
@@ -1685,19 +1685,19 @@ struct TraceReader::Impl {
   bool any_statement = false;
   bool ended = false;
 
-  /// Parses lines until one makes a statement, the parser's only one
-  /// (Trace::statements); false at the end of the file (after the whole
-  /// trace's checks).
-  bool parse_statement() {
-    if (ended) return false;
+  /// Parses lines until one makes a statement: the parser's only one
+  /// (Trace::statements), or a memo slot's, its line set to this one (no
+  /// copy made); null at the end of the file (after the whole trace's
+  /// checks). Valid until the next call.
+  Statement* parse_statement() {
+    if (ended) return nullptr;
     std::vector<Statement>& made = parser.trace().statements;
     made.clear();
     while (const auto line = lines.next()) {
-      if (const Statement* seen = memo.find(*line, parser.generation())) {
-        made.push_back(*seen);
-        std::visit([&](ast::Source& s) { s.line = lines.line(); }, made.back());
+      if (Statement* seen = memo.find(*line, parser.generation())) {
+        std::visit([&](ast::Source& s) { s.line = lines.line(); }, *seen);
         any_statement = true;
-        return true;
+        return seen;
       }
       ParseMemo::Slot& slot = memo.take(*line);
       const std::uint64_t before = parser.generation();
@@ -1705,11 +1705,11 @@ struct TraceReader::Impl {
       if (made.empty()) continue;
       ParseMemo::keep(slot, made.back(), before, parser.generation());
       any_statement = true;
-      return true;
+      return &made.back();
     }
     ended = true;
     parser.check_whole_trace(any_statement);
-    return false;
+    return nullptr;
   }
 };
 
@@ -1720,8 +1720,11 @@ const Trace& TraceReader::trace() const { return impl_->parser.trace(); }
 
 void TraceReader::read_declarations() {
   Impl& r = *impl_;
-  while (!r.parser.first_run_line() && r.parse_statement())
-    r.ahead.push_back(std::move(r.parser.trace().statements.back()));
+  while (!r.parser.first_run_line())
+    if (const Statement* st = r.parse_statement())
+      r.ahead.push_back(*st);
+    else
+      break;
 }
 
 const Statement* TraceReader::next() {
@@ -1735,9 +1738,9 @@ const Statement* TraceReader::next() {
   // The statement handed out last, and its texts, go; the next one is the
   // parser's own, handed out where it was made.
   r.parser.trace().texts->clear();
-  if (!r.parse_statement()) return nullptr;
-  ++r.handed_out;
-  return &r.parser.trace().statements.back();
+  const Statement* st = r.parse_statement();
+  if (st != nullptr) ++r.handed_out;
+  return st;
 }
 
 std::uint64_t TraceReader::statements_read() const { return impl_->handed_out; }
