@@ -1736,7 +1736,7 @@ const Statement* TraceReader::next() {
     return &r.current;
   }
   // The statement handed out last, and its texts, go; the next one is the
-  // parser's own, handed out where it was made.
+  // parser's own or a memo slot's, handed out where it is (parse_statement).
   r.parser.trace().texts->clear();
   const Statement* st = r.parse_statement();
   if (st != nullptr) ++r.handed_out;
