@@ -242,12 +242,17 @@ void DeviceModel::finish() {
                                 : chooser_.choose(ChoiceKind::DeviceStep, static_cast<std::uint32_t>(heads_.size()));
     execute(OpRef{heads_[c], hb_.executed_count(heads_[c])});
   }
-  for (const Allocation& a : pool_.allocations())
+  pool_.visit_held([&](AllocationIndex, const Allocation& a) {
     if (!a.free_op) race_.leaked(a);
+  });
   finished_ = true;
 }
 
-Retention DeviceModel::compact(std::vector<OpRef> also_named) {
+Retention DeviceModel::compact(std::vector<OpRef> also_named, std::vector<AllocationIndex> also_named_allocations) {
+  // The allocations first: the ops the pool names are those of the
+  // allocations it keeps.
+  race_.add_named_allocations(also_named_allocations);
+  const std::size_t walked_allocations = pool_.drop_unnamed(std::move(also_named_allocations));
   std::vector<OpRef>& named = also_named;
   race_.add_named(named);
   pool_.add_named(named);
@@ -263,7 +268,7 @@ Retention DeviceModel::compact(std::vector<OpRef> also_named) {
   hb_.drop(r);
   race_.drop(r);  // reads the HB state's window as drop() left it
   enqueued_at_compact_ = hb_.enqueued_count();
-  named_at_compact_ = walked;
+  named_at_compact_ = walked + walked_allocations;
   return r;
 }
 

@@ -207,14 +207,17 @@ class DeviceModel {
   /// How many ops a pass waits for at least (kCompactEvery; tests ask 1:
   /// a pass at every statement).
   void set_compact_every(std::uint64_t ops) { compact_every_ = ops; }
-  /// Drops the records of the executed ops that nothing names: not the
-  /// model's parts (the shadow, findings, the pool, pool dependencies) nor
-  /// `also_named` (ops the caller holds). Returns what it dropped and kept,
+  /// Drops the records of the allocations nothing names (Pool::drop_unnamed:
+  /// not the live ones, the checker's nor `also_named_allocations`, those
+  /// the caller holds), then those of the executed ops that nothing names:
+  /// not the model's parts (the shadow, findings, the pool's kept
+  /// allocations, pool dependencies) nor `also_named` (ops the caller
+  /// holds). Returns what it dropped and kept of the ops,
   /// for a caller with per-op records of its own. Reading a dropped op's
   /// record afterwards is a std::logic_error (what walks every op -- the
   /// producers of a read, pictures, the HB-graph oracle -- cannot run on
   /// such a run).
-  Retention compact(std::vector<OpRef> also_named = {});
+  Retention compact(std::vector<OpRef> also_named = {}, std::vector<AllocationIndex> also_named_allocations = {});
 
   /// The parts, for oracles and tools that read one concern.
   const HbState& hb() const { return hb_; }

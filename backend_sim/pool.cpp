@@ -117,19 +117,19 @@ std::optional<AllocationIndex> Pool::place(StreamIndex stream, std::uint64_t byt
 }
 
 AllocationIndex Pool::added(const Allocation& a) {
-  if (allocations_.size() >= kNoAllocation)
+  if (count() >= kNoAllocation)
     throw std::length_error("Pool: more than 2^32 - 1 allocations in one run; split the trace");
-  const auto index = static_cast<std::uint32_t>(allocations_.size());
+  const std::uint32_t index = count();
   // What may fail (std::bad_alloc) comes first, and undoes itself or leaves
   // nothing that answers wrong: the record, the index's segments over the
   // range (new ones name no allocation), the live start. Writing the index
   // into segments that then all exist cannot fail.
-  allocations_.push_back(a);
+  held_.push_back(a);
   try {
     newest_.for_range(a.range.lo, a.range.hi, kNoAllocation, [](std::uint64_t, std::uint64_t, std::uint32_t&) {});
     if (!a.parent) live_starts_[a.range.lo] = index;
   } catch (...) {
-    allocations_.pop_back();
+    held_.pop_back();
     throw;
   }
   newest_.for_range(a.range.lo, a.range.hi, kNoAllocation,
@@ -140,7 +140,7 @@ AllocationIndex Pool::added(const Allocation& a) {
 void Pool::forget_live(AllocationIndex a) {
   // Only if it is the one there: a second free of a range handed out again
   // must not forget its new occupant.
-  const auto it = live_starts_.find(allocations_.at(a.value).range.lo);
+  const auto it = live_starts_.find(at(a).range.lo);
   if (it != live_starts_.end() && it->second == a.value) live_starts_.erase(it);
 }
 
@@ -157,10 +157,10 @@ AllocationIndex Pool::containing(std::uint64_t ptr) const {
   // here, was 1.02-1.03x slower with the index alone). One of them that
   // holds ptr is the newest that does.
   constexpr std::size_t kScanned = 16;
-  const std::size_t scan_end = allocations_.size() > kScanned ? allocations_.size() - kScanned : 0;
-  for (std::size_t i = allocations_.size(); i-- > scan_end;) {
-    const ByteRange& r = allocations_[i].range;
-    if (r.lo <= ptr && ptr < r.hi) return AllocationIndex{static_cast<std::uint32_t>(i)};
+  const std::size_t scan_end = held_.size() > kScanned ? held_.size() - kScanned : 0;
+  for (std::size_t i = held_.size(); i-- > scan_end;) {
+    const ByteRange& r = held_[i].range;
+    if (r.lo <= ptr && ptr < r.hi) return AllocationIndex{held_from_ + static_cast<std::uint32_t>(i)};
   }
   std::optional<std::uint32_t> newest;
   if (ptr < std::numeric_limits<std::uint64_t>::max())
@@ -172,14 +172,14 @@ AllocationIndex Pool::containing(std::uint64_t ptr) const {
 }
 
 void Pool::freed(AllocationIndex a, OpRef free_op) {
-  Allocation& alloc = allocations_.at(a.value);
+  Allocation& alloc = at(a);
   alloc.free_op = free_op;
   forget_live(a);
   free_ranges_.push_back(FreeRange{alloc.range, free_op});
 }
 
 AllocationIndex Pool::sub_allocated(AllocationIndex parent, ByteRange block, std::uint64_t bytes, StreamIndex stream) {
-  const Allocation& p = allocations_.at(parent.value);
+  const Allocation& p = at(parent);
   if (block.lo < p.range.lo || block.hi > p.range.hi || block.lo >= block.hi || bytes > block.hi - block.lo)
     throw std::invalid_argument(
         fmt::format("Pool: sub-block [{:#x}, {:#x}) of {} bytes is not inside its parent "
@@ -195,7 +195,7 @@ AllocationIndex Pool::sub_allocated(AllocationIndex parent, ByteRange block, std
 }
 
 void Pool::sub_freed(AllocationIndex a, OpRef free_op, std::vector<OpRef> released_after) {
-  Allocation& alloc = allocations_.at(a.value);
+  Allocation& alloc = at(a);
   alloc.free_op = free_op;
   alloc.released_after = std::move(released_after);
 }
@@ -216,13 +216,13 @@ AllocationIndex Pool::host_allocated(std::uint64_t bytes, StreamIndex stream) {
 }
 
 void Pool::host_freed(AllocationIndex a, OpRef free_op) {
-  Allocation& alloc = allocations_.at(a.value);
+  Allocation& alloc = at(a);
   alloc.free_op = free_op;
   forget_live(a);
 }
 
 bool Pool::within(AllocationIndex a, AllocationIndex b) const {
-  for (std::optional<AllocationIndex> at = a; at; at = allocations_.at(at->value).parent)
+  for (std::optional<AllocationIndex> at = a; at; at = allocation(*at).parent)
     if (*at == b) return true;
   return false;
 }
@@ -244,14 +244,60 @@ void Pool::release_idle_ranges(const HbState& hb) {
   }
 }
 
+Allocation& Pool::at(AllocationIndex a) {
+  if (a.value >= held_from_) return held_.at(a.value - held_from_);
+  const auto it = std::lower_bound(kept_.begin(), kept_.end(), a.value,
+                                   [](const auto& entry, std::uint32_t index) { return entry.first < index; });
+  if (it == kept_.end() || it->first != a.value)
+    throw std::logic_error(
+        fmt::format("Pool: internal error: allocation {} was asked for after a retention pass dropped it", a.value));
+  return it->second;
+}
+
+const std::vector<Allocation>& Pool::allocations() const {
+  if (held_from_ > 0)
+    throw std::logic_error("Pool: every allocation was asked for, and a retention pass dropped some (visit_held)");
+  return held_;
+}
+
 void Pool::add_named(std::vector<OpRef>& named) const {
-  for (const Allocation& a : allocations_) {
+  visit_held([&](AllocationIndex, const Allocation& a) {
     named.push_back(a.alloc_op);
     if (a.free_op) named.push_back(*a.free_op);
     if (a.fence) named.push_back(*a.fence);
     named.insert(named.end(), a.released_after.begin(), a.released_after.end());
-  }
+  });
   for (const FreeRange& fr : free_ranges_) named.push_back(fr.free_op);
+}
+
+std::size_t Pool::drop_unnamed(std::vector<AllocationIndex> named) {
+  // The roots: the caller's, the live allocations, containing()'s answers.
+  // The live ones are the newest over their bytes or a parent of one (no
+  // allocation gets a live one's bytes but its sub-blocks), so they would
+  // stay without being named here; they are, since finish() reports those
+  // left as leaks, and a dropped one would be a leak missed, not an error.
+  std::vector<AllocationIndex>& roots = named;
+  visit_held([&](AllocationIndex index, const Allocation& a) {
+    if (!a.free_op) roots.push_back(index);
+  });
+  newest_.visit(0, std::numeric_limits<std::uint64_t>::max(), [&](std::uint64_t, std::uint64_t, std::uint32_t v) {
+    if (v != kNoAllocation) roots.push_back(AllocationIndex{v});
+  });
+  // Their parents, at any depth (within() walks them).
+  for (std::size_t i = 0; i < roots.size(); ++i)
+    if (const auto parent = allocation(roots[i]).parent) roots.push_back(*parent);
+  std::sort(roots.begin(), roots.end());
+  roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
+  // Every record goes to the side table or away; allocation() throws for
+  // a root that an earlier pass let go (a root was missed then).
+  std::vector<std::pair<std::uint32_t, Allocation>> kept;
+  kept.reserve(roots.size());
+  for (const AllocationIndex r : roots) kept.emplace_back(r.value, std::move(at(r)));
+  const std::size_t walked = kept_.size() + held_.size() + roots.size();
+  held_from_ = count();
+  held_.clear();
+  kept_ = std::move(kept);
+  return walked;
 }
 
 }  // namespace streamcheck::sim

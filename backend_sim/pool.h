@@ -15,6 +15,7 @@
 #include <optional>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "backend_sim/byte_range.h"
@@ -76,7 +77,7 @@ class Pool {
   std::optional<AllocationIndex> place(StreamIndex stream, std::uint64_t bytes, const HbState& hb, Chooser& chooser,
                                        std::optional<std::uint64_t> preferred = std::nullopt,
                                        bool may_complete_frees = false);
-  void set_alloc_op(AllocationIndex a, OpRef op) { allocations_.at(a.value).alloc_op = op; }
+  void set_alloc_op(AllocationIndex a, OpRef op) { at(a).alloc_op = op; }
   /// The live allocation that starts at ptr; nullopt when there is none.
   std::optional<AllocationIndex> live_at(std::uint64_t ptr) const;
   /// The newest allocation whose range holds ptr; throws when none does.
@@ -104,14 +105,39 @@ class Pool {
   /// more than the release threshold of them is held.
   void release_idle_ranges(const HbState& hb);
 
-  /// Adds the ops the pool names to `named` (retention.h): every
-  /// allocation's alloc, free, fence and release points, and each freed
-  /// range's free.
+  // --- retention (retention.h)
+  /// Adds the ops the pool names to `named`: every held allocation's
+  /// alloc, free, fence and release points, and each freed range's free.
   void add_named(std::vector<OpRef>& named) const;
+  /// Drops the record of every allocation but those something may still
+  /// ask about: the live ones, `named` (what the caller's parts hold: the
+  /// checker's accesses, the names a trace binds), the newest allocation
+  /// over each byte (containing()'s answers), and the parents of all
+  /// these (within()). A freed allocation nothing names is never asked
+  /// about again: its bytes are reached through the newest one over them.
+  /// Returns how many records it walked, for the caller's pacing. Asking
+  /// for a dropped allocation afterwards is a std::logic_error, never a
+  /// wrong answer.
+  std::size_t drop_unnamed(std::vector<AllocationIndex> named);
+  /// How many allocations' records drop_unnamed() let go.
+  std::uint32_t dropped_count() const { return held_from_ - static_cast<std::uint32_t>(kept_.size()); }
 
-  std::uint32_t count() const { return static_cast<std::uint32_t>(allocations_.size()); }
-  const Allocation& allocation(AllocationIndex a) const { return allocations_.at(a.value); }
-  const std::vector<Allocation>& allocations() const { return allocations_; }
+  /// How many allocations the run made (dropped ones included).
+  std::uint32_t count() const { return held_from_ + static_cast<std::uint32_t>(held_.size()); }
+  /// Allocation `a`'s record; std::out_of_range for one never made,
+  /// std::logic_error for one drop_unnamed() let go.
+  const Allocation& allocation(AllocationIndex a) const { return const_cast<Pool&>(*this).at(a); }
+  /// Every allocation in index order; std::logic_error once drop_unnamed()
+  /// let one go (a long run's caller visits the held ones instead).
+  const std::vector<Allocation>& allocations() const;
+  /// Calls fn(index, allocation) for every allocation whose record is
+  /// held, in index order.
+  template <class Fn>
+  void visit_held(Fn&& fn) const {
+    for (const auto& [index, a] : kept_) fn(AllocationIndex{index}, a);
+    for (std::size_t i = 0; i < held_.size(); ++i)
+      fn(AllocationIndex{held_from_ + static_cast<std::uint32_t>(i)}, held_[i]);
+  }
   const PoolPolicy& policy() const { return policy_; }
 
  private:
@@ -125,9 +151,15 @@ class Pool {
   AllocationIndex added(const Allocation& a);
   /// `a` is no longer live (freed): live_at no longer answers it.
   void forget_live(AllocationIndex a);
+  Allocation& at(AllocationIndex a);
 
   PoolPolicy policy_;
-  std::vector<Allocation> allocations_;
+  /// The records of allocations held_from_ on, in index order; those
+  /// below it that drop_unnamed() kept are in kept_, sorted by index (a
+  /// long run keeps few: the live ones and the ones something names).
+  std::vector<Allocation> held_;
+  std::uint32_t held_from_ = 0;
+  std::vector<std::pair<std::uint32_t, Allocation>> kept_;
   /// containing()'s answer for every byte an allocation ever held: the
   /// newest allocation over it (a reuse or a sub-block takes over its
   /// bytes). A scan of every allocation made in the run, newest first, was

@@ -237,6 +237,13 @@ void RaceChecker::add_named(std::vector<OpRef>& named) const {
   for (const ValueMismatch& m : mismatches_) named.push_back(m.read);
 }
 
+void RaceChecker::add_named_allocations(std::vector<AllocationIndex>& named) const {
+  shadow_.visit(0, std::numeric_limits<std::uint64_t>::max(), [&](std::uint64_t, std::uint64_t, const Shadow& sh) {
+    if (sh.last_write) named.push_back(sh.last_write->allocation);
+    for (const ShadowAccess& r : sh.reads) named.push_back(r.allocation);
+  });
+}
+
 void RaceChecker::drop(const Retention& r) {
   // The stamps whose ops are all dropped: those below the first op each
   // stream still holds (stamps are given in enqueue order).

@@ -109,6 +109,13 @@ class RaceChecker {
   /// Adds the ops the checker names to `named`: its shadow's accesses, its
   /// findings' ops and its value mismatches' reads.
   void add_named(std::vector<OpRef>& named) const;
+  /// Adds the allocations the checker asks the pool about to `named`: its
+  /// shadow's (ordered() and classify() walk their parents). Its records
+  /// of ops name allocations too, but only as numbers nothing looks up:
+  /// counting them as roots kept every allocation whose ops the pool named
+  /// (the pool names the ops of those it keeps, and the checker keeps those
+  /// ops' records).
+  void add_named_allocations(std::vector<AllocationIndex>& named) const;
   /// Drops the records (accesses, where they start) of the ops `r` drops,
   /// but for r.kept, once every op enqueued before them is dropped too (the
   /// records are in enqueue order); the HB state must have applied `r`

@@ -11,6 +11,11 @@
 // backend's origin lines); the parts keep their kept ops in a side table,
 // and asking for a dropped op's record is an internal error
 // (std::logic_error), never a wrong answer.
+//
+// The pool's allocation records go the same way, first (Pool::drop_unnamed):
+// a freed allocation is asked about only while something names it -- a
+// shadow entry, a name a trace binds, the newest allocation over some byte,
+// a kept one's parent -- and the pool names only the ops of those it keeps.
 #pragma once
 
 #include <algorithm>

@@ -33,7 +33,7 @@ struct SimBackendOptions {
   std::uint32_t device_ordinal = 0;
   /// A long run's memory (a streamed check, docs/TRACES.md): keep no API
   /// log nor where each statement's log entries begin, and at statement
-  /// starts drop the records of executed ops nothing names
+  /// starts drop the records of executed ops and allocations nothing names
   /// (DeviceModel::compact), this backend's origin lines with them.
   bool retain_only_named = false;
 };
@@ -315,6 +315,13 @@ class SimBackend {
   /// `launch graph` at `line` (0: no longer); op_launches reads it back.
   void set_graph_launch(int line) { graph_launch_line_ = line; }
   const std::map<OpRef, int>& op_launches() const { return op_launches_; }
+  /// A long run's (retain_only_named): `add` puts the allocation indexes
+  /// its caller holds (allocation_of's answers it kept, e.g. a trace's
+  /// buffer names) into its argument at each retention pass, so that their
+  /// records stay; nullptr: none.
+  void name_allocations_with(std::function<void(std::vector<std::uint32_t>&)> add) {
+    named_allocations_ = std::move(add);
+  }
   /// The model's allocation index of the newest allocation made at `ptr`.
   std::optional<std::uint32_t> allocation_of(std::uint64_t ptr) const {
     auto it = allocations_.find(ptr);
@@ -438,7 +445,14 @@ class SimBackend {
     std::vector<OpRef> named;
     if (last_free_) named.push_back(*last_free_);
     for (const auto& [op, launch] : op_launches_) named.push_back(op);
-    const Retention r = model_.compact(std::move(named));
+    std::vector<std::uint32_t> held;
+    if (named_allocations_) named_allocations_(held);
+    // allocations_ adds none: allocation_of is asked for a live
+    // allocation's index only (model/backend.h), which the pool keeps.
+    std::vector<AllocationIndex> allocations;
+    allocations.reserve(held.size());
+    for (const std::uint32_t a : held) allocations.push_back(AllocationIndex{a});
+    const Retention r = model_.compact(std::move(named), std::move(allocations));
     op_origins_.drop(r.dropped_before, [&](OpRef op) { return r.keeps(op); });
   }
 
@@ -467,7 +481,8 @@ class SimBackend {
   std::vector<LineStart> line_starts_;
   std::vector<QueryAnswer> query_answers_;
   std::vector<LogLineStart> log_line_starts_;
-  std::map<std::uint64_t, std::uint32_t> allocations_;  // ptr -> newest allocation made there
+  std::map<std::uint64_t, std::uint32_t> allocations_;                  // ptr -> newest allocation made there
+  std::function<void(std::vector<std::uint32_t>&)> named_allocations_;  // name_allocations_with
   std::uint32_t faults_paused_ = 0;
   std::optional<std::uint64_t> collision_;
   std::optional<std::uint64_t> preferred_address_;

@@ -1796,6 +1796,17 @@ struct SimulatedRun {
     bo.retain_only_named = options.retain_only_named;
     return bo;
   }
+  /// A long run's retention passes keep the allocations `interpreter`'s
+  /// buffer names are bound to; off again once it ran (the interpreter may
+  /// go first).
+  template <class Run>
+  Execution run_binding_names(TraceInterpreter<sim::SimBackend>& interpreter, Run&& run) {
+    backend.name_allocations_with(
+        [&interpreter](std::vector<std::uint32_t>& out) { interpreter.add_bound_allocations(out); });
+    Execution exec = run();
+    backend.name_allocations_with(nullptr);
+    return exec;
+  }
   /// What the run record takes from the backend and the chooser once the
   /// statements ran: the plain allocations' stream, the choices with their
   /// lines, the queries' answers; then the model.
@@ -1830,7 +1841,7 @@ Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const Trac
   sim::SimBackend& backend = sim.backend;
   if (on_model) on_model(*sim.model);
   TraceInterpreter<sim::SimBackend> interpreter(trace, backend);
-  Execution exec = interpreter.run();
+  Execution exec = sim.run_binding_names(interpreter, [&] { return interpreter.run(); });
   sim.record_into(exec, interpreter.plain_alloc_stream(), chooser);
   // Line -> statement text, indexed by line (a map of a million lines was a
   // tree walk per op: docs/PERFORMANCE.md, "HB checking").
@@ -1872,7 +1883,8 @@ Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const Trac
 Execution run_streamed_on_simulator(TraceReader& reader, sim::Chooser& chooser, const TraceRunOptions& options) {
   SimulatedRun sim(chooser, options);
   TraceInterpreter<sim::SimBackend> interpreter(reader.trace(), sim.backend);
-  Execution exec = interpreter.run_streamed([&] { return reader.next(); });
+  Execution exec =
+      sim.run_binding_names(interpreter, [&] { return interpreter.run_streamed([&] { return reader.next(); }); });
   sim.record_into(exec, interpreter.plain_alloc_stream(), chooser);
   exec.set_origins(sim.backend.op_origins(), {});  // the texts come later (set_origin_texts)
   exec.set_model(std::move(sim.model));

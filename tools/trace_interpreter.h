@@ -145,6 +145,14 @@ class TraceInterpreter {
   }
   /// The legacy default stream that run() made (plain `buffer` / `free` run on it).
   StreamId plain_alloc_stream() const { return legacy_; }
+  /// The backend's allocation (allocation_of) of every buffer a name is
+  /// bound to now, freed or not: a later statement may use a freed
+  /// buffer's name (a use after free), so a long run's retention pass must
+  /// keep their records.
+  void add_bound_allocations(std::vector<std::uint32_t>& out) const {
+    for (const auto& [name, buffer] : exec_.buffers())
+      if (buffer.allocation) out.push_back(*buffer.allocation);
+  }
 
  private:
   Execution run_program() {

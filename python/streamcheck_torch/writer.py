@@ -13,6 +13,7 @@ Caching-allocator memory is written as the allocator has it: each segment
 """
 
 import bisect
+import heapq
 import os
 
 # The recorded actions: one flat list of numbers and strings, each action
@@ -122,6 +123,14 @@ class TraceWriter:
         events = {}         # handle -> name
         segments = []       # sorted [(address, end, name)]
         blocks = {}         # storage address -> (name, size, stream name)
+        # The names of blocks given back, for the next blocks: a name is
+        # bound to one live block at a time, and a program's allocations
+        # then need as many names as it has live blocks, not one each. A
+        # check of a long recording keeps what every name a trace ever
+        # bound needs (a later statement may use a freed block's name), so
+        # fresh names grew it by each allocation (docs/PERFORMANCE.md).
+        # The lowest name first: the same program gives the same names.
+        free_names = []
         counters = {"s": 0, "e": 0, "seg": 0, "b": 0}
 
         def stream_name(handle):
@@ -159,8 +168,11 @@ class TraceWriter:
                 self.note("a tensor in memory of no recorded segment: left out")
                 return None
             stream = stream_name(stream_handle)
-            counters["b"] += 1
-            name = "b%d" % counters["b"]
+            if free_names:
+                name = "b%d" % heapq.heappop(free_names)
+            else:
+                counters["b"] += 1
+                name = "b%d" % counters["b"]
             lo = storage - segment[0]
             out.append("suballoc %s %d from %s[%d:%d] on %s" % (name, size, segment[2], lo, lo + size, stream))
             blocks[storage] = (name, size, stream)
@@ -234,6 +246,7 @@ class TraceWriter:
                 block = blocks.pop(action[1], None)
                 if block is not None:
                     out.append("subfree %s on %s" % (block[0], block[2]))
+                    heapq.heappush(free_names, int(block[0][1:]))
             elif kind == RECORD_STREAM:
                 _, storage, stream, site = action
                 block = blocks.get(storage)

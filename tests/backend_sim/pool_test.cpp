@@ -384,5 +384,57 @@ TEST(PoolIndex, ContainingAnswersTheNewestAllocationAndLiveAtTheLiveOneAtAnAddre
   EXPECT_EQ(pool.live_at(lo), b);
 }
 
+// A retention pass (Pool::drop_unnamed) keeps, of the freed allocations,
+// those a later check asks about. A is freed and its bytes handed to B on
+// the same stream; B is freed too; a stale access through A on s1 leaves A
+// in the shadow (as the bytes' last write, or as a racing read). Neither
+// is live and no caller names either: A stays for the shadow's sake, B as
+// the newest allocation over the bytes, which a raw-pointer read on s2
+// means. That read's check asks for both (B's fence, then whether the
+// shadow's A access is B's), so a dropped one would be an error.
+void expect_the_shadow_and_the_newest_kept(Access stale) {
+  RandomChooser chooser(1);
+  DeviceModel m(chooser, PoolPolicy{}, DeviceProgress::AtOnce);
+  m.keep_no_log();
+  const StreamIndex s = m.create_stream(), t = m.create_stream(), u = m.create_stream();
+  const auto a = m.alloc(s, 256, "a");
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(m.free(s, a->ptr, "free a"));
+  const auto b = m.alloc(s, 256, "b", a->ptr);
+  ASSERT_TRUE(b);
+  ASSERT_EQ(b->ptr, a->ptr);  // the same stream's reuse
+  ASSERT_TRUE(m.free(s, b->ptr, "free b"));
+  m.launch(t, {KernelAccess{a->ptr, 256, stale, a->allocation.value}}, "stale");
+  const std::size_t before = m.findings().size();
+  m.compact();
+  EXPECT_NO_THROW(m.launch(u, {KernelAccess{b->ptr, 256, Access::Read, std::nullopt}}, "late"));
+  EXPECT_GT(m.findings().size(), before);  // the read races with the stale access or b's free
+  EXPECT_EQ(m.pool().dropped_count(), 0u);
+}
+
+TEST(PoolRetention, KeepsWhatTheShadowNamesAndTheNewestOverEachByte) {
+  expect_the_shadow_and_the_newest_kept(Access::Write);
+  expect_the_shadow_and_the_newest_kept(Access::Read);
+}
+
+TEST(PoolRetention, DropsAFreedAllocationNothingNames) {
+  RandomChooser chooser(1);
+  DeviceModel m(chooser, PoolPolicy{}, DeviceProgress::AtOnce);
+  m.keep_no_log();
+  const StreamIndex s = m.create_stream();
+  const auto a = m.alloc(s, 256, "a");
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(m.free(s, a->ptr, "free a"));
+  const auto b = m.alloc(s, 256, "b", a->ptr);
+  ASSERT_TRUE(b);
+  m.compact();
+  EXPECT_EQ(m.pool().dropped_count(), 1u);  // a: freed, its bytes now b's, its free b's fence (an op)
+  EXPECT_THROW((void)m.pool().allocation(a->allocation), std::logic_error);
+  EXPECT_TRUE(m.pool().allocation(b->allocation).fence);
+  m.finish();
+  ASSERT_EQ(m.findings().size(), 1u);  // b leaks: the live one is kept
+  EXPECT_EQ(m.findings()[0].kind, FindingKind::Leak);
+}
+
 }  // namespace
 }  // namespace streamcheck::sim::test
