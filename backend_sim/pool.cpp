@@ -244,14 +244,14 @@ void Pool::release_idle_ranges(const HbState& hb) {
   }
 }
 
-Allocation& Pool::at(AllocationIndex a) {
-  if (a.value >= held_from_) return held_.at(a.value - held_from_);
-  const auto it = std::lower_bound(kept_.begin(), kept_.end(), a.value,
-                                   [](const auto& entry, std::uint32_t index) { return entry.first < index; });
-  if (it == kept_.end() || it->first != a.value)
+const Allocation& Pool::kept(AllocationIndex a) const {
+  const auto it = std::lower_bound(kept_indexes_.begin(), kept_indexes_.end(), a.value);
+  if (it == kept_indexes_.end() || *it != a.value)
     throw std::logic_error(
         fmt::format("Pool: internal error: allocation {} was asked for after a retention pass dropped it", a.value));
-  return it->second;
+  const Allocation& record = kept_[static_cast<std::size_t>(it - kept_indexes_.begin())];
+  kept_cache_[a.value % kKeptCache] = KeptSlot{a.value, &record};
+  return record;
 }
 
 const std::vector<Allocation>& Pool::allocations() const {
@@ -290,13 +290,20 @@ std::size_t Pool::drop_unnamed(std::vector<AllocationIndex> named) {
   roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
   // Every record goes to the side table or away; allocation() throws for
   // a root that an earlier pass let go (a root was missed then).
-  std::vector<std::pair<std::uint32_t, Allocation>> kept;
+  std::vector<std::uint32_t> indexes;
+  std::vector<Allocation> kept;
+  indexes.reserve(roots.size());
   kept.reserve(roots.size());
-  for (const AllocationIndex r : roots) kept.emplace_back(r.value, std::move(at(r)));
+  for (const AllocationIndex r : roots) {
+    kept.push_back(std::move(at(r)));
+    indexes.push_back(r.value);
+  }
   const std::size_t walked = kept_.size() + held_.size() + roots.size();
   held_from_ = count();
   held_.clear();
+  kept_indexes_ = std::move(indexes);
   kept_ = std::move(kept);
+  kept_cache_.fill(KeptSlot{});
   return walked;
 }
 

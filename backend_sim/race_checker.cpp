@@ -113,14 +113,16 @@ void RaceChecker::check(OpRef q, bool q_is_kernel, const HbState::OpClock& q_clo
   // that uses freed memory even where nothing orders it after the give-back
   // (racing).
   if (q_is_kernel)
-    for (std::optional<AllocationIndex> at = acc.allocation; at; at = pool_.allocation(*at).parent) {
-      const Allocation& target = pool_.allocation(*at);
-      if (!target.free_op) continue;
-      const bool after = hb_.happens_before(*target.free_op, q);
-      if (after || target.parent) {
-        report(FindingKind::UseAfterFree, *target.free_op, q, acc.range, after);
-        break;
+    for (const Allocation* target = &pool_.allocation(acc.allocation);;) {  // one lookup a level
+      if (target->free_op) {
+        const bool after = hb_.happens_before(*target->free_op, q);
+        if (after || target->parent) {
+          report(FindingKind::UseAfterFree, *target->free_op, q, acc.range, after);
+          break;
+        }
       }
+      if (!target->parent) break;
+      target = &pool_.allocation(*target->parent);
     }
 
   const Orderer order = orderer(q_clock, acc.allocation);
