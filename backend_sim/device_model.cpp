@@ -251,10 +251,9 @@ void DeviceModel::finish() {
 Retention DeviceModel::compact(std::vector<OpRef> also_named, std::vector<AllocationIndex> also_named_allocations) {
   // The allocations first: the ops the pool names are those of the
   // allocations it keeps.
-  race_.add_named_allocations(also_named_allocations);
-  const std::size_t walked_allocations = pool_.drop_unnamed(std::move(also_named_allocations));
   std::vector<OpRef>& named = also_named;
-  race_.add_named(named);
+  race_.add_named(named, also_named_allocations);
+  const std::size_t walked_allocations = pool_.drop_unnamed(std::move(also_named_allocations));
   pool_.add_named(named);
   hb_.add_named(named);
   const std::size_t walked = named.size();

@@ -113,7 +113,7 @@ class Pool {
   void add_named(std::vector<OpRef>& named) const;
   /// Drops the record of every allocation but those something may still
   /// ask about: the live ones, `named` (what the caller's parts hold: the
-  /// checker's accesses, the names a trace binds), the newest allocation
+  /// checker's shadow, the names a trace binds), the newest allocation
   /// over each byte (containing()'s answers), and the parents of all
   /// these (within()). A freed allocation nothing names is never asked
   /// about again: its bytes are reached through the newest one over them.

@@ -227,23 +227,22 @@ std::vector<std::pair<ByteRange, std::optional<OpRef>>> RaceChecker::last_writes
   return out;
 }
 
-void RaceChecker::add_named(std::vector<OpRef>& named) const {
+void RaceChecker::add_named(std::vector<OpRef>& named, std::vector<AllocationIndex>& named_allocations) const {
   shadow_.visit(0, std::numeric_limits<std::uint64_t>::max(), [&](std::uint64_t, std::uint64_t, const Shadow& sh) {
-    if (sh.last_write) named.push_back(sh.last_write->op);
-    for (const ShadowAccess& r : sh.reads) named.push_back(r.op);
+    if (sh.last_write) {
+      named.push_back(sh.last_write->op);
+      named_allocations.push_back(sh.last_write->allocation);
+    }
+    for (const ShadowAccess& r : sh.reads) {
+      named.push_back(r.op);
+      named_allocations.push_back(r.allocation);
+    }
   });
   for (const Finding& f : findings_) {
     named.push_back(f.first);
     if (f.second) named.push_back(*f.second);
   }
   for (const ValueMismatch& m : mismatches_) named.push_back(m.read);
-}
-
-void RaceChecker::add_named_allocations(std::vector<AllocationIndex>& named) const {
-  shadow_.visit(0, std::numeric_limits<std::uint64_t>::max(), [&](std::uint64_t, std::uint64_t, const Shadow& sh) {
-    if (sh.last_write) named.push_back(sh.last_write->allocation);
-    for (const ShadowAccess& r : sh.reads) named.push_back(r.allocation);
-  });
 }
 
 void RaceChecker::drop(const Retention& r) {

@@ -107,15 +107,14 @@ class RaceChecker {
 
   // --- retention (backend_sim/retention.h)
   /// Adds the ops the checker names to `named`: its shadow's accesses, its
-  /// findings' ops and its value mismatches' reads.
-  void add_named(std::vector<OpRef>& named) const;
-  /// Adds the allocations the checker asks the pool about to `named`: its
-  /// shadow's (ordered() and classify() walk their parents). Its records
-  /// of ops name allocations too, but only as numbers nothing looks up:
-  /// counting them as roots kept every allocation whose ops the pool named
-  /// (the pool names the ops of those it keeps, and the checker keeps those
-  /// ops' records).
-  void add_named_allocations(std::vector<AllocationIndex>& named) const;
+  /// findings' ops and its value mismatches' reads; and to
+  /// `named_allocations` those it asks the pool about: its shadow's
+  /// (ordered() and classify() walk their parents), in the same walk. Its
+  /// records of ops name allocations too, but only as numbers nothing looks
+  /// up: counting them as roots kept every allocation whose ops the pool
+  /// named (the pool names the ops of those it keeps, and the checker keeps
+  /// those ops' records).
+  void add_named(std::vector<OpRef>& named, std::vector<AllocationIndex>& named_allocations) const;
   /// Drops the records (accesses, where they start) of the ops `r` drops,
   /// but for r.kept, once every op enqueued before them is dropped too (the
   /// records are in enqueue order); the HB state must have applied `r`
