@@ -240,10 +240,10 @@ std::optional<std::uint32_t> HostScheduler::choose_next() {
     return std::nullopt;
   }
   try {
-    const std::size_t choices_before = chooser_.taken().size();
+    const std::size_t choices_before = chooser_.choice_count();
     const std::uint32_t next = who[chooser_.choose_host_step(steps, first_continues)];
     fibers_[next]->pending_choice.reset();
-    if (chooser_.taken().size() > choices_before) fibers_[next]->pending_choice = choices_before;
+    if (chooser_.choice_count() > choices_before) fibers_[next]->pending_choice = choices_before;
     if (chooser_.sleep_blocked()) {
       // Every run from here only reorders commuting steps of one explored
       // before: stop it.

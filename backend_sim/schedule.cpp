@@ -209,7 +209,7 @@ std::vector<std::uint32_t> decode_schedule(std::string_view text) {
 }
 
 Divergence Chooser::here(ChoiceKind kind, std::uint32_t options) const {
-  return Divergence{.choice = taken_.size(), .kind = kind, .options = options, .given = std::nullopt, .line = line_};
+  return Divergence{.choice = choice_count_, .kind = kind, .options = options, .given = std::nullopt, .line = line_};
 }
 
 std::uint32_t Chooser::choose(ChoiceKind kind, std::uint32_t options) {
@@ -223,9 +223,11 @@ std::uint32_t Chooser::record(ChoiceKind kind, std::uint32_t options, std::uint3
     d.given = taken;
     throw ScheduleMismatch(d);
   }
-  taken_.push_back(Choice{kind, options, taken, asleep});
+  const Choice made{kind, options, taken, asleep};
+  if (keep_taken_) taken_.push_back(made);
+  const std::size_t index = choice_count_++;
   if (shard_) owners_ = owners_.narrow(options, taken);
-  if (observer_) observer_(taken_.size() - 1, taken_.back());
+  if (observer_) observer_(index, made);
   return taken;
 }
 
@@ -265,10 +267,10 @@ std::uint32_t Chooser::choose_host_step(const std::vector<HostStep>& steps, bool
   }
   // Every thread that may step is asleep: each run below this point only
   // reorders commuting steps of a run explored before.
-  if (all_asleep && !blocked_at_) blocked_at_ = taken_.size();
+  if (all_asleep && !blocked_at_) blocked_at_ = choice_count_;
   if (blocked_at_) asleep = 0;
   std::uint32_t taken = 0;
-  const std::size_t choice = taken_.size();
+  const std::size_t choice = choice_count_;
   if (options >= 2) taken = record(ChoiceKind::HostStep, options, pick_host_step(options, asleep), asleep);
   if (first_continues && taken != 0) ++preemptions_;
   if (sleeping && !blocked_at_) {

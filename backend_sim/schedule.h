@@ -202,8 +202,18 @@ class Chooser {
   bool sleep_blocked() const { return blocked_at_.has_value(); }
   /// The choices DFS may vary: all of them, or those made before the run
   /// was sleep-blocked.
-  std::size_t explorable_choices() const { return blocked_at_ ? *blocked_at_ : taken_.size(); }
+  std::size_t explorable_choices() const { return blocked_at_ ? *blocked_at_ : choice_count_; }
+  /// Every choice recorded, in order (none after keep_no_choices()).
   const std::vector<Choice>& taken() const { return taken_; }
+  /// How many choices the run recorded: taken().size() while it keeps them.
+  std::size_t choice_count() const { return choice_count_; }
+  /// A long run that lists a few of its choices and counts the rest (a
+  /// streamed check makes one a `buffer` that could reuse, millions): from
+  /// now on taken() keeps none; observe() still sees each and
+  /// choice_count() counts each. Only for choosers that never read taken()
+  /// back (RandomChooser): replay, DFS and shards do.
+  void keep_no_choices() { keep_taken_ = false; }
+  bool keeps_choices() const { return keep_taken_; }
   /// Whether option `option` of a HostStep choice was asleep (Choice::asleep).
   static bool is_asleep(SleepMask asleep, std::uint32_t option) {
     return option < kSleepMaskOptions && (asleep >> option) & 1u;
@@ -241,7 +251,7 @@ class Chooser {
 
  protected:
   virtual std::uint32_t pick(ChoiceKind kind, std::uint32_t options) = 0;
-  /// Where choice number taken().size() of kind `kind` is being asked.
+  /// Where choice number choice_count() of kind `kind` is being asked.
   Divergence here(ChoiceKind kind, std::uint32_t options) const;
   /// The heads of the DeviceStep choice being asked (offer_device_step).
   const std::vector<StreamIndex>* offered_heads() const { return offered_heads_; }
@@ -274,6 +284,8 @@ class Chooser {
   std::uint32_t record(ChoiceKind kind, std::uint32_t options, std::uint32_t taken, SleepMask asleep);
 
   std::vector<Choice> taken_;
+  std::size_t choice_count_ = 0;
+  bool keep_taken_ = true;
   bool sleep_sets_ = false;
   /// A thread asleep, with the step it would take and, for a lock step
   /// (HostStep::lock), what the critical section it opens touches (none:
@@ -286,7 +298,7 @@ class Chooser {
   static bool wakes(const HostStep& step, const Sleeper& sleeper);
   std::vector<Sleeper> sleep_;
   std::vector<std::pair<std::size_t, Footprint>> sections_;
-  std::optional<std::size_t> blocked_at_;  // taken_.size() when the run was sleep-blocked
+  std::optional<std::size_t> blocked_at_;  // choice_count_ when the run was sleep-blocked
   std::optional<std::uint32_t> preemption_bound_;
   std::uint32_t preemptions_ = 0;
   std::optional<Shard> shard_;

@@ -36,6 +36,9 @@ struct SimBackendOptions {
   /// starts drop the records of executed ops and allocations nothing names
   /// (DeviceModel::compact), this backend's origin lines with them.
   bool retain_only_named = false;
+  /// How many query answers query_answers() keeps, the first ones; a long
+  /// run's report lists a few and counts the rest (query_count()).
+  std::size_t max_kept_query_answers = std::numeric_limits<std::size_t>::max();
 };
 
 class SimBackend {
@@ -265,7 +268,9 @@ class SimBackend {
   Result<bool> query_event(const Event& e) {
     model_.device_steps();
     const bool done = model_.query_event(e.id());
-    query_answers_.push_back(QueryAnswer{origin_line_.value_or(0), done, model_.chooser().taken().size()});
+    if (query_answers_.size() < options_.max_kept_query_answers)
+      query_answers_.push_back(QueryAnswer{origin_line_.value_or(0), done, model_.chooser().choice_count()});
+    ++query_count_;
     return done;
   }
   /// Tags every op enqueued from now on with `line` (op_origin reads it
@@ -287,7 +292,8 @@ class SimBackend {
   /// Where the choices of each line begin: the chooser's choice count when
   /// set_op_origin(line) was called (line 0: drain(), after the last
   /// statement). Lines that made no choice are left out, so this never
-  /// grows past the number of choices.
+  /// grows past the number of choices. Empty when the chooser keeps none
+  /// (Chooser::keep_no_choices).
   struct LineStart {
     std::size_t first_choice;
     int line;
@@ -299,7 +305,10 @@ class SimBackend {
     bool done = false;
     std::size_t after_choices = 0;  // the chooser's choice count when it was asked
   };
+  /// The first max_kept_query_answers answers, in order.
   const std::vector<QueryAnswer>& query_answers() const { return query_answers_; }
+  /// How many queries were answered, kept or not.
+  std::uint64_t query_count() const { return query_count_; }
   /// Where the log entries of each line begin: the log's size when
   /// set_op_origin(line) was called, in call order. One is kept per
   /// statement run, so it is 8 bytes.
@@ -432,7 +441,8 @@ class SimBackend {
   }
 
   void starts_line(int line) {
-    const std::size_t choices = model_.chooser().taken().size();
+    if (!model_.chooser().keeps_choices()) return;  // nothing to say the line of
+    const std::size_t choices = model_.chooser().choice_count();
     if (!line_starts_.empty() && line_starts_.back().first_choice == choices)
       line_starts_.back().line = line;  // the previous line made no choice
     else
@@ -480,6 +490,7 @@ class SimBackend {
   std::map<OpRef, int> op_launches_;  // R14b: a graph's op -> the line of the launch that ran it
   std::vector<LineStart> line_starts_;
   std::vector<QueryAnswer> query_answers_;
+  std::uint64_t query_count_ = 0;
   std::vector<LogLineStart> log_line_starts_;
   std::map<std::uint64_t, std::uint32_t> allocations_;                  // ptr -> newest allocation made there
   std::function<void(std::vector<std::uint32_t>&)> named_allocations_;  // name_allocations_with

@@ -161,24 +161,6 @@ struct FindingGroup {
   std::optional<ProducerChange> breaks_producer;
 };
 
-/// The choice points of (part of) a run, as a report names them: pool reuse
-/// and fault choices one by one with their lines, query answers, and the
-/// device steps as a count (there are many, each "which stream head
-/// completes next").
-struct ChoiceSummary {
-  std::vector<ChoicePoint> pool_reuse;
-  std::vector<QueryAnswer> queries;
-  std::vector<ChoicePoint> faults;
-  std::uint64_t device_steps = 0;
-  /// Pool reuses and queries made but not listed above (a streamed check
-  /// lists the first kMaxListedChoices of each: a long run makes millions).
-  std::uint64_t not_listed = 0;
-  bool empty() const {
-    return pool_reuse.empty() && queries.empty() && faults.empty() && device_steps == 0 && not_listed == 0;
-  }
-};
-inline constexpr std::size_t kMaxListedChoices = 20;
-
 /// A command that would explore what this run did not.
 struct NextStep {
   std::string command;  // a whole command line, e.g. "streamcheck explore F --strategy dfs --schedules 10000"

@@ -103,7 +103,7 @@ Execution replay_on_simulator(const Trace& trace, sim::ReplayChooser& chooser, c
     Execution exec = run_on_simulator(trace, chooser, run, on_model);
     if (const std::uint64_t left = chooser.remaining(); left > 0) {
       sim::Divergence d{};
-      d.choice = chooser.taken().size();
+      d.choice = chooser.choice_count();
       d.surplus = left;
       throw sim::ScheduleMismatch(d);
     }

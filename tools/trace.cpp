@@ -1784,14 +1784,18 @@ namespace {
 
 /// The simulated device and backend of one run of a trace, as `options` say.
 struct SimulatedRun {
-  SimulatedRun(sim::Chooser& chooser, const TraceRunOptions& options)
+  /// `kept_query_answers`: how many the backend keeps (a streamed run
+  /// lists a few).
+  SimulatedRun(sim::Chooser& chooser, const TraceRunOptions& options,
+               std::size_t kept_query_answers = std::numeric_limits<std::size_t>::max())
       : model(std::make_unique<sim::DeviceModel>(chooser, options.policy, options.progress)),
-        backend(*model, backend_options(options)) {
+        backend(*model, backend_options(options, kept_query_answers)) {
     model->set_compact_every(options.compact_every);
     if (!options.value_oracle) model->skip_value_oracle();
   }
-  static sim::SimBackendOptions backend_options(const TraceRunOptions& options) {
+  static sim::SimBackendOptions backend_options(const TraceRunOptions& options, std::size_t kept_query_answers) {
     sim::SimBackendOptions bo;
+    bo.max_kept_query_answers = kept_query_answers;
     bo.max_explored_faults = options.faults ? 1 : 0;
     bo.retain_only_named = options.retain_only_named;
     return bo;
@@ -1881,11 +1885,37 @@ Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const Trac
 }
 
 Execution run_streamed_on_simulator(TraceReader& reader, sim::Chooser& chooser, const TraceRunOptions& options) {
-  SimulatedRun sim(chooser, options);
+  // The run makes a choice each `buffer` that could reuse, millions in a
+  // long trace, and its report lists a few: listed here as they are made
+  // and counted, none kept (a kept choice was about 60 bytes).
+  ChoiceSummary choices;
+  const auto list = [&](auto& listed, const auto& item) {
+    if (listed.size() < kMaxListedChoices)
+      listed.push_back(item);
+    else
+      ++choices.not_listed;
+  };
+  chooser.keep_no_choices();
+  chooser.observe([&](std::uint64_t, const sim::Choice& c) {
+    const ChoicePoint p{c.kind, c.options, c.taken, chooser.line()};
+    if (c.kind == sim::ChoiceKind::PoolRange)
+      list(choices.pool_reuse, p);
+    else if (c.kind == sim::ChoiceKind::Fault)
+      list(choices.faults, p);
+    else
+      ++choices.device_steps;
+  });
+  SimulatedRun sim(chooser, options, kMaxListedChoices);
   TraceInterpreter<sim::SimBackend> interpreter(reader.trace(), sim.backend);
   Execution exec =
       sim.run_binding_names(interpreter, [&] { return interpreter.run_streamed([&] { return reader.next(); }); });
-  sim.record_into(exec, interpreter.plain_alloc_stream(), chooser);
+  chooser.observe(nullptr);
+  if (const auto plain = sim.backend.resolve_stream(interpreter.plain_alloc_stream()))
+    exec.set_plain_alloc_stream(*plain);
+  for (const auto& q : sim.backend.query_answers())
+    choices.queries.push_back(QueryAnswer{q.line, q.done, q.after_choices});
+  choices.not_listed += sim.backend.query_count() - choices.queries.size();
+  exec.set_choice_summary(std::move(choices));
   exec.set_origins(sim.backend.op_origins(), {});  // the texts come later (set_origin_texts)
   exec.set_model(std::move(sim.model));
   return exec;

@@ -674,6 +674,24 @@ struct QueryAnswer {
   std::size_t after_choices = 0;  // how many choices the run had made when it asked
 };
 
+/// The choice points of (part of) a run, as a report names them: pool reuse
+/// and fault choices one by one with their lines, query answers, and the
+/// device steps as a count (there are many, each "which stream head
+/// completes next").
+struct ChoiceSummary {
+  std::vector<ChoicePoint> pool_reuse;
+  std::vector<QueryAnswer> queries;
+  std::vector<ChoicePoint> faults;
+  std::uint64_t device_steps = 0;
+  /// Pool reuses and queries made but not listed above (a streamed check
+  /// lists the first kMaxListedChoices of each: a long run makes millions).
+  std::uint64_t not_listed = 0;
+  bool empty() const {
+    return pool_reuse.empty() && queries.empty() && faults.empty() && device_steps == 0 && not_listed == 0;
+  }
+};
+inline constexpr std::size_t kMaxListedChoices = 20;
+
 /// The branch one run took at an `if done E` (R11): the query's answer.
 struct BranchTaken {
   int line = 0;
@@ -747,9 +765,11 @@ class Execution {
   /// sub-block, R10a), and of equally small ones allocation `prefer` (the
   /// op's own), else the first by name.
   std::vector<NamedBytes> name_bytes(sim::ByteRange bytes, std::optional<std::uint32_t> prefer = std::nullopt) const;
-  /// Every choice the run made (simulator), in order, with its statement's line.
+  /// Every choice the run made (simulator), in order, with its statement's
+  /// line; none for a streamed run (choice_summary()).
   const std::vector<ChoicePoint>& choices() const { return choices_; }
-  /// Every `query` the run answered (simulator), in order.
+  /// Every `query` the run answered (simulator), in order; none for a
+  /// streamed run.
   const std::vector<QueryAnswer>& query_answers() const { return query_answers_; }
   /// The branch taken at each `if done` the run reached, in order (R11).
   const std::vector<BranchTaken>& branches() const { return branches_; }
@@ -780,6 +800,10 @@ class Execution {
     choices_ = std::move(choices);
     query_answers_ = std::move(queries);
   }
+  /// A streamed run's choices and queries, listed and counted as its
+  /// report says them (it keeps no choices() nor query_answers()).
+  void set_choice_summary(ChoiceSummary summary) { choice_summary_ = std::move(summary); }
+  const ChoiceSummary& choice_summary() const { return choice_summary_; }
   /// The model's hidden stream of plain `buffer` / `free` (cudaMalloc /
   /// cudaFree), which the trace never declares (pictures label it as such).
   std::optional<sim::StreamIndex> plain_alloc_stream() const { return plain_alloc_stream_; }
@@ -818,6 +842,7 @@ class Execution {
   std::map<sim::OpRef, OpOrigin> special_origins_;
   std::vector<ChoicePoint> choices_;
   std::vector<QueryAnswer> query_answers_;
+  ChoiceSummary choice_summary_;
   std::vector<BranchTaken> branches_;
   std::optional<sim::StreamIndex> plain_alloc_stream_;
   std::vector<LogStart> log_starts_;                  // ascending first_entry

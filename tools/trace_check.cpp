@@ -398,23 +398,8 @@ Report check_streamed(const std::string& path, const TraceCheckOptions& o) {
   c.executions = true;
   // A query answered done only because the device ran everything at once:
   // another execution may answer not done, so it counts as a choice here.
-  c.exhaustive = exec.choices().empty() && exec.query_answers().empty();
-  ChoiceSummary& left = c.unexplored;
-  const auto list = [&](auto& listed, const auto& choice) {
-    if (listed.size() < kMaxListedChoices)
-      listed.push_back(choice);
-    else
-      ++left.not_listed;
-  };
-  for (const ChoicePoint& p : exec.choices()) {
-    if (p.kind == sim::ChoiceKind::PoolRange)
-      list(left.pool_reuse, p);
-    else if (p.kind == sim::ChoiceKind::Fault)
-      list(left.faults, p);
-    else
-      ++left.device_steps;
-  }
-  for (const QueryAnswer& q : exec.query_answers()) list(left.queries, q);
+  c.unexplored = exec.choice_summary();
+  c.exhaustive = c.unexplored.empty();
   std::uint64_t held = model.hb().kept_op_count();
   for (std::uint32_t s = 0; s < model.stream_count(); ++s)
     held += model.op_count(sim::StreamIndex{s}) - model.hb().dropped_count(sim::StreamIndex{s});

@@ -290,6 +290,57 @@ TEST(Streamed, WhatItHoldsDoesNotGrowWithTheTrace) {
   EXPECT_LE(short_run, 2 * sim::DeviceModel::kCompactEvery + 64);
 }
 
+TEST(Streamed, ListsTheFirstChoicesAndQueriesWithTheirLinesAndCountsTheRest) {
+  // A streamed run keeps none of its choices (one per `buffer` that could
+  // reuse): it lists the first kMaxListedChoices of each kind as they are
+  // made and counts the others. The listing must be the same execution's
+  // (the whole trace run at once with the same seed), line for line.
+  tests::FreshTempDir dir("streamed-choices");
+  std::string text = "stream s\nstream t\nevent e\n";
+  const int iterations = 3 * static_cast<int>(kMaxListedChoices);
+  for (int i = 0; i < iterations; ++i)
+    text += fmt::format("buffer A{} {}K on s\nlaunch k on s writes A{}\nrecord e on s\nquery e\nfree A{} on s\n", i % 3,
+                        1 + i % 2, i % 3, i % 3);
+  const std::string path = dir.write("choices.trace", text).string();
+  TraceCheckOptions o;
+  o.seed = 5;
+  const Report streamed = check_streamed(path, o);
+  const ChoiceSummary& listed = streamed.coverage.unexplored;
+
+  const Trace trace = load_trace(path);
+  o.progress = sim::DeviceProgress::AtOnce;
+  sim::RandomChooser chooser(o.seed);
+  const Execution whole = run_on_simulator(trace, chooser, run_options_of(trace, o));
+  std::vector<ChoicePoint> pool;
+  std::uint64_t other_choices = 0;
+  for (const ChoicePoint& c : whole.choices())
+    if (c.kind == sim::ChoiceKind::PoolRange)
+      pool.push_back(c);
+    else
+      ++other_choices;
+  const auto& queries = whole.query_answers();
+  ASSERT_GT(pool.size(), kMaxListedChoices) << "the trace must make more pool choices than a report lists";
+  ASSERT_EQ(queries.size(), static_cast<std::size_t>(iterations));
+
+  ASSERT_EQ(listed.pool_reuse.size(), kMaxListedChoices);
+  for (std::size_t i = 0; i < kMaxListedChoices; ++i) {
+    EXPECT_EQ(listed.pool_reuse[i].line, pool[i].line) << "pool choice " << i;
+    EXPECT_EQ(listed.pool_reuse[i].options, pool[i].options) << "pool choice " << i;
+    EXPECT_EQ(listed.pool_reuse[i].taken, pool[i].taken) << "pool choice " << i;
+    EXPECT_EQ((pool[i].line - 4) % 5, 0) << "a `buffer` line asks the pool";
+  }
+  ASSERT_EQ(listed.queries.size(), kMaxListedChoices);
+  for (std::size_t i = 0; i < kMaxListedChoices; ++i) {
+    EXPECT_EQ(listed.queries[i].line, queries[i].line) << "query " << i;
+    EXPECT_EQ(listed.queries[i].done, queries[i].done) << "query " << i;
+    EXPECT_EQ(listed.queries[i].after_choices, queries[i].after_choices) << "query " << i;
+  }
+  EXPECT_EQ(listed.not_listed, pool.size() + queries.size() - 2 * kMaxListedChoices);
+  EXPECT_EQ(listed.device_steps, other_choices);
+  EXPECT_TRUE(listed.faults.empty());
+  EXPECT_FALSE(streamed.coverage.exhaustive);
+}
+
 TEST(Streamed, AFixThatCouldChangeWhatAReadSeesSaysItIsUnchecked) {
   tests::FreshTempDir dir("streamed-producer");
   // k2 writes what r reads, unordered with r; r's producer today is k1 (an
