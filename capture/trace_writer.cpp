@@ -290,22 +290,22 @@ void TraceWriter::query_done(ThreadId thread, std::optional<StreamArg> stream, s
 void TraceWriter::device_alloc(ThreadId thread, Handle address, std::uint64_t bytes, std::optional<StreamArg> stream,
                                const CallSite& site) {
   if (bytes == 0 || address == 0) return;
-  std::string name = numbered('d', ++buffers_made_);
+  auto [name, number] = buffer_name(thread, Memory::Device, 'd');
   std::string statement = "buffer " + name + " " + std::to_string(bytes);
   if (stream) {
     const std::string& s = stream_name(thread, *stream);
     hand_off(thread, s);
     statement += " on " + s;
   }
-  allocations_[address] = Allocation{name, bytes, Memory::Device, thread_state(thread).device};
+  allocations_[address] = Allocation{name, bytes, Memory::Device, thread_state(thread).device, number};
   last_user_[name] = thread_state(thread).index;
   emit(thread, statement, site);
 }
 
 void TraceWriter::host_alloc(ThreadId thread, Handle address, std::uint64_t bytes, const CallSite& site) {
   if (bytes == 0 || address == 0) return;
-  std::string name = numbered('h', ++buffers_made_);
-  allocations_[address] = Allocation{name, bytes, Memory::Pinned, thread_state(thread).device};
+  auto [name, number] = buffer_name(thread, Memory::Pinned, 'h');
+  allocations_[address] = Allocation{name, bytes, Memory::Pinned, thread_state(thread).device, number};
   last_user_[name] = thread_state(thread).index;
   emit(thread, "buffer " + name + " " + std::to_string(bytes) + " pinned", site);
 }
@@ -325,8 +325,26 @@ void TraceWriter::free(ThreadId thread, Handle address, std::optional<StreamArg>
     hand_off(thread, s);
     statement += " on " + s;
   }
+  buffer_freed(thread, it->second);
   allocations_.erase(it);
   emit(thread, statement, site);
+}
+
+std::pair<std::string, std::uint64_t> TraceWriter::buffer_name(ThreadId thread, Memory memory, char prefix) {
+  if (!captured_) {
+    auto it = free_names_.find({thread_state(thread).index, memory});
+    if (it != free_names_.end() && !it->second.empty()) {
+      const std::uint64_t number = *it->second.begin();
+      it->second.erase(it->second.begin());
+      return {numbered(prefix, number), number};
+    }
+  }
+  const std::uint64_t number = ++buffers_made_;
+  return {numbered(prefix, number), number};
+}
+
+void TraceWriter::buffer_freed(ThreadId thread, const Allocation& a) {
+  if (!captured_) free_names_[{thread_state(thread).index, a.memory}].insert(a.number);
 }
 
 void TraceWriter::launch(ThreadId thread, StreamArg stream, std::string_view name, const std::vector<KernelArg>& args,
@@ -386,8 +404,8 @@ void TraceWriter::launch(ThreadId thread, StreamArg stream, std::string_view tra
 }
 
 std::string TraceWriter::pageable(ThreadId thread, Handle address, std::uint64_t bytes, const CallSite& site) {
-  std::string name = numbered('p', ++buffers_made_);
-  allocations_[address] = Allocation{name, bytes, Memory::Pageable, thread_state(thread).device};
+  auto [name, number] = buffer_name(thread, Memory::Pageable, 'p');
+  allocations_[address] = Allocation{name, bytes, Memory::Pageable, thread_state(thread).device, number};
   last_user_[name] = thread_state(thread).index;
   note("an address no captured allocation holds, named by a copy: taken as pageable host memory");
   emit(thread, "buffer " + name + " " + std::to_string(bytes) + " pageable", site);
@@ -444,6 +462,8 @@ void TraceWriter::host_function(ThreadId thread, StreamArg stream, const CallSit
 
 void TraceWriter::capture_begin(ThreadId thread, StreamArg stream, const CallSite& site) {
   const std::string& s = stream_name(thread, stream);
+  captured_ = true;
+  free_names_.clear();
   emit(thread, "capture begin " + s, site);
 }
 

@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace streamcheck::capture {
@@ -112,7 +114,14 @@ class TraceWriter {
     std::uint64_t bytes = 0;
     Memory memory = Memory::Device;
     int device = 0;
+    std::uint64_t number = 0;  // the name's number (d7: 7)
   };
+  /// The name of a new allocation of `memory` by `thread`: the lowest one
+  /// `thread` gave back (buffer_freed), or a new number with `prefix`.
+  std::pair<std::string, std::uint64_t> buffer_name(ThreadId thread, Memory memory, char prefix);
+  /// `thread` gave `a` back: its name may name `thread`'s next allocation
+  /// of the same memory (none once a stream capture began).
+  void buffer_freed(ThreadId thread, const Allocation& a);
   struct ThreadState {
     std::string name;
     int device = 0;
@@ -148,13 +157,26 @@ class TraceWriter {
   std::vector<std::string> thread_names_;  // by ThreadState::index
   const std::string legacy_{"legacy"};
   const std::string per_thread_{"per_thread"};
-  std::unordered_map<Handle, std::string> streams_;           // live streams by handle
-  std::unordered_map<std::string, int> stream_devices_;       // stream name -> its device
-  std::unordered_map<Handle, std::string> destroyed_;         // handle -> last stream destroyed with it
-  std::unordered_map<Handle, std::string> events_;            // live events by handle
-  std::unordered_map<Handle, std::string> graphs_;            // captured graphs by cudaGraph_t
-  std::unordered_map<Handle, std::string> executables_;       // cudaGraphExec_t -> graph name
-  std::map<Handle, Allocation> allocations_;                  // live memory by base address
+  std::unordered_map<Handle, std::string> streams_;      // live streams by handle
+  std::unordered_map<std::string, int> stream_devices_;  // stream name -> its device
+  std::unordered_map<Handle, std::string> destroyed_;    // handle -> last stream destroyed with it
+  std::unordered_map<Handle, std::string> events_;       // live events by handle
+  std::unordered_map<Handle, std::string> graphs_;       // captured graphs by cudaGraph_t
+  std::unordered_map<Handle, std::string> executables_;  // cudaGraphExec_t -> graph name
+  std::map<Handle, Allocation> allocations_;             // live memory by base address
+  // The numbers of names given back, by (thread index, memory): the lowest
+  // names the thread's next allocation (buffer_name). A check keeps what
+  // every name a trace bound needs (a later statement may use a freed
+  // block's name), so a name per allocation grew a long capture's check by
+  // each one (docs/PERFORMANCE.md). Per thread: a name freed on one thread
+  // and bound again on another could be bound before its free in another
+  // interleaving of the two.
+  std::map<std::pair<std::uint32_t, Memory>, std::set<std::uint64_t>> free_names_;
+  // A stream capture began: no name is given out twice from then on. A
+  // graph's body names its buffers again at each launch, and a body that
+  // reads a block freed since must read a freed name there (a use after
+  // free), not the name of a newer block.
+  bool captured_ = false;
   std::unordered_map<std::string, std::uint32_t> last_user_;  // object name -> thread index
   std::map<std::string, std::uint64_t, std::less<>> not_modelled_;
   std::map<std::string, std::uint64_t, std::less<>> notes_;

@@ -3,6 +3,8 @@
 // writes must parse and give the verdict the program deserves.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <sstream>
 #include <string>
 
 #include "../tools/trace_litmus.h"
@@ -169,6 +171,89 @@ TEST(CaptureWriter, DevicesKernelsOnTheirOwnDeviceAndQueriesThatAnsweredDone) {
   EXPECT_NE(text.find("peer access is not modelled"), std::string::npos) << text;
   const auto report = explore_text(text);
   EXPECT_EQ(tools::errors(report), 0u) << text;
+}
+
+/// The number of `buffer NAME` statements of each name in `text`.
+std::map<std::string, int> buffer_names(const std::string& text) {
+  std::map<std::string, int> out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const std::size_t at_buffer = line.find("buffer ");
+    if (at_buffer == std::string::npos || line.find('#') < at_buffer) continue;
+    std::istringstream words(line.substr(at_buffer + 7));
+    std::string name;
+    words >> name;
+    ++out[name];
+  }
+  return out;
+}
+
+TEST(CaptureWriter, AThreadsNextAllocationTakesTheLowestNameItGaveBack) {
+  // A loop that allocates, writes and frees: one name, not one each (a
+  // check keeps what every name it saw needs), and a use after free in it
+  // still found.
+  TraceWriter w(kMain);
+  w.stream_created(kMain, kS1, true, at("cudaStreamCreateWithFlags"));
+  w.stream_created(kMain, kS2, true, at("cudaStreamCreateWithFlags"));
+  for (int i = 0; i < 4; ++i) {                   // few: every schedule of the pool's choices is explored
+    const Handle address = i % 2 == 0 ? kA : kB;  // the driver may hand out other addresses
+    w.device_alloc(kMain, address, 256, StreamArg{kS1}, at("cudaMallocAsync"));
+    w.launch(kMain, StreamArg{kS1}, "fill(float*)", {{address, Access::Writes}}, at("cudaLaunchKernel"));
+    w.free(kMain, address, StreamArg{kS1}, at("cudaFreeAsync"));
+  }
+  // Two live at once take two names: the lowest given back first.
+  w.device_alloc(kMain, kA, 256, StreamArg{kS1}, at("cudaMallocAsync"));
+  w.device_alloc(kMain, kB, 256, StreamArg{kS1}, at("cudaMallocAsync"));
+  // BUG: read on s2 with nothing ordering it after the free on s1.
+  w.launch(kMain, StreamArg{kS2}, "read(float const*)", {{kB, Access::Reads}}, at("cudaLaunchKernel"));
+  w.free(kMain, kB, StreamArg{kS1}, at("cudaFreeAsync"));
+  w.free(kMain, kA, StreamArg{kS1}, at("cudaFreeAsync"));
+  w.device_alloc(kMain, kA, 256, StreamArg{kS1}, at("cudaMallocAsync"));
+  w.sync_device(kMain, at("cudaDeviceSynchronize"));
+  w.free(kMain, kA, StreamArg{kS1}, at("cudaFreeAsync"));
+  const std::string text = w.text("prog");
+  EXPECT_EQ(buffer_names(text), (std::map<std::string, int>{{"d1", 6}, {"d2", 1}})) << text;
+  EXPECT_NE(text.find("launch k_read on s2 reads d2"), std::string::npos) << text;
+  EXPECT_EQ(count_kind(explore_text(text), FK::UseAfterFree), 1u) << text;  // read of d2 on s2 against its free on s1
+}
+
+TEST(CaptureWriter, ANameGivenBackOnOneThreadIsNotGivenToAnother) {
+  // Bound again on the worker, d1 could be bound there before main's free
+  // in another interleaving: the worker's block takes a new name.
+  TraceWriter w(kMain);
+  w.device_alloc(kMain, kA, 256, std::nullopt, at("cudaMalloc"));
+  w.free(kMain, kA, std::nullopt, at("cudaFree"));
+  w.device_alloc(kWorker, kA, 256, std::nullopt, at("cudaMalloc"));
+  w.free(kWorker, kA, std::nullopt, at("cudaFree"));
+  w.device_alloc(kMain, kB, 256, std::nullopt, at("cudaMalloc"));
+  w.free(kMain, kB, std::nullopt, at("cudaFree"));
+  const std::string text = w.text("prog");
+  EXPECT_EQ(buffer_names(text), (std::map<std::string, int>{{"d1", 2}, {"d2", 1}})) << text;
+  EXPECT_EQ(tools::errors(explore_text(text)), 0u) << text;  // nothing freed twice nor used after its free
+}
+
+TEST(CaptureWriter, NoNameIsGivenOutTwiceOnceAStreamCaptureBegan) {
+  // The graph's body names A at each launch: after A's free, a launch of
+  // it must read a freed name (a use after free), not a newer block's.
+  TraceWriter w(kMain);
+  constexpr Handle kGraph = 0x9000, kExec = 0x9100;
+  w.stream_created(kMain, kS1, true, at("cudaStreamCreateWithFlags"));
+  w.device_alloc(kMain, kB, 256, std::nullopt, at("cudaMalloc"));
+  w.free(kMain, kB, std::nullopt, at("cudaFree"));  // d1, given back before any capture
+  w.device_alloc(kMain, kA, 256, std::nullopt, at("cudaMalloc"));
+  w.capture_begin(kMain, StreamArg{kS1}, at("cudaStreamBeginCapture"));
+  w.launch(kMain, StreamArg{kS1}, "layer(float*)", {{kA, Access::Writes}}, at("cudaLaunchKernel"));
+  w.capture_end(kMain, StreamArg{kS1}, kGraph, at("cudaStreamEndCapture"));
+  w.graph_instantiated(kExec, kGraph);
+  w.sync_device(kMain, at("cudaDeviceSynchronize"));
+  w.free(kMain, kA, std::nullopt, at("cudaFree"));
+  w.device_alloc(kMain, kA, 256, std::nullopt, at("cudaMalloc"));
+  w.graph_launch(kMain, kExec, StreamArg{kS1}, at("cudaGraphLaunch"));  // BUG: its A was freed
+  w.sync_device(kMain, at("cudaDeviceSynchronize"));
+  w.free(kMain, kA, std::nullopt, at("cudaFree"));
+  const std::string text = w.text("prog");
+  EXPECT_EQ(buffer_names(text), (std::map<std::string, int>{{"d1", 2}, {"d2", 1}})) << text;
+  EXPECT_EQ(count_kind(explore_text(text), FK::UseAfterFree), 1u) << text;
 }
 
 TEST(CaptureWriter, KernelNamesAreTraceNames) {
