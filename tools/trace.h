@@ -880,7 +880,9 @@ Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const Trac
 /// Runs the trace `reader` reads once on the simulator, each statement as it
 /// is read (TraceInterpreter::run_streamed), after reader.read_declarations()
 /// (`options.policy` is then the trace's, overrides applied). The record's
-/// ops have their lines but no texts: set_origin_texts gives those.
+/// ops have their lines but no texts: set_origin_texts gives those. Its
+/// choices and queries are listed and counted (Execution::choice_summary),
+/// not kept: `chooser` keeps none (Chooser::keep_no_choices).
 Execution run_streamed_on_simulator(TraceReader& reader, sim::Chooser& chooser, const TraceRunOptions& options);
 
 }  // namespace streamcheck::tools
