@@ -222,6 +222,8 @@ class DeviceModel {
   /// The parts, for oracles and tools that read one concern.
   const HbState& hb() const { return hb_; }
   const Pool& pool() const { return pool_; }
+  /// Pool::scan_every_range (tests: the oracle for the counted candidates).
+  void scan_every_freed_range() { pool_.scan_every_range(); }
 
  private:
   // --- the scheduler

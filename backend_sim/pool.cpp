@@ -43,6 +43,50 @@ std::string_view to_string(ReuseKind k) {
 
 Pool::Pool(PoolPolicy policy) : policy_(policy), bump_(kPoolBase), host_bump_(kHostBase) {}
 
+Pool::Offer Pool::offered(const FreeRange& fr, StreamIndex stream, const VectorClock& at, const HbState& hb,
+                          bool may_complete_frees) const {
+  Offer offer;
+  const auto add = [&](ReuseKind k) { offer.kinds[offer.count++] = k; };
+  const OpRef f = fr.free_op;
+  // R7: which reuses the pool may make, in order of preference.
+  if (f.stream == stream)
+    add(ReuseKind::SameStream);
+  else if (hb.host_after(f))
+    add(ReuseKind::HostSynced);
+  else if (policy_.follow_event_dependencies && hb.covers(at, f))
+    add(ReuseKind::EventDependency);
+  else if (policy_.opportunistic && hb.completed(f))
+    add(ReuseKind::Opportunistic);
+  else {
+    // Not run yet: in some interleaving it has run by now (the caller
+    // then runs it), and the pool may instead make the allocation wait.
+    if (may_complete_frees && policy_.opportunistic) add(ReuseKind::Opportunistic);
+    if (policy_.internal_dependencies) add(ReuseKind::InternalDependency);
+  }
+  return offer;
+}
+
+bool Pool::every_range_offers_one(StreamIndex stream, const VectorClock& at, const HbState& hb,
+                                  bool may_complete_frees) const {
+  if (scan_every_range_) return false;
+  // A free that none of offered()'s first four cases takes offers this
+  // many: with exactly one, every range offers one, whatever its free.
+  const int otherwise = (may_complete_frees && policy_.opportunistic ? 1 : 0) + (policy_.internal_dependencies ? 1 : 0);
+  if (otherwise == 1) return true;
+  // Otherwise every stream's frees must fall in those four cases. Each is
+  // a prefix of the stream's ops (a clock covers, and a stream runs, in
+  // stream order), so the newest free of the stream says it for all.
+  for (std::uint32_t t = 0; t < newest_free_.size(); ++t) {
+    if (newest_free_[t] == 0 || t == stream.value) continue;
+    const OpRef newest{StreamIndex{t}, newest_free_[t] - 1};
+    if (hb.host_after(newest)) continue;
+    if (policy_.follow_event_dependencies && hb.covers(at, newest)) continue;
+    if (policy_.opportunistic && hb.completed(newest)) continue;
+    return false;
+  }
+  return true;
+}
+
 std::optional<AllocationIndex> Pool::place(StreamIndex stream, std::uint64_t bytes, const HbState& hb, Chooser& chooser,
                                            std::optional<std::uint64_t> preferred, bool may_complete_frees) {
   if (bytes == 0) throw std::invalid_argument("DeviceModel::alloc: zero bytes");
@@ -53,40 +97,35 @@ std::optional<AllocationIndex> Pool::place(StreamIndex stream, std::uint64_t byt
   VectorClock at = hb.stream_clock(stream);
   at.join(hb.host_clock());
 
+  // The candidates, in freed order, each range's offers in turn. When every
+  // range offers one reuse, the n-th candidate is the n-th range that fits,
+  // found in the tree; otherwise every range that fits is asked.
   struct Candidate {
-    std::size_t index;
+    FreeRanges::Slot slot;
     ReuseKind kind;
   };
+  const bool one_each = !preferred && every_range_offers_one(stream, at, hb, may_complete_frees);
   std::vector<Candidate> candidates;
-  for (std::size_t i = 0; i < free_ranges_.size(); ++i) {
-    const FreeRange& fr = free_ranges_[i];
-    if (fr.range.size() < rounded) continue;
-    const OpRef f = fr.free_op;
-    // R7: which reuses the pool may make, in order of preference.
-    if (f.stream == stream)
-      candidates.push_back({i, ReuseKind::SameStream});
-    else if (hb.host_after(f))
-      candidates.push_back({i, ReuseKind::HostSynced});
-    else if (policy_.follow_event_dependencies && hb.covers(at, f))
-      candidates.push_back({i, ReuseKind::EventDependency});
-    else if (policy_.opportunistic && hb.completed(f))
-      candidates.push_back({i, ReuseKind::Opportunistic});
-    else {
-      // Not run yet: in some interleaving it has run by now (the caller
-      // then runs it), and the pool may instead make the allocation wait.
-      if (may_complete_frees && policy_.opportunistic) candidates.push_back({i, ReuseKind::Opportunistic});
-      if (policy_.internal_dependencies) candidates.push_back({i, ReuseKind::InternalDependency});
-    }
+  std::size_t candidate_count = 0;
+  if (one_each) {
+    candidate_count = free_ranges_.count_fitting(rounded);
+  } else {
+    free_ranges_.for_each([&](FreeRanges::Slot slot, const FreeRange& fr) {
+      if (fr.range.size() < rounded) return;
+      const Offer offer = offered(fr, stream, at, hb, may_complete_frees);
+      for (std::uint8_t k = 0; k < offer.count; ++k) candidates.push_back({slot, offer.kinds[k]});
+    });
+    candidate_count = candidates.size();
   }
   std::optional<std::size_t> released_fit;
   for (std::size_t i = 0; i < released_.size() && !released_fit; ++i)
     if (released_[i].size() >= rounded) released_fit = i;
   const bool fresh = released_fit || bump_ - kPoolBase + rounded <= policy_.capacity;
-  const std::uint32_t options = static_cast<std::uint32_t>(candidates.size()) + (fresh ? 1 : 0);
+  const std::uint32_t options = static_cast<std::uint32_t>(candidate_count) + (fresh ? 1 : 0);
   if (options == 0) return std::nullopt;  // out of memory
   std::optional<std::uint32_t> forced;
   for (std::size_t c = 0; preferred && c < candidates.size() && !forced; ++c)
-    if (free_ranges_[candidates[c].index].range.lo == *preferred)
+    if (free_ranges_[candidates[c].slot].range.lo == *preferred)
       forced = static_cast<std::uint32_t>(c) + (fresh ? 1 : 0);
   const std::uint32_t pick = forced ? *forced : chooser.choose(ChoiceKind::PoolRange, options);
 
@@ -105,13 +144,23 @@ std::optional<AllocationIndex> Pool::place(StreamIndex stream, std::uint64_t byt
       bump_ += rounded;
     }
   } else {
-    const Candidate c = candidates[pick - (fresh ? 1 : 0)];
-    FreeRange& fr = free_ranges_[c.index];
+    const std::size_t n = pick - (fresh ? 1 : 0);
+    Candidate c{};
+    if (one_each) {
+      const FreeRanges::Slot slot = free_ranges_.nth_fitting(rounded, n);
+      const Offer offer = offered(free_ranges_[slot], stream, at, hb, may_complete_frees);
+      if (offer.count != 1)
+        throw std::logic_error(
+            fmt::format("Pool: internal error: a freed range offered {} reuses, not one", offer.count));
+      c = Candidate{slot, offer.kinds[0]};
+    } else {
+      c = candidates.at(n);
+    }
+    const FreeRange& fr = free_ranges_[c.slot];
     a.range = ByteRange{fr.range.lo, fr.range.lo + rounded};
     a.fence = fr.free_op;
     a.reuse = c.kind;
-    fr.range.lo += rounded;
-    if (fr.range.lo == fr.range.hi) free_ranges_.erase(free_ranges_.begin() + static_cast<std::ptrdiff_t>(c.index));
+    free_ranges_.take_front(c.slot, rounded);
   }
   return added(a);
 }
@@ -176,6 +225,8 @@ void Pool::freed(AllocationIndex a, OpRef free_op) {
   alloc.free_op = free_op;
   forget_live(a);
   free_ranges_.push_back(FreeRange{alloc.range, free_op});
+  if (free_op.stream.value >= newest_free_.size()) newest_free_.resize(free_op.stream.value + 1, 0);
+  newest_free_[free_op.stream.value] = std::max(newest_free_[free_op.stream.value], free_op.index + 1);
 }
 
 AllocationIndex Pool::sub_allocated(AllocationIndex parent, ByteRange block, std::uint64_t bytes, StreamIndex stream) {
@@ -230,18 +281,17 @@ bool Pool::within(AllocationIndex a, AllocationIndex b) const {
 void Pool::release_idle_ranges(const HbState& hb) {
   const auto idle = [&](const FreeRange& fr) { return hb.completed(fr.free_op) && hb.host_after(fr.free_op); };
   std::uint64_t idle_bytes = 0;
-  for (const auto& fr : free_ranges_)
+  free_ranges_.for_each([&](FreeRanges::Slot, const FreeRange& fr) {
     if (idle(fr)) idle_bytes += fr.range.size();
-  for (std::size_t i = 0; i < free_ranges_.size() && idle_bytes > policy_.release_threshold;) {
-    const FreeRange& fr = free_ranges_[i];
-    if (idle(fr)) {
-      idle_bytes -= fr.range.size();
-      released_.push_back(fr.range);
-      free_ranges_.erase(free_ranges_.begin() + static_cast<std::ptrdiff_t>(i));
-    } else {
-      ++i;
-    }
-  }
+  });
+  std::vector<FreeRanges::Slot> released;
+  free_ranges_.for_each([&](FreeRanges::Slot slot, const FreeRange& fr) {
+    if (idle_bytes <= policy_.release_threshold || !idle(fr)) return;
+    idle_bytes -= fr.range.size();
+    released_.push_back(fr.range);
+    released.push_back(slot);
+  });
+  for (const FreeRanges::Slot slot : released) free_ranges_.erase(slot);
 }
 
 const Allocation& Pool::kept(AllocationIndex a) const {
@@ -267,7 +317,7 @@ void Pool::add_named(std::vector<OpRef>& named) const {
     if (a.fence) named.push_back(*a.fence);
     named.insert(named.end(), a.released_after.begin(), a.released_after.end());
   });
-  for (const FreeRange& fr : free_ranges_) named.push_back(fr.free_op);
+  free_ranges_.for_each([&](FreeRanges::Slot, const FreeRange& fr) { named.push_back(fr.free_op); });
 }
 
 std::size_t Pool::drop_unnamed(std::vector<AllocationIndex> named) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backend_sim/byte_range.h"
+#include "backend_sim/free_ranges.h"
 #include "backend_sim/hb_state.h"
 #include "backend_sim/ids.h"
 #include "backend_sim/interval_map.h"
@@ -149,12 +150,27 @@ class Pool {
       fn(AllocationIndex{held_from_ + static_cast<std::uint32_t>(i)}, held_[i]);
   }
   const PoolPolicy& policy() const { return policy_; }
+  /// place() asks offered() of every range, never the tree's counts: the
+  /// plain scan that tests compare the counted candidates with.
+  void scan_every_range() { scan_every_range_ = true; }
 
  private:
-  struct FreeRange {
-    ByteRange range;
-    OpRef free_op;
+  /// The reuses range `fr` offers an allocation on `stream` whose clock is
+  /// `at` (R7, in order of preference): none, one, or, for a free that has
+  /// not run, an opportunistic reuse and an internal dependency.
+  struct Offer {
+    std::array<ReuseKind, 2> kinds{};
+    std::uint8_t count = 0;
   };
+  Offer offered(const FreeRange& fr, StreamIndex stream, const VectorClock& at, const HbState& hb,
+                bool may_complete_frees) const;
+  /// Whether every held range offers exactly one reuse to an allocation on
+  /// `stream` at clock `at`. place() then counts the ranges that fit and
+  /// finds the one picked in free_ranges_'s tree, instead of asking
+  /// offered() of every range (the ranges a loop on one stream leaves, or
+  /// any whose frees have run under AtOnce).
+  bool every_range_offers_one(StreamIndex stream, const VectorClock& at, const HbState& hb,
+                              bool may_complete_frees) const;
 
   /// Every allocation goes through here, so that the two indexes below
   /// hold it.
@@ -196,7 +212,11 @@ class Pool {
   /// (never a sub-block). Live ones do not overlap, so one starts at each
   /// address at most.
   std::unordered_map<std::uint64_t, std::uint32_t> live_starts_;
-  std::vector<FreeRange> free_ranges_;
+  FreeRanges free_ranges_;
+  /// By stream: 1 + the index of the newest free whose range went into
+  /// free_ranges_ (0: none yet), for every_range_offers_one().
+  std::vector<std::uint32_t> newest_free_;
+  bool scan_every_range_ = false;
   std::vector<ByteRange> released_;
   std::uint64_t bump_;
   std::uint64_t host_bump_;  // R12a: the next host address

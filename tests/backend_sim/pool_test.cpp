@@ -1,12 +1,19 @@
 // R7 pool litmus tests: which ReuseKind outcomes each policy switch allows
 // (collected over all DFS schedules), that safe reuse gives no finding, and
 // the pool findings (use before ready, use after free, reuse race, leak),
-// each with its exact verdict and schedule count. Streams are s0, s1.
+// each with its exact verdict and schedule count; and that the candidates
+// the pool counts in its tree are those a scan of every range offers.
+// Streams are s0, s1.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <functional>
 #include <map>
+#include <random>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "sim_test_util.h"
 
@@ -382,6 +389,108 @@ TEST(PoolIndex, ContainingAnswersTheNewestAllocationAndLiveAtTheLiveOneAtAnAddre
   EXPECT_EQ(pool.containing(host_lo + 63), host);
   EXPECT_THROW(pool.containing(lo - 1), std::invalid_argument);
   EXPECT_EQ(pool.live_at(lo), b);
+}
+
+// A device that runs every op at once (a streamed check) leaves every free
+// run, and each freed range then offers one reuse: place() counts the
+// ranges that fit and finds the n-th in a tree. The options must be those
+// a scan gives: the fitting ranges in freed order (not by address or
+// size), after fresh memory, a range taken from keeping its place.
+// A..E are made in address order; D, E (stream s) and B (stream t) are
+// freed in that order, A and C too, but they are too small for 300 bytes.
+TEST(PoolR7, EveryFreeRunTheOptionsAreTheFittingRangesInFreedOrder) {
+  struct Placed {
+    std::uint64_t ptr;
+    ReuseKind reuse;
+  };
+  const auto run = [](std::uint32_t first, std::uint32_t second) {
+    ReplayChooser chooser(std::vector<std::uint32_t>{first, second}, ReplayChooser::PastTheEnd::Refuse);
+    DeviceModel m(chooser, PoolPolicy{}, DeviceProgress::AtOnce);
+    const StreamIndex s = m.create_stream(), t = m.create_stream();
+    std::vector<std::uint64_t> at;
+    for (const std::uint64_t bytes : {256, 1024, 256, 512, 2048}) at.push_back(m.alloc(s, bytes, "x")->ptr);
+    for (const std::size_t i : {3, 4}) EXPECT_TRUE(m.free(s, at[i], "free"));
+    for (const std::size_t i : {1, 0, 2}) EXPECT_TRUE(m.free(t, at[i], "free"));
+    const auto a = m.alloc(s, 300, "a");   // fresh, D, E or B
+    const auto b = m.alloc(s, 1024, "b");  // fresh, what is left of E if a took its front, or B
+    EXPECT_TRUE(chooser.exhausted());
+    return std::pair{Placed{a->ptr, a->reuse}, Placed{b->ptr, b->reuse}};
+  };
+  constexpr std::uint64_t B = kBase + 256, D = B + 1024 + 256, E = D + 512, bump = E + 2048;
+  const auto [fresh, after_fresh] = run(0, 2);
+  EXPECT_EQ(fresh.ptr, bump);
+  EXPECT_EQ(fresh.reuse, ReuseKind::Fresh);
+  EXPECT_EQ(after_fresh.ptr, B);  // options: fresh, E, B
+  EXPECT_EQ(after_fresh.reuse, ReuseKind::Opportunistic);
+  const auto [d, e] = run(1, 1);
+  EXPECT_EQ(d.ptr, D);
+  EXPECT_EQ(d.reuse, ReuseKind::SameStream);
+  EXPECT_EQ(e.ptr, E);
+  const auto [front_of_e, rest_of_e] = run(2, 1);  // E's rest (1,536 bytes) stays before B
+  EXPECT_EQ(front_of_e.ptr, E);
+  EXPECT_EQ(rest_of_e.ptr, E + 512);
+  EXPECT_EQ(rest_of_e.reuse, ReuseKind::SameStream);
+  const auto [b, after_b] = run(3, 1);
+  EXPECT_EQ(b.ptr, B);
+  EXPECT_EQ(b.reuse, ReuseKind::Opportunistic);
+  EXPECT_EQ(after_b.ptr, E);
+}
+
+// The counted candidates against the plain scan (Pool::scan_every_range):
+// random programs over three streams (allocations of four sizes, frees of
+// live ones on any stream, event records and waits, stream syncs and
+// queries) under every policy and every way the device progresses, each
+// run twice with one seed. Every choice (its options and answer) and every
+// allocation (address and reuse kind) must be the same; a count or a pick
+// that differs from the scan's changes the random chooser's later answers
+// too.
+TEST(PoolR7, CountedCandidatesAreTheScannedOnesInRandomPrograms) {
+  const auto run = [](std::uint32_t bits, DeviceProgress progress, std::uint32_t seed, bool scan) {
+    RandomChooser chooser(seed);
+    DeviceModel m(chooser, PoolPolicy::from_bits(bits), progress);
+    if (scan) m.scan_every_freed_range();
+    const std::array<StreamIndex, 3> streams{m.create_stream(), m.create_stream(), m.create_stream()};
+    const std::array<EventIndex, 2> events{m.create_event(), m.create_event()};
+    std::mt19937 rng(seed * 7919 + bits);
+    const auto any_stream = [&] { return streams[rng() % streams.size()]; };
+    std::vector<std::uint64_t> live;
+    std::vector<std::string> seen;
+    for (int step = 0; step < 90; ++step) {
+      const std::uint32_t roll = rng() % 10;
+      if (roll < 4) {
+        const std::uint64_t bytes = std::array<std::uint64_t, 4>{256, 300, 1024, 2048}[rng() % 4];
+        const auto a = m.alloc(any_stream(), bytes, "a");
+        if (!a) continue;
+        live.push_back(a->ptr);
+        seen.push_back(fmt::format("{:#x} {}", a->ptr, to_string(a->reuse)));
+      } else if (roll < 7 && !live.empty()) {
+        const std::size_t i = rng() % live.size();
+        EXPECT_TRUE(m.free(any_stream(), live[i], "free"));
+        live.erase(live.begin() + static_cast<std::ptrdiff_t>(i));
+      } else if (roll == 7) {
+        m.record(events[rng() % 2], any_stream());
+      } else if (roll == 8) {
+        m.wait(any_stream(), events[rng() % 2]);
+      } else if (rng() % 2 == 0) {
+        m.sync_stream(any_stream());
+      } else {
+        (void)m.query_event(events[rng() % 2]);
+      }
+    }
+    for (const Choice& c : chooser.taken()) seen.push_back(fmt::format("choice {}/{}", c.taken, c.options));
+    return seen;
+  };
+  std::size_t placed = 0;
+  for (std::uint32_t bits = 0; bits < 16; ++bits)
+    for (const DeviceProgress progress :
+         {DeviceProgress::EveryStep, DeviceProgress::OnObservation, DeviceProgress::AtOnce})
+      for (std::uint32_t seed = 1; seed <= 6; ++seed) {
+        const std::vector<std::string> counted = run(bits, progress, seed, false);
+        EXPECT_EQ(counted, run(bits, progress, seed, true))
+            << "policy " << bits << ", progress " << static_cast<int>(progress) << ", seed " << seed;
+        placed += counted.size();
+      }
+  EXPECT_GT(placed, 16u * 3 * 6 * 20);  // the programs allocate and choose
 }
 
 // A retention pass (Pool::drop_unnamed) keeps, of the freed allocations,
