@@ -152,16 +152,25 @@ class Parser {
   /// The line of the first statement that is not a declaration, once parsed.
   std::optional<int> first_run_line() const { return first_run_line_; }
   /// Counts the statements parsed that may change what a later line parses
-  /// to: every one but those leaves_parse_state_alone names. Two parses of
-  /// one line at the same generation give the same statement (ParseMemo).
+  /// to: every one but those leaves_parse_state_alone names (a `buffer`
+  /// line that declares its buffer again as it was included). Two parses
+  /// of one line at the same generation give the same statement
+  /// (ParseMemo).
   std::uint64_t generation() const { return generation_; }
   /// Statements whose parse only reads the parser's state (names, buffers,
   /// devices), or changes it only the first time, as a default stream's
-  /// first use does: launch, record, wait, sync, copy.
+  /// first use does: launch, record, wait, sync, copy, free; and `buffer`,
+  /// which counts a generation itself when it changes what the parser
+  /// knows of its buffer (declared_as_before).
   static bool leaves_parse_state_alone(trace_language::StatementKeyword k) {
     using K = trace_language::StatementKeyword;
-    return k == K::Launch || k == K::Record || k == K::Wait || k == K::Sync || k == K::Copy;
+    return k == K::Launch || k == K::Record || k == K::Wait || k == K::Sync || k == K::Copy || k == K::Free ||
+           k == K::Buffer;
   }
+  /// A memoized `buffer` line was read again at `line` (ParseMemo): the
+  /// declaration's line, which only messages quote, moves there as a parse
+  /// would have moved it.
+  void declared_again(Name buffer, int line) { buffers_.at(buffer).line = line; }
 
   void parse_line(std::string_view line, int line_no) {
     line_ = line_no;
@@ -677,6 +686,7 @@ class Parser {
       case K::Buffer: {
         ast::BufferDecl st{std::move(src), new_name(NameKind::Buffer), size_arg(), std::nullopt};
         if (peek(trace_language::word::kPageable) || peek(trace_language::word::kPinned)) {
+          ++generation_;  // host buffers: not memoized
           const bool pinned = toks_[pos_++].text == trace_language::word::kPinned;
           made_in_branch(st.name, BufferInfo::MadeBy::HostBuffer);
           buffers_.insert_or_assign(st.name,
@@ -685,12 +695,14 @@ class Parser {
           touches_host_memory(st.thread);
           return ast::HostBuffer{static_cast<const ast::Source&>(st), st.name, st.bytes, pinned};
         }
+        const std::optional<BufferInfo> before = known_buffer(st.name);
         made_in_branch(st.name, BufferInfo::MadeBy::Buffer);
         buffers_.insert_or_assign(st.name, BufferInfo{st.bytes, line_, BufferInfo::MadeBy::Buffer});
         if (!at_end()) st.stream = stream_after_on();
         st.device = st.stream ? device_of(*st.stream) : current_device();
         if (!st.stream) legacy_of(st.device);
         buffers_.at(st.name).device = st.device;
+        if (!declared_as_before(before, buffers_.at(st.name))) ++generation_;
         return st;
       }
       case K::Free: {
@@ -1052,6 +1064,24 @@ class Parser {
     destroyed_.insert(name);
     if (stream) return ast::DestroyStream{std::move(src), std::move(name)};
     return ast::DestroyEvent{std::move(src), std::move(name)};
+  }
+
+  /// What the parser knows of buffer `name` now, if it is one.
+  std::optional<BufferInfo> known_buffer(Name name) const {
+    const auto* it = names_.find(name);
+    if (it == nullptr || it->value.kind != NameKind::Buffer || !buffers_.contains(name)) return std::nullopt;
+    return buffers_.at(name);
+  }
+  /// Whether a `buffer` line left the parser as it found it, but for the
+  /// declaration's line (which only messages quote): the name was a buffer
+  /// already, made by `buffer` with the same size, memory and device, and
+  /// outside `if` blocks (whose bookkeeping a declaration changes). Then
+  /// every later line parses as it did before it, and the line itself
+  /// parses to the same statement again (ParseMemo: a loop that gives a
+  /// buffer back and makes it again is parsed once).
+  bool declared_as_before(const std::optional<BufferInfo>& before, const BufferInfo& now) const {
+    return before && blocks_.empty() && maybe_made_.empty() && before->bytes == now.bytes &&
+           before->made_by == now.made_by && before->memory == now.memory && before->device == now.device;
   }
 
   /// What the parser knows of each buffer name: its newest declaration.
@@ -1697,6 +1727,7 @@ struct TraceReader::Impl {
     while (const auto line = lines.next()) {
       if (Statement* seen = memo.find(*line, parser.generation())) {
         std::visit([&](ast::Source& s) { s.line = lines.line(); }, *seen);
+        if (const auto* buffer = std::get_if<ast::BufferDecl>(seen)) parser.declared_again(buffer->name, lines.line());
         any_statement = true;
         return seen;
       }

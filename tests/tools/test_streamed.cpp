@@ -234,6 +234,44 @@ TEST(Streamed, ALineParsedBeforeIsParsedAgainOnceANameChanged) {
   EXPECT_GE(lines.size(), 3u) << "each repeated racy line reports itself";
 }
 
+TEST(Streamed, ABufferGivenBackAndMadeAgainAsBeforeIsParsedOnceAndQuotedAtItsNewestLine) {
+  // `buffer A 1K on s` after `free A` declares A as it was: the loop's
+  // three lines are parsed once (ParseMemo), but a message that quotes A's
+  // declaration names the newest `buffer` line, as a parse of it would.
+  tests::FreshTempDir dir("streamed-redeclared");
+  const std::string loop = "buffer A 1K on s\nlaunch k on s writes A\nfree A on s\n";
+  const std::string quoted =
+      dir.write("quoted.trace", "stream s\n" + loop + loop + loop + "buffer A 1K on s\nsubfree A on s\n").string();
+  try {
+    (void)check_streamed(quoted, {});
+    ADD_FAILURE() << "a buffer given back with subfree streamed";
+  } catch (const TraceError& e) {
+    EXPECT_EQ(e.line(), 12);
+    EXPECT_NE(std::string(e.what()).find("(line 11)"), std::string::npos) << e.what();
+  }
+  // Made again larger, the buffer's ranges parse anew: the line past its
+  // old end is no error now, and the one past the new end is.
+  const std::string grown = dir.write("grown.trace", "stream s\n" + loop + loop +
+                                                         "buffer A 2K on s\nlaunch k on s writes A[1024:2048]\n"
+                                                         "free A on s\n" +
+                                                         loop + "launch k on s writes A[1024:2048]\n")
+                                .string();
+  try {
+    (void)check_streamed(grown, {});
+    ADD_FAILURE() << "a range past a buffer made smaller again streamed";
+  } catch (const TraceError& e) {
+    EXPECT_EQ(e.line(), 14);
+    EXPECT_NE(std::string(e.what()).find("goes past the end"), std::string::npos) << e.what();
+  }
+  TraceCheckOptions o;
+  o.seed = 3;
+  const std::string racy = dir.write("racy.trace", "stream s\nstream t\n" + loop + loop +
+                                                       "buffer A 1K on s\nlaunch r on t reads A\nfree A on s\n" + loop)
+                               .string();
+  EXPECT_EQ(keys(check_streamed(racy, o)), keys(whole_at_once(racy, 3)));
+  EXPECT_FALSE(check_streamed(racy, o).findings.empty());
+}
+
 TEST(Streamed, LinesAcrossBlocksAndALoopThatChangesCourseAreReadAsWritten) {
   // The reader holds the file a 64 KB block at a time and tries first the
   // line that followed the last one last time (ParseMemo): lines cut by a
