@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -143,6 +144,18 @@ TEST(Streamed, FindsWhatTheWholeTraceFindsOnGeneratedPrograms) {
   EXPECT_GE(with_findings, programs / 4) << "the programs should race often";
 }
 
+/// A streamed check of `path` is an input error at `line` whose message
+/// says `says`.
+void expect_refused(const std::string& path, int line, std::string_view says) {
+  try {
+    (void)check_streamed(path, {});
+    ADD_FAILURE() << path << " streamed; expected an error at line " << line << ": " << says;
+  } catch (const TraceError& e) {
+    EXPECT_EQ(e.line(), line) << e.what();
+    EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+  }
+}
+
 TEST(Streamed, RefusesWhatItCannotRunAtItsLine) {
   tests::FreshTempDir dir("streamed-refused");
   struct Case {
@@ -158,14 +171,7 @@ TEST(Streamed, RefusesWhatItCannotRunAtItsLine) {
       {"stream s\nbuffer A 8 on s\nresource\n", 3, "before the first statement that runs"},
   };
   for (const Case& c : cases) {
-    const std::string path = dir.write("r.trace", c.text).string();
-    try {
-      (void)check_streamed(path, {});
-      ADD_FAILURE() << "streamed: " << c.text;
-    } catch (const TraceError& e) {
-      EXPECT_EQ(e.line(), c.line) << c.text;
-      EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << e.what();
-    }
+    expect_refused(dir.write("r.trace", c.text).string(), c.line, c.says);
   }
   // Input errors of any trace stay what they are, at their line.
   const std::string bad = dir.write("bad.trace", "stream s\nlaunch k on nowhere writes A\n").string();
@@ -207,22 +213,10 @@ TEST(Streamed, ALineParsedBeforeIsParsedAgainOnceANameChanged) {
                                         "sync device\nfree A on s\nbuffer A 16 on s\n"
                                         "launch k on s writes A[0:32]\n")
                                   .string();
-  try {
-    (void)check_streamed(smaller, {});
-    ADD_FAILURE() << "a range past a redeclared buffer's end streamed";
-  } catch (const TraceError& e) {
-    EXPECT_EQ(e.line(), 7);
-    EXPECT_NE(std::string(e.what()).find("goes past the end"), std::string::npos) << e.what();
-  }
+  expect_refused(smaller, 7, "goes past the end");
   // A declaration changes what the same line parses to next: never reused.
   const std::string twice = dir.write("twice.trace", "stream s\nevent e\nevent e\nrecord e on s\n").string();
-  try {
-    (void)check_streamed(twice, {});
-    ADD_FAILURE() << "an event declared twice streamed";
-  } catch (const TraceError& e) {
-    EXPECT_EQ(e.line(), 3);
-    EXPECT_NE(std::string(e.what()).find("already declared"), std::string::npos) << e.what();
-  }
+  expect_refused(twice, 3, "already declared");
   const std::string racy =
       dir.write("racy.trace", "stream s\nstream t\nbuffer A 8 on s\n" + loop + loop + loop).string();
   const Report r = check_streamed(racy, o);
@@ -242,13 +236,7 @@ TEST(Streamed, ABufferGivenBackAndMadeAgainAsBeforeIsParsedOnceAndQuotedAtItsNew
   const std::string loop = "buffer A 1K on s\nlaunch k on s writes A\nfree A on s\n";
   const std::string quoted =
       dir.write("quoted.trace", "stream s\n" + loop + loop + loop + "buffer A 1K on s\nsubfree A on s\n").string();
-  try {
-    (void)check_streamed(quoted, {});
-    ADD_FAILURE() << "a buffer given back with subfree streamed";
-  } catch (const TraceError& e) {
-    EXPECT_EQ(e.line(), 12);
-    EXPECT_NE(std::string(e.what()).find("(line 11)"), std::string::npos) << e.what();
-  }
+  expect_refused(quoted, 12, "(line 11)");
   // Made again larger, the buffer's ranges parse anew: the line past its
   // old end is no error now, and the one past the new end is.
   const std::string grown = dir.write("grown.trace", "stream s\n" + loop + loop +
@@ -256,13 +244,7 @@ TEST(Streamed, ABufferGivenBackAndMadeAgainAsBeforeIsParsedOnceAndQuotedAtItsNew
                                                          "free A on s\n" +
                                                          loop + "launch k on s writes A[1024:2048]\n")
                                 .string();
-  try {
-    (void)check_streamed(grown, {});
-    ADD_FAILURE() << "a range past a buffer made smaller again streamed";
-  } catch (const TraceError& e) {
-    EXPECT_EQ(e.line(), 14);
-    EXPECT_NE(std::string(e.what()).find("goes past the end"), std::string::npos) << e.what();
-  }
+  expect_refused(grown, 14, "goes past the end");
   TraceCheckOptions o;
   o.seed = 3;
   const std::string racy = dir.write("racy.trace", "stream s\nstream t\n" + loop + loop +
