@@ -338,20 +338,33 @@ const NearMissAnalysis::Program& NearMissAnalysis::program() const {
   return *program_;
 }
 
+bool StatementNearMissWatch::may_be_near_miss(const Statement& st) {
+  // By Name::id + 1: the empty name's id (kNoId) wraps to slot 0.
+  if (const auto* r = std::get_if<ast::Record>(&st)) {
+    const std::uint32_t slot = r->event.id() + 1;
+    if (slot >= recorded_.size()) recorded_.resize(slot + 1);
+    recorded_[slot] = true;
+    return false;
+  }
+  if (const auto* w = std::get_if<ast::Wait>(&st)) {
+    const std::uint32_t slot = w->event.id() + 1;
+    return slot >= recorded_.size() || !recorded_[slot];
+  }
+  return std::holds_alternative<ast::Prepare>(st);
+}
+
 std::vector<NearMiss> NearMissAnalysis::statement_near_misses() const {
   // One pass with the events recorded so far: the index (program()) is made
   // only for what needs more -- a near miss found, a prepare to match.
   std::vector<NearMiss> out;
-  NameSet recorded;
+  StatementNearMissWatch watch;
   const auto& statements = trace_.statements;
   for (std::size_t i = 0; i < statements.size(); ++i) {
-    if (const auto* r = std::get_if<ast::Record>(&statements[i])) {
-      recorded.insert(r->event);  // a node is made only for a new name
-    } else if (const auto* w = std::get_if<ast::Wait>(&statements[i])) {
-      if (!recorded.contains(w->event)) out.push_back(wait_never_recorded(program(), i));
-    } else if (std::holds_alternative<ast::Prepare>(statements[i])) {
-      if (!program().matching_finish(i)) out.push_back(prepare_without_finish(program(), i));
-    }
+    if (!watch.may_be_near_miss(statements[i])) continue;
+    if (std::holds_alternative<ast::Wait>(statements[i]))
+      out.push_back(wait_never_recorded(program(), i));
+    else if (!program().matching_finish(i))
+      out.push_back(prepare_without_finish(program(), i));
   }
   return out;
 }

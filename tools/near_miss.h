@@ -30,6 +30,20 @@ struct TraceFix {
   std::vector<TraceEdit> edits;  // applied by `streamcheck fix`; empty for ResourceOrdersThem
 };
 
+/// Which statements may be statement near misses (NearMissAnalysis::
+/// statement_near_misses), told a statement at a time in file order, as a
+/// streamed read hands them out: a wait on an event no earlier statement
+/// recorded, and any prepare (whether its finish comes needs the rest of
+/// the trace). A trace none of whose statements it flags has none.
+class StatementNearMissWatch {
+ public:
+  /// Whether `st` (the next statement in file order) may be one.
+  bool may_be_near_miss(const Statement& st);
+
+ private:
+  std::vector<bool> recorded_;  // by the event's Name::id + 1
+};
+
 /// The statements of one trace indexed for the near-miss questions (which
 /// record a wait saw, which prepare is still open): built once per trace, in
 /// one pass, so that a trace of a million statements costs a few binary
