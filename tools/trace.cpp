@@ -1715,6 +1715,7 @@ struct TraceReader::Impl {
   std::uint64_t handed_out = 0;
   bool any_statement = false;
   bool ended = false;
+  std::function<void(const Statement&)> observe;  // observe_statements
 
   /// Parses lines until one makes a statement: the parser's only one
   /// (Trace::statements), or a memo slot's, its line set to this one (no
@@ -1765,14 +1766,22 @@ const Statement* TraceReader::next() {
     r.current = std::move(r.ahead.front());
     r.ahead.pop_front();
     ++r.handed_out;
+    if (r.observe) r.observe(r.current);
     return &r.current;
   }
   // The statement handed out last, and its texts, go; the next one is the
   // parser's own or a memo slot's, handed out where it is (parse_statement).
   r.parser.trace().texts->clear();
   const Statement* st = r.parse_statement();
-  if (st != nullptr) ++r.handed_out;
+  if (st != nullptr) {
+    ++r.handed_out;
+    if (r.observe) r.observe(*st);
+  }
   return st;
+}
+
+void TraceReader::observe_statements(std::function<void(const Statement&)> observe) {
+  impl_->observe = std::move(observe);
 }
 
 std::uint64_t TraceReader::statements_read() const { return impl_->handed_out; }

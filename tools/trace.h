@@ -630,6 +630,9 @@ class TraceReader {
   const Statement* next();
   /// How many statements next() handed out.
   std::uint64_t statements_read() const;
+  /// Shows `observe` every statement next() hands out, in file order, as it
+  /// does (`check` watches for statement near misses as it streams).
+  void observe_statements(std::function<void(const Statement&)> observe);
 
  private:
   struct Impl;

@@ -1,10 +1,15 @@
 #include "tools/trace_check.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <tuple>
+#include <variant>
 
 #include "backend_sim/explain.h"
 #include "backend_sim/explorer.h"
@@ -357,6 +362,86 @@ Report check_trace(const Trace& trace, const TraceCheckOptions& options) {
   return std::move(c.finish(false));
 }
 
+namespace {
+
+/// One streamed run of trace file `path` (check --stream): every op
+/// executed as soon as it is enqueued, the records nothing names dropped as
+/// it goes; `observe` sees each statement as it is read.
+struct StreamedExecution {
+  TraceRunOptions run;
+  std::unique_ptr<sim::RandomChooser> chooser;  // the run's model asks it: it outlives exec
+  Execution exec;
+  std::uint64_t statements = 0;
+};
+StreamedExecution run_streamed(const std::string& path, const TraceCheckOptions& o,
+                               std::unique_ptr<sim::RandomChooser> chooser = nullptr,
+                               std::function<void(const Statement&)> observe = {}) {
+  if (!chooser) chooser = std::make_unique<sim::RandomChooser>(o.seed);
+  TraceReader reader(path);
+  if (observe) reader.observe_statements(std::move(observe));
+  reader.read_declarations();  // the pool and the resource, made before the first statement runs
+  TraceRunOptions run{apply_policy_overrides(reader.trace().policy, o.policy_overrides), false,
+                      sim::DeviceProgress::AtOnce};
+  run.retain_only_named = true;
+  run.value_oracle = false;
+  Execution exec = run_streamed_on_simulator(reader, *chooser, run);
+  return StreamedExecution{std::move(run), std::move(chooser), std::move(exec), reader.statements_read()};
+}
+
+/// Thrown by the statement watch of clean_by_streaming: the streamed run
+/// cannot stand for the whole one, stop reading.
+struct NeedsWholeTrace {};
+
+}  // namespace
+
+std::optional<Report> clean_by_streaming(const std::string& path, const TraceCheckOptions& o) {
+  if (o.faults || o.redundant || o.shard || (o.progress && *o.progress != sim::DeviceProgress::OnObservation))
+    return std::nullopt;
+  // A pipe (`check <(zcat t.gz)`, /dev/stdin) is read once: the whole read
+  // after a streamed one would find it empty.
+  std::error_code not_a_file;
+  if (!std::filesystem::is_regular_file(path, not_a_file)) return std::nullopt;
+  StatementNearMissWatch watch;
+  auto chooser = std::make_unique<sim::RandomChooser>(o.seed);
+  const sim::Chooser& choices = *chooser;
+  std::optional<StreamedExecution> streamed;
+  try {
+    // Each statement comes once the one before it ran: a choice made, a
+    // query or a possible near miss ends the read there (a query would be
+    // among the run's choices at its end too: this only stops early).
+    const auto watch_statement = [&](const Statement& st) {
+      if (choices.choice_count() > 0 || std::holds_alternative<ast::Query>(st) || watch.may_be_near_miss(st))
+        throw NeedsWholeTrace{};
+    };
+    streamed.emplace(run_streamed(path, o, std::move(chooser), watch_statement));
+  } catch (const NeedsWholeTrace&) {
+    return std::nullopt;
+  } catch (const TraceError&) {
+    return std::nullopt;  // the whole read says what is wrong, as it would have
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;  // a --policy the whole check refuses too, after any error in the trace itself
+  }
+  const Execution& exec = streamed->exec;
+  if (!exec.model().findings().empty() || !exec.notes().empty() || !exec.choice_summary().empty()) return std::nullopt;
+  // What Collector makes of a one-schedule run with no finding, note or
+  // choice (check_trace).
+  Report r;
+  r.file = path;
+  r.policy = streamed->run.policy;
+  Coverage& c = r.coverage;
+  c.how = Coverage::How::OneSchedule;
+  c.seed = o.seed;
+  c.executions = true;  // the device progresses on observation, as check_trace's run
+  c.explored = 1;
+  c.exhaustive = true;
+  return r;
+}
+
+Report check_trace_file(const std::string& path, const TraceCheckOptions& options) {
+  if (auto clean = clean_by_streaming(path, options)) return std::move(*clean);
+  return check_trace(load_trace(path), options);
+}
+
 Report check_streamed(const std::string& path, const TraceCheckOptions& o) {
   if (o.faults)
     throw std::invalid_argument(
@@ -366,14 +451,8 @@ Report check_streamed(const std::string& path, const TraceCheckOptions& o) {
     throw std::invalid_argument(
         "--redundant reads the run's whole API log, which a streamed check does not keep: check the trace without "
         "--stream");
-  TraceReader reader(path);
-  reader.read_declarations();  // the pool and the resource, made before the first statement runs
-  TraceRunOptions run{apply_policy_overrides(reader.trace().policy, o.policy_overrides), false,
-                      sim::DeviceProgress::AtOnce};
-  run.retain_only_named = true;
-  run.value_oracle = false;
-  sim::RandomChooser chooser(o.seed);
-  Execution exec = run_streamed_on_simulator(reader, chooser, run);
+  StreamedExecution streamed = run_streamed(path, o);
+  Execution& exec = streamed.exec;
   const sim::DeviceModel& model = exec.model();
   // The findings' lines, read again from the file: nothing kept their texts.
   std::set<int> lines;
@@ -384,7 +463,7 @@ Report check_streamed(const std::string& path, const TraceCheckOptions& o) {
 
   Report r;
   r.file = path;
-  r.policy = run.policy;
+  r.policy = streamed.run.policy;
   for (const sim::Finding& f : model.findings()) {
     r.findings.push_back(report_finding(exec, f, "", /*producers_known=*/false));
     r.findings.back().schedules = 1;
@@ -403,7 +482,7 @@ Report check_streamed(const std::string& path, const TraceCheckOptions& o) {
   std::uint64_t held = model.hb().kept_op_count();
   for (std::uint32_t s = 0; s < model.stream_count(); ++s)
     held += model.op_count(sim::StreamIndex{s}) - model.hb().dropped_count(sim::StreamIndex{s});
-  c.streamed = Coverage::StreamedRun{reader.statements_read(), model.hb().enqueued_count(), held};
+  c.streamed = Coverage::StreamedRun{streamed.statements, model.hb().enqueued_count(), held};
   if (!c.exhaustive)
     c.to_finish.push_back({fmt::format("streamcheck explore {} --strategy dfs{}", path, run_options_text(o)),
                            "every execution, exhaustive if it finishes within --schedules; it holds the whole trace "

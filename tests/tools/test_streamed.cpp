@@ -5,13 +5,17 @@
 // holds stays bounded by what the trace holds at once. What it cannot stream
 // is an input error at its line, never a partial check.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -379,6 +383,96 @@ TEST(Streamed, AFixThatCouldChangeWhatAReadSeesSaysItIsUnchecked) {
   ASSERT_EQ(whole.findings.size(), 1u);
   EXPECT_EQ(whole.findings[0].fix, Fix::ReorderOrDoubleBuffer);
   EXPECT_FALSE(whole.findings[0].producer_unchecked);
+}
+
+/// `check` of a file, as its report reads (text and JSON), and as the
+/// whole trace's check says it.
+void expect_checked_as_whole(const std::string& path, const TraceCheckOptions& o, const std::string& what) {
+  const Report file = check_trace_file(path, o);
+  const Report whole = check_trace(load_trace(path), o);
+  EXPECT_EQ(report_text(file), report_text(whole)) << what;
+  EXPECT_EQ(report_json(file), report_json(whole)) << what;
+}
+
+TEST(CheckFile, SaysWhatTheWholeTraceCheckSaysOnEveryExampleAndGeneratedProgram) {
+  std::size_t by_streaming = 0, clean_examples = 0;
+  for (const std::string& file : example_files()) {
+    TraceCheckOptions o;
+    o.seed = 3;
+    expect_checked_as_whole(file, o, file);
+    by_streaming += clean_by_streaming(file, o) ? 1 : 0;
+    clean_examples += check_trace(load_trace(file), o).findings.empty() ? 1 : 0;
+  }
+  // The clean examples that stream and make no choice take the streamed
+  // run: the comparison above is of both paths, not of one twice.
+  EXPECT_GE(by_streaming, 15u) << "of " << clean_examples << " clean examples";
+  tests::FreshTempDir dir("check-file");
+  const std::uint64_t programs = tests::sanitizer_scale() ? 40 : 200;
+  for (std::uint64_t seed = 1; seed <= programs; ++seed) {
+    TraceCheckOptions o;
+    o.seed = seed;
+    expect_checked_as_whole(dir.write("p.trace", generate_trace_program(seed)).string(), o,
+                            generate_trace_program(seed));
+  }
+}
+
+TEST(CheckFile, TakesTheStreamedRunOnlyWhenItStandsForTheWholeOne) {
+  tests::FreshTempDir dir("check-file-when");
+  const std::string head = "stream a\nstream b\nevent e\nbuffer A 64\n";
+  const std::string clean = head +
+                            "launch k on a writes A\nrecord e on a\nwait e on b\nlaunch r on b reads A\n"
+                            "sync device\nfree A\n";
+  const auto streamed = [&](const std::string& name, const std::string& text) {
+    return clean_by_streaming(dir.write(name, text).string(), {});
+  };
+  const std::optional<Report> r = streamed("clean.trace", clean);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->findings.empty());
+  EXPECT_TRUE(r->coverage.exhaustive);
+  EXPECT_EQ(r->coverage.how, Coverage::How::OneSchedule);
+  // Each of these is what a clean streamed run cannot stand for.
+  const std::vector<std::pair<std::string, std::string>> whole_only = {
+      // A wait on an event no earlier line recorded: a statement near miss
+      // (recorded later), in a trace that is otherwise clean.
+      {"near-miss", head + "launch k on a writes A\nwait e on b\nrecord e on a\nsync device\nfree A\n"},
+      // A query: its answer is a choice.
+      {"query", clean + "query e\n"},
+      // A pool choice made by the last line (the read stops at none before it).
+      {"choice", head + "launch k on a writes A\nfree A on a\nbuffer B 64 on a\n"},
+      // A note (a double free) and a finding.
+      {"note", clean + "free A\n"},
+      {"finding", head + "launch k on a writes A\nlaunch r on b reads A\nsync device\nfree A\n"},
+      // Input the streamed read refuses (threads), and input no read takes.
+      {"unstreamable", "thread t\n" + clean},
+      {"malformed", clean + "launch\n"},
+  };
+  for (const auto& [name, text] : whole_only) {
+    EXPECT_FALSE(streamed(name + ".trace", text)) << name;
+    const std::string path = (dir.path() / (name + ".trace")).string();
+    if (name == "malformed") {
+      EXPECT_THROW((void)check_trace_file(path, {}), TraceError);
+      continue;
+    }
+    expect_checked_as_whole(path, {}, name);
+  }
+  // The near miss is what the whole check adds to a clean report.
+  EXPECT_FALSE(check_trace_file((dir.path() / "near-miss.trace").string(), {}).near_misses.empty());
+  // A pipe is read once, by the whole read.
+  const std::filesystem::path fifo = dir.path() / "fifo.trace";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] { std::ofstream(fifo) << clean; });
+  const bool pipe_streamed = clean_by_streaming(fifo.string(), {}).has_value();  // took what the writer wrote
+  std::optional<Report> piped;
+  if (!pipe_streamed) piped = check_trace_file(fifo.string(), {});
+  writer.join();
+  EXPECT_FALSE(pipe_streamed);
+  ASSERT_TRUE(piped);
+  EXPECT_TRUE(piped->findings.empty());
+  EXPECT_TRUE(piped->coverage.exhaustive) << report_text(*piped);
+  // Options that need the whole run.
+  TraceCheckOptions redundant;
+  redundant.redundant = true;
+  EXPECT_FALSE(clean_by_streaming((dir.path() / "clean.trace").string(), redundant));
 }
 
 }  // namespace
