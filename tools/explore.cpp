@@ -3,18 +3,19 @@
 #include <fmt/format.h>
 #include <rapidcheck.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <fstream>
+#include <functional>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "backend_sim/explorer.h"
-#include "backend_sim/sim_backend.h"
-#include "props/client_gen.h"
-#include "props/harness.h"
-#include "tools/render.h"
+#include "backend_sim/schedule.h"
+#include "tools/explore_variant.h"
 #include "tools/tool_protocols.h"
 
 namespace streamcheck::tools {
@@ -22,48 +23,6 @@ namespace streamcheck::tools {
 namespace {
 
 using Bytes = std::vector<std::uint8_t>;
-
-struct RunResult {
-  std::optional<props::Violation> violation;
-  std::optional<std::size_t> at_op;  // nullopt: found during teardown
-  std::string schedule;
-  std::vector<std::string> narrative;
-  std::optional<RacingPair> race;
-};
-
-template <class Protocol>
-RunResult run_once(const props::ClientProgram& program, sim::Chooser& chooser, std::uint32_t policy_index,
-                   const props::LayerChoice& layer, std::string* svg = nullptr) {
-  sim::DeviceModel model(chooser, sim::PoolPolicy::from_bits(policy_index));
-  sim::SimBackend backend(model);
-  RunResult result;
-  {
-    props::Harness<sim::SimBackend, Protocol> harness(backend, layer);
-    for (std::size_t i = 0; i < program.size() && !result.violation; ++i) {
-      if (auto v = harness.apply(program[i])) {
-        result.violation = std::move(v);
-        result.at_op = i;
-      }
-    }
-    if (!result.violation) result.violation = harness.finish();
-    result.narrative = harness.narrative();
-  }
-  for (const auto& f : model.findings()) {
-    if (f.second) {
-      result.race = RacingPair{f.first, *f.second, f.kind};
-      break;
-    }
-  }
-  if (svg) *svg = render_svg(model);
-  result.schedule = chooser.schedule();
-  return result;
-}
-
-template <class Protocol>
-RunResult replay(const ExploreCase& c, std::string* svg = nullptr) {
-  sim::ByteChooser chooser(c.schedule);
-  return run_once<Protocol>(c.program, chooser, c.policy_index, c.layer, svg);
-}
 
 /// The choices a run took, as the bytes that make a ByteChooser take them
 /// again.
@@ -116,38 +75,6 @@ rc::Shrinkable<std::uint32_t> shrinkable_policy(std::uint32_t policy) {
   return rc::shrinkable::shrinkRecur(policy, [](std::uint32_t p) { return rc::shrink::towards<std::uint32_t>(p, 0); });
 }
 
-template <class Protocol>
-ExploreOutcome explore_with(const ExploreOptions& o) {
-  ExploreOutcome outcome;
-  rc::Random programs(o.seed);
-  // RapidCheck's size sets the number of commands: 1 to size + 1.
-  const int size = static_cast<int>(o.program_length > 0 ? o.program_length - 1 : 0);
-  const auto generator = props::gen_client_program();
-  for (std::uint32_t p = 0; p < o.programs && !outcome.counterexample; ++p) {
-    rc::Random random = programs.split();
-    const rc::Shrinkable<props::ClientProgram> program = generator(random.split(), size);
-    const props::ClientProgram& ops = program.value();
-    const props::LayerChoice layer = layer_for_program(p, random);
-    ++outcome.programs;
-    std::uint32_t schedule_number = 0;
-    (void)sim::explore(sim::Random{random.next()}, sim::Bounds{o.schedules_per_program}, [&](sim::Chooser& chooser) {
-      const auto policy_index = static_cast<std::uint32_t>(outcome.schedules++ % 16);
-      const std::uint32_t s = schedule_number++;
-      if (!run_once<Protocol>(ops, chooser, policy_index, layer).violation) return false;
-      const auto [shrunk, steps] = rc::shrinkable::findLocalMin(
-          shrinkable_case(program, shrinkable_bytes(schedule_bytes(chooser)), shrinkable_policy(policy_index), layer),
-          [](const ExploreCase& c) { return replay<Protocol>(c).violation.has_value(); });
-      RunResult r = replay<Protocol>(shrunk);
-      if (!r.violation)
-        throw std::logic_error("explore: the shrunk counterexample does not fail when replayed (a bug in streamcheck)");
-      outcome.counterexample =
-          Counterexample{ops, shrunk, r.schedule, *r.violation, r.at_op, std::move(r.narrative), r.race, p, s, steps};
-      return true;
-    });
-  }
-  return outcome;
-}
-
 void print_report(const ExploreOptions& o, const ExploreOutcome& outcome, std::ostream& out) {
   const std::string name = o.mutant ? std::string(info(*o.mutant).name) : "correct";
   out << fmt::format("streamcheck explore: resource protocol ({}) on the simulated backend\n", name);
@@ -191,6 +118,18 @@ void print_report(const ExploreOptions& o, const ExploreOutcome& outcome, std::o
 
 }  // namespace
 
+namespace explore_detail {
+
+std::pair<ExploreCase, std::size_t> shrink_failing_case(const rc::Shrinkable<props::ClientProgram>& program,
+                                                        const sim::Chooser& run, std::uint32_t policy_index,
+                                                        const props::LayerChoice& layer,
+                                                        const std::function<bool(const ExploreCase&)>& fails) {
+  return rc::shrinkable::findLocalMin(
+      shrinkable_case(program, shrinkable_bytes(schedule_bytes(run)), shrinkable_policy(policy_index), layer), fails);
+}
+
+}  // namespace explore_detail
+
 props::LayerChoice layer_for_program(std::uint32_t p, rc::Random& random) {
   const std::size_t budget = 1024 + random.next() % 15361;
   switch (p % 4) {
@@ -204,7 +143,7 @@ props::LayerChoice layer_for_program(std::uint32_t p, rc::Random& random) {
 }
 
 ExploreOutcome explore_protocol(const ExploreOptions& options) {
-  return with_tool_protocol(options.mutant, [&]<class Protocol>() { return explore_with<Protocol>(options); });
+  return with_tool_protocol(options.mutant, [&]<class Protocol>() { return explore_variant<Protocol>(options); });
 }
 
 std::optional<Counterexample> find_counterexample(const ExploreOptions& options, std::uint64_t* explored) {
@@ -220,11 +159,7 @@ int explore(const ExploreOptions& options, std::ostream& out) {
 }
 
 std::string counterexample_svg(const Counterexample& c, std::optional<MutantId> mutant) {
-  return with_tool_protocol(mutant, [&]<class Protocol>() {
-    std::string svg;
-    (void)replay<Protocol>(c.shrunk, &svg);
-    return svg;
-  });
+  return with_tool_protocol(mutant, [&]<class Protocol>() { return counterexample_svg_variant<Protocol>(c.shrunk); });
 }
 
 std::vector<std::string> write_counterexample_pages(const std::string& dir) {
