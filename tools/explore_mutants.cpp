@@ -1,5 +1,5 @@
 // The built-in explorer for every protocol mutant this build's tools have
-// (tools/tool_protocols.h), compiled at -O1 in the optimized builds
+// (tools/tool_protocols.h), compiled at -O1 in a Release build
 // (tools/CMakeLists.txt; tools/explore_variant.h says why).
 #include <algorithm>
 #include <array>

@@ -5,7 +5,7 @@
 # Both install what is missing (Debian packages), configure and build with
 # the CMake preset "default" (build/default), then run. `test` then builds
 # the preset "asan" (build/asan) and runs the CPU suite again under
-# AddressSanitizer + UBSan (test preset "asan": no gpu, no bench labels).
+# AddressSanitizer + UBSan (test preset "asan": no gpu, bench, style or package labels).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
