@@ -270,8 +270,10 @@ std::string describe(const ChoiceSummary& s) {
     parts.push_back(fmt::format("{} device step{} (which stream head completes next)", s.device_steps,
                                 s.device_steps == 1 ? "" : "s"));
   if (s.not_listed > 0)
-    parts.push_back(fmt::format("{} more pool reuse{} and quer{} not listed", s.not_listed,
-                                s.not_listed == 1 ? "" : "s", s.not_listed == 1 ? "y" : "ies"));
+    parts.push_back(
+        fmt::format("{} more choice{} not listed (pool reuses, queries and faults past the first {} of "
+                    "each kind)",
+                    s.not_listed, s.not_listed == 1 ? "" : "s", kMaxListedChoices));
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 

@@ -1930,19 +1930,13 @@ Execution run_streamed_on_simulator(TraceReader& reader, sim::Chooser& chooser, 
   // long trace, and its report lists a few: listed here as they are made
   // and counted, none kept (a kept choice was about 60 bytes).
   ChoiceSummary choices;
-  const auto list = [&](auto& listed, const auto& item) {
-    if (listed.size() < kMaxListedChoices)
-      listed.push_back(item);
-    else
-      ++choices.not_listed;
-  };
   chooser.keep_no_choices();
   chooser.observe([&](std::uint64_t, const sim::Choice& c) {
     const ChoicePoint p{c.kind, c.options, c.taken, chooser.line()};
     if (c.kind == sim::ChoiceKind::PoolRange)
-      list(choices.pool_reuse, p);
+      choices.list(choices.pool_reuse, p);
     else if (c.kind == sim::ChoiceKind::Fault)
-      list(choices.faults, p);
+      choices.list(choices.faults, p);
     else
       ++choices.device_steps;
   });

@@ -677,6 +677,11 @@ struct QueryAnswer {
   std::size_t after_choices = 0;  // how many choices the run had made when it asked
 };
 
+/// How many pool reuses, queries and faults a report lists, each: a long
+/// run makes millions (one a `buffer` that could reuse), and a report that
+/// named them all was megabytes on one line.
+inline constexpr std::size_t kMaxListedChoices = 20;
+
 /// The choice points of (part of) a run, as a report names them: pool reuse
 /// and fault choices one by one with their lines, query answers, and the
 /// device steps as a count (there are many, each "which stream head
@@ -686,14 +691,22 @@ struct ChoiceSummary {
   std::vector<QueryAnswer> queries;
   std::vector<ChoicePoint> faults;
   std::uint64_t device_steps = 0;
-  /// Pool reuses and queries made but not listed above (a streamed check
-  /// lists the first kMaxListedChoices of each: a long run makes millions).
+  /// Pool reuses, queries and faults made but not listed above: the first
+  /// kMaxListedChoices of each are listed (list()).
   std::uint64_t not_listed = 0;
   bool empty() const {
     return pool_reuse.empty() && queries.empty() && faults.empty() && device_steps == 0 && not_listed == 0;
   }
+  /// Lists `item` in `listed` (one of the lists above) while it holds fewer
+  /// than kMaxListedChoices, and counts it in not_listed after.
+  template <typename T>
+  void list(std::vector<T>& listed, const T& item) {
+    if (listed.size() < kMaxListedChoices)
+      listed.push_back(item);
+    else
+      ++not_listed;
+  }
 };
-inline constexpr std::size_t kMaxListedChoices = 20;
 
 /// The branch one run took at an `if done E` (R11): the query's answer.
 struct BranchTaken {

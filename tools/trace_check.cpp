@@ -175,8 +175,9 @@ ReportFinding report_finding(const Execution& run, const sim::Finding& f, const 
 }
 
 /// The choices of `run` made before its `end`-th choice, as a report names
-/// them; queries asked then too. Queries count only when device steps (or
-/// the query itself, when the device progresses on observation) could have
+/// them (the first kMaxListedChoices of each kind listed, the rest counted);
+/// queries asked then too. Queries count only when device steps (or the
+/// query itself, when the device progresses on observation) could have
 /// changed their answer.
 ChoiceSummary summarize(const std::vector<ChoicePoint>& choices, const std::vector<QueryAnswer>& queries,
                         std::size_t end) {
@@ -186,10 +187,10 @@ ChoiceSummary summarize(const std::vector<ChoicePoint>& choices, const std::vect
     const ChoicePoint& c = choices[i];
     switch (c.kind) {
       case sim::ChoiceKind::PoolRange:
-        s.pool_reuse.push_back(c);
+        s.list(s.pool_reuse, c);
         break;
       case sim::ChoiceKind::Fault:
-        s.faults.push_back(c);
+        s.list(s.faults, c);
         break;
       case sim::ChoiceKind::DeviceStep:
       case sim::ChoiceKind::Client:
@@ -203,7 +204,7 @@ ChoiceSummary summarize(const std::vector<ChoicePoint>& choices, const std::vect
   }
   if (s.device_steps > 0 || query_choices)
     for (const auto& q : queries)
-      if (q.after_choices <= end) s.queries.push_back(q);
+      if (q.after_choices <= end) s.list(s.queries, q);
   return s;
 }
 

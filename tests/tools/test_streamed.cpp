@@ -314,18 +314,24 @@ TEST(Streamed, WhatItHoldsDoesNotGrowWithTheTrace) {
   EXPECT_LE(short_run, 2 * sim::DeviceModel::kCompactEvery + 64);
 }
 
+/// A loop of `iterations` that makes a pool choice (a `buffer` that could
+/// reuse) and asks a query in most of them: more than a report lists.
+std::string many_choices_trace(int iterations) {
+  std::string text = "stream s\nstream t\nevent e\n";
+  for (int i = 0; i < iterations; ++i)
+    text += fmt::format("buffer A{} {}K on s\nlaunch k on s writes A{}\nrecord e on s\nquery e\nfree A{} on s\n", i % 3,
+                        1 + i % 2, i % 3, i % 3);
+  return text;
+}
+
 TEST(Streamed, ListsTheFirstChoicesAndQueriesWithTheirLinesAndCountsTheRest) {
   // A streamed run keeps none of its choices (one per `buffer` that could
   // reuse): it lists the first kMaxListedChoices of each kind as they are
   // made and counts the others. The listing must be the same execution's
   // (the whole trace run at once with the same seed), line for line.
   tests::FreshTempDir dir("streamed-choices");
-  std::string text = "stream s\nstream t\nevent e\n";
   const int iterations = 3 * static_cast<int>(kMaxListedChoices);
-  for (int i = 0; i < iterations; ++i)
-    text += fmt::format("buffer A{} {}K on s\nlaunch k on s writes A{}\nrecord e on s\nquery e\nfree A{} on s\n", i % 3,
-                        1 + i % 2, i % 3, i % 3);
-  const std::string path = dir.write("choices.trace", text).string();
+  const std::string path = dir.write("choices.trace", many_choices_trace(iterations)).string();
   TraceCheckOptions o;
   o.seed = 5;
   const Report streamed = check_streamed(path, o);
@@ -363,6 +369,48 @@ TEST(Streamed, ListsTheFirstChoicesAndQueriesWithTheirLinesAndCountsTheRest) {
   EXPECT_EQ(listed.device_steps, other_choices);
   EXPECT_TRUE(listed.faults.empty());
   EXPECT_FALSE(streamed.coverage.exhaustive);
+}
+
+TEST(CheckReport, ListsTheFirstChoicesOfEachKindAndCountsTheRest) {
+  // The whole-trace check keeps its run's choices, but its report lists the
+  // first kMaxListedChoices of each kind, in the order the run made them,
+  // and counts the others: a report of a long loop named every one of its
+  // pool choices, megabytes on one line.
+  const int iterations = 3 * static_cast<int>(kMaxListedChoices);
+  const Trace trace = parse_trace(many_choices_trace(iterations), "choices.trace");
+  TraceCheckOptions o;
+  o.seed = 5;
+  const Report report = check_trace(trace, o);
+  const ChoiceSummary& listed = report.coverage.unexplored;
+
+  o.progress = sim::DeviceProgress::OnObservation;  // as check runs it
+  sim::RandomChooser chooser(o.seed);
+  const Execution run = run_on_simulator(trace, chooser, run_options_of(trace, o));
+  std::vector<ChoicePoint> pool;
+  for (const ChoicePoint& c : run.choices())
+    if (c.kind == sim::ChoiceKind::PoolRange) pool.push_back(c);
+  const auto& queries = run.query_answers();
+  ASSERT_GT(pool.size(), kMaxListedChoices) << "the trace must make more pool choices than a report lists";
+  ASSERT_GT(queries.size(), kMaxListedChoices) << "and ask more queries than it lists";
+
+  ASSERT_EQ(listed.pool_reuse.size(), kMaxListedChoices);
+  for (std::size_t i = 0; i < kMaxListedChoices; ++i) {
+    EXPECT_EQ(listed.pool_reuse[i].line, pool[i].line) << "pool choice " << i;
+    EXPECT_EQ(listed.pool_reuse[i].taken, pool[i].taken) << "pool choice " << i;
+  }
+  ASSERT_EQ(listed.queries.size(), kMaxListedChoices);
+  for (std::size_t i = 0; i < kMaxListedChoices; ++i) {
+    EXPECT_EQ(listed.queries[i].line, queries[i].line) << "query " << i;
+    EXPECT_EQ(listed.queries[i].done, queries[i].done) << "query " << i;
+  }
+  EXPECT_EQ(listed.not_listed, pool.size() + queries.size() - 2 * kMaxListedChoices);
+  EXPECT_FALSE(report.coverage.exhaustive);
+
+  const std::string text = report_text(report);
+  EXPECT_NE(text.find(fmt::format("{} more choices not listed", listed.not_listed)), std::string::npos) << text;
+  EXPECT_EQ(text.find(fmt::format("at line {}", pool[kMaxListedChoices].line)), std::string::npos)
+      << "the first unlisted pool choice's line is in the report:\n"
+      << text;
 }
 
 TEST(Streamed, AFixThatCouldChangeWhatAReadSeesSaysItIsUnchecked) {
