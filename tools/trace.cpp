@@ -76,6 +76,80 @@ std::string with_article(NameKind k) { return fmt::format("{} {}", k == NameKind
 
 constexpr std::string_view kUtf8ByteOrderMark = "\xEF\xBB\xBF";
 
+/// What lines parsed before parsed to, found by the line's text: a trace
+/// is mostly a loop (a training step, a pipeline's rounds), so most of its
+/// lines are one of a few texts, and parsing a line again at the same
+/// Parser::generation() gives the same statement (only its line differs).
+/// A slot keeps the line (`Line`: a copy, or a view of a text that outlives
+/// the memo) and what the caller keeps of its statement (`Kept`). One slot
+/// a hash value, the newest line wins.
+template <typename Line, typename Kept>
+class LineMemo {
+ public:
+  struct Slot {
+    Line line;
+    Kept kept{};
+    std::uint64_t generation = 0;
+    std::uint32_t followed_by = kNoSlot;  // the slot of the line read after this one, last time
+    bool valid = false;
+  };
+  /// The slot holding what `line` parsed to at `generation`, or null.
+  Slot* find(std::string_view line, std::uint64_t generation) {
+    // A loop's lines come in the order they came last time: the line after
+    // the last one is tried first, with no hash computed.
+    if (last_ != kNoSlot) {
+      const std::uint32_t guess = slots_[last_].followed_by;
+      if (guess != kNoSlot && holds(slots_[guess], line, generation)) {
+        last_ = guess;
+        return &slots_[guess];
+      }
+    }
+    const std::uint32_t at = slot_index(line);
+    if (!holds(slots_[at], line, generation)) return nullptr;
+    follow(at);
+    return &slots_[at];
+  }
+  /// The slot `line` goes to, emptied, its line `line` (a copy, for a
+  /// std::string): the caller parses that and, when keep() says the parse
+  /// may be reused, fills `kept`.
+  Slot& take(std::string_view line) {
+    const std::uint32_t at = slot_index(line);
+    Slot& s = slots_[at];
+    s.valid = false;
+    s.followed_by = kNoSlot;
+    s.line = line;
+    follow(at);
+    return s;
+  }
+  /// Whether `slot`'s parse, which took the parser's generation from
+  /// `before` to `after`, may be reused, and if so marks it valid: a
+  /// statement that changed what later lines parse to is never looked up
+  /// again.
+  static bool keep(Slot& slot, std::uint64_t before, std::uint64_t after) {
+    if (before != after) return false;
+    slot.generation = after;
+    slot.valid = true;
+    return true;
+  }
+
+ private:
+  static constexpr std::uint32_t kNoSlot = ~std::uint32_t{0};
+  static constexpr std::uint32_t kSlots = 1024;
+  static bool holds(const Slot& s, std::string_view line, std::uint64_t generation) {
+    return s.valid && s.generation == generation && s.line == line;
+  }
+  static std::uint32_t slot_index(std::string_view line) {
+    return static_cast<std::uint32_t>(std::hash<std::string_view>{}(line) & (kSlots - 1));
+  }
+  /// `at` is the slot of the line just read: the one before it learns so.
+  void follow(std::uint32_t at) {
+    if (last_ != kNoSlot) slots_[last_].followed_by = at;
+    last_ = at;
+  }
+  std::vector<Slot> slots_ = std::vector<Slot>(kSlots);
+  std::uint32_t last_ = kNoSlot;  // the slot of the line read last, if it has one
+};
+
 class Parser {
  public:
   /// `streamed`: the trace is read a statement at a time (TraceReader), so
@@ -95,10 +169,11 @@ class Parser {
     trace_.statements.reserve(static_cast<std::size_t>(std::count(text_.begin(), text_.end(), '\n')) + 1);
     std::size_t start = 0;
     int line_no = 0;
+    WholeTraceMemo memo;
     while (start <= text_.size()) {
       const std::size_t end = std::min(text_.find('\n', start), text_.size());
       ++line_no;
-      parse_line(text_.substr(start, end - start), line_no);
+      parse_line_or_reuse(memo, text_.substr(start, end - start), line_no);
       if (end == text_.size()) break;
       start = end + 1;
     }
@@ -155,7 +230,7 @@ class Parser {
   /// to: every one but those leaves_parse_state_alone names (a `buffer`
   /// line that declares its buffer again as it was included). Two parses
   /// of one line at the same generation give the same statement
-  /// (ParseMemo).
+  /// (LineMemo).
   std::uint64_t generation() const { return generation_; }
   /// Statements whose parse only reads the parser's state (names, buffers,
   /// devices), or changes it only the first time, as a default stream's
@@ -167,10 +242,13 @@ class Parser {
     return k == K::Launch || k == K::Record || k == K::Wait || k == K::Sync || k == K::Copy || k == K::Free ||
            k == K::Buffer;
   }
-  /// A memoized `buffer` line was read again at `line` (ParseMemo): the
-  /// declaration's line, which only messages quote, moves there as a parse
-  /// would have moved it.
-  void declared_again(Name buffer, int line) { buffers_.at(buffer).line = line; }
+  /// `statement`, parsed from a line before, is what `line` parses to
+  /// (LineMemo): its line set to `line`, and a `buffer`'s declaration line,
+  /// which only messages quote, moved there as a parse would have moved it.
+  void reparsed_at(Statement& statement, int line) {
+    std::visit([&](ast::Source& src) { src.line = line; }, statement);
+    if (const auto* buffer = std::get_if<ast::BufferDecl>(&statement)) buffers_.at(buffer->name).line = line;
+  }
 
   void parse_line(std::string_view line, int line_no) {
     line_ = line_no;
@@ -225,6 +303,27 @@ class Parser {
   }
 
  private:
+  /// The whole trace's memo: a line's text is a view of the trace's, and
+  /// what it parsed to the index of its statement, whose words view the
+  /// trace's store, as a copy of it may.
+  using WholeTraceMemo = LineMemo<std::string_view, std::size_t>;
+  /// parse_line, or a copy of the statement a line of the same text parsed
+  /// to at this generation, while no `if` block and no capture is open
+  /// (inside one a statement's parse reads and changes what is open).
+  void parse_line_or_reuse(WholeTraceMemo& memo, std::string_view line, int line_no) {
+    if (!blocks_.empty() || !captures_.empty() || !capturing_.empty()) return parse_line(line, line_no);
+    if (const WholeTraceMemo::Slot* seen = memo.find(line, generation_)) {
+      trace_.statements.push_back(trace_.statements[seen->kept]);
+      reparsed_at(trace_.statements.back(), line_no);
+      return;
+    }
+    WholeTraceMemo::Slot& slot = memo.take(line);
+    const std::uint64_t before = generation_;
+    const std::size_t index = trace_.statements.size();
+    parse_line(line, line_no);
+    if (trace_.statements.size() > index && WholeTraceMemo::keep(slot, before, generation_)) slot.kept = index;
+  }
+
   /// The line's words joined by one space (none before a comma): how many
   /// bytes, and written at `out`, each word's place noted in kept_words_.
   bool spaced(std::size_t i) const { return i > 0 && toks_[i].text != ","; }
@@ -1077,7 +1176,7 @@ class Parser {
   /// already, made by `buffer` with the same size, memory and device, and
   /// outside `if` blocks (whose bookkeeping a declaration changes). Then
   /// every later line parses as it did before it, and the line itself
-  /// parses to the same statement again (ParseMemo: a loop that gives a
+  /// parses to the same statement again (LineMemo: a loop that gives a
   /// buffer back and makes it again is parsed once).
   bool declared_as_before(const std::optional<BufferInfo>& before, const BufferInfo& now) const {
     return before && blocks_.empty() && maybe_made_.empty() && before->bytes == now.bytes &&
@@ -1628,88 +1727,20 @@ Trace load_trace(const std::string& path) {
   return parse_trace(text, path);
 }
 
-/// The statements of lines parsed before, for a streamed check: a trace
-/// is mostly a loop (a training step, a pipeline's rounds), so most of its
-/// lines are one of a few texts, and parsing a line again at the same
-/// Parser::generation() gives the same statement (only its line differs).
-/// A slot keeps the line's text and the statement parsed from that copy,
-/// its access list moved out of the trace's TextStore (cleared for every
-/// statement) into the slot. One slot a hash value, the newest line wins.
-class ParseMemo {
- public:
-  struct Slot {
-    std::string line;
-    Statement statement;
-    std::vector<BufferAccess> accesses;  // a launch's, which its statement views
-    std::uint64_t generation = 0;
-    std::uint32_t followed_by = kNoSlot;  // the slot of the line read after this one, last time
-    bool valid = false;
-  };
-  /// The statement `line` parsed to at `generation`, or null.
-  Statement* find(std::string_view line, std::uint64_t generation) {
-    // A loop's lines come in the order they came last time: the line after
-    // the last one is tried first, with no hash computed.
-    if (last_ != kNoSlot) {
-      const std::uint32_t guess = slots_[last_].followed_by;
-      if (guess != kNoSlot && holds(slots_[guess], line, generation)) {
-        last_ = guess;
-        return &slots_[guess].statement;
-      }
-    }
-    const std::uint32_t at = slot_index(line);
-    if (!holds(slots_[at], line, generation)) return nullptr;
-    follow(at);
-    return &slots_[at].statement;
-  }
-  /// The slot `line` goes to, emptied, its text a copy of `line`: the
-  /// caller parses that copy (so that the statement's words view it) and
-  /// then keep()s the statement, or leaves the slot empty.
-  Slot& take(std::string_view line) {
-    const std::uint32_t at = slot_index(line);
-    Slot& s = slots_[at];
-    s.valid = false;
-    s.followed_by = kNoSlot;
-    s.line.assign(line);
-    follow(at);
-    return s;
-  }
-  /// Keeps `statement`, parsed from `slot.line`, when its parse left the
-  /// parser's generation as it was (`before`, `after`): a statement that
-  /// changed what later lines parse to is never looked up again.
-  static void keep(Slot& slot, const Statement& statement, std::uint64_t before, std::uint64_t after) {
-    if (before != after) return;
-    slot.statement = statement;
-    if (auto* launch = std::get_if<ast::Launch>(&slot.statement)) {
-      slot.accesses.assign(launch->accesses.begin(), launch->accesses.end());
-      launch->accesses = AccessList(slot.accesses);
-    }
-    slot.generation = after;
-    slot.valid = true;
-  }
-
- private:
-  static constexpr std::uint32_t kNoSlot = ~std::uint32_t{0};
-  static constexpr std::uint32_t kSlots = 1024;
-  static bool holds(const Slot& s, std::string_view line, std::uint64_t generation) {
-    return s.valid && s.generation == generation && s.line == line;
-  }
-  static std::uint32_t slot_index(std::string_view line) {
-    return static_cast<std::uint32_t>(std::hash<std::string_view>{}(line) & (kSlots - 1));
-  }
-  /// `at` is the slot of the line just read: the one before it learns so.
-  void follow(std::uint32_t at) {
-    if (last_ != kNoSlot) slots_[last_].followed_by = at;
-    last_ = at;
-  }
-  std::vector<Slot> slots_ = std::vector<Slot>(kSlots);
-  std::uint32_t last_ = kNoSlot;  // the slot of the line read last, if it has one
+/// A streamed statement as the reader's memo keeps it: its words view the
+/// slot's copy of the line, and a launch's access list, moved out of the
+/// trace's TextStore (cleared for every statement), is kept here.
+struct StreamedStatement {
+  Statement statement;
+  std::vector<BufferAccess> accesses;
 };
+using StreamedMemo = LineMemo<std::string, StreamedStatement>;
 
 struct TraceReader::Impl {
   explicit Impl(const std::string& path) : lines(path), parser({}, path, /*streamed=*/true) {}
   LineReader lines;
   Parser parser;
-  ParseMemo memo;
+  StreamedMemo memo;
   std::deque<Statement> ahead;  // read_declarations' statements, not handed out yet
   Statement current;            // what next() handed out last
   std::uint64_t handed_out = 0;
@@ -1718,25 +1749,30 @@ struct TraceReader::Impl {
   std::function<void(const Statement&)> observe;  // observe_statements
 
   /// Parses lines until one makes a statement: the parser's only one
-  /// (Trace::statements), or a memo slot's, its line set to this one (no
-  /// copy made); null at the end of the file (after the whole trace's
+  /// (Trace::statements), or a memo slot's (LineMemo), its line set to this
+  /// one (no copy made); null at the end of the file (after the whole trace's
   /// checks). Valid until the next call.
   Statement* parse_statement() {
     if (ended) return nullptr;
     std::vector<Statement>& made = parser.trace().statements;
     made.clear();
     while (const auto line = lines.next()) {
-      if (Statement* seen = memo.find(*line, parser.generation())) {
-        std::visit([&](ast::Source& s) { s.line = lines.line(); }, *seen);
-        if (const auto* buffer = std::get_if<ast::BufferDecl>(seen)) parser.declared_again(buffer->name, lines.line());
+      if (StreamedMemo::Slot* seen = memo.find(*line, parser.generation())) {
+        parser.reparsed_at(seen->kept.statement, lines.line());
         any_statement = true;
-        return seen;
+        return &seen->kept.statement;
       }
-      ParseMemo::Slot& slot = memo.take(*line);
+      StreamedMemo::Slot& slot = memo.take(*line);
       const std::uint64_t before = parser.generation();
       parser.parse_line(slot.line, lines.line());
       if (made.empty()) continue;
-      ParseMemo::keep(slot, made.back(), before, parser.generation());
+      if (StreamedMemo::keep(slot, before, parser.generation())) {
+        slot.kept.statement = made.back();
+        if (auto* launch = std::get_if<ast::Launch>(&slot.kept.statement)) {
+          slot.kept.accesses.assign(launch->accesses.begin(), launch->accesses.end());
+          launch->accesses = AccessList(slot.kept.accesses);
+        }
+      }
       any_statement = true;
       return &made.back();
     }

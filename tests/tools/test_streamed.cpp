@@ -194,7 +194,7 @@ TEST(Streamed, RefusesWhatItCannotRunAtItsLine) {
 }
 
 TEST(Streamed, ALineParsedBeforeIsParsedAgainOnceANameChanged) {
-  // The reader keeps the statements of lines it parsed (ParseMemo): a
+  // The reader keeps the statements of lines it parsed (LineMemo): a
   // repeated line after a free, a redeclaration or a destroy must be parsed
   // again, and each repetition of a racy line reports its own line.
   tests::FreshTempDir dir("streamed-memo");
@@ -234,7 +234,7 @@ TEST(Streamed, ALineParsedBeforeIsParsedAgainOnceANameChanged) {
 
 TEST(Streamed, ABufferGivenBackAndMadeAgainAsBeforeIsParsedOnceAndQuotedAtItsNewestLine) {
   // `buffer A 1K on s` after `free A` declares A as it was: the loop's
-  // three lines are parsed once (ParseMemo), but a message that quotes A's
+  // three lines are parsed once (LineMemo), but a message that quotes A's
   // declaration names the newest `buffer` line, as a parse of it would.
   tests::FreshTempDir dir("streamed-redeclared");
   const std::string loop = "buffer A 1K on s\nlaunch k on s writes A\nfree A on s\n";
@@ -260,7 +260,7 @@ TEST(Streamed, ABufferGivenBackAndMadeAgainAsBeforeIsParsedOnceAndQuotedAtItsNew
 
 TEST(Streamed, LinesAcrossBlocksAndALoopThatChangesCourseAreReadAsWritten) {
   // The reader holds the file a 64 KB block at a time and tries first the
-  // line that followed the last one last time (ParseMemo): lines cut by a
+  // line that followed the last one last time (LineMemo): lines cut by a
   // block's end, a line longer than a block, and a repeated line followed
   // by a different one than before must all read as the whole trace does.
   tests::FreshTempDir dir("streamed-blocks");

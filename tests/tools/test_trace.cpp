@@ -72,6 +72,65 @@ TEST(TraceParse, CommentsBlankLinesNumbersAndRanges) {
   EXPECT_EQ(k.line, 6);
 }
 
+/// The TraceError `text` raises, or a test failure.
+TraceError refusal_of(const std::string& text) {
+  try {
+    (void)parse_trace(text, "t.trace");
+  } catch (const TraceError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "accepted:\n" << text;
+  return TraceError(TraceError::Kind::NoStatements, "t.trace", "accepted");
+}
+
+TEST(TraceParse, ARepeatedLineIsTheStatementItsFirstParseGaveAtItsOwnLine) {
+  // The parser reuses what a line of the same text parsed to while nothing
+  // since changed what the parser knows (LineMemo): a loop's lines are
+  // parsed once. Each copy has its own line, the same text and accesses.
+  const std::string loop = "buffer A 1K on s\nlaunch k on s reads B writes A[0:512]\nfree A on s\n";
+  const Trace t = parse_trace("stream s\nbuffer B 64 on s\n" + loop + loop + loop + "free B on s\n", "t.trace");
+  ASSERT_EQ(t.statements.size(), 12u);
+  for (std::size_t i = 0; i < t.statements.size(); ++i)
+    EXPECT_EQ(source(t.statements[i]).line, static_cast<int>(i) + 1) << "statement " << i;
+  for (const std::size_t i : {6u, 9u}) {
+    const auto& first = std::get<ast::Launch>(t.statements[3]);
+    const auto& again = std::get<ast::Launch>(t.statements[i]);
+    EXPECT_EQ(source(t.statements[i]).text, "launch k on s reads B writes A[0:512]");
+    ASSERT_EQ(again.accesses.size(), first.accesses.size());
+    for (std::size_t a = 0; a < first.accesses.size(); ++a) {
+      EXPECT_EQ(again.accesses[a].access, first.accesses[a].access);
+      EXPECT_EQ(again.accesses[a].ref.buffer, first.accesses[a].ref.buffer);
+      EXPECT_EQ(again.accesses[a].ref.lo, first.accesses[a].ref.lo);
+      EXPECT_EQ(again.accesses[a].ref.hi, first.accesses[a].ref.hi);
+    }
+  }
+  // A message that quotes the buffer's declaration names its newest line.
+  const TraceError quoted =
+      refusal_of("stream s\nbuffer B 64 on s\n" + loop + loop + loop + "buffer A 1K on s\nsubfree A on s\n");
+  EXPECT_EQ(quoted.line(), 13);
+  EXPECT_NE(std::string(quoted.what()).find("(line 12)"), std::string::npos) << quoted.what();
+  // Declared again smaller, the same launch line is parsed anew: past the end.
+  const TraceError past_end = refusal_of("stream s\nbuffer B 64 on s\n" + loop + loop +
+                                         "buffer A 256 on s\nlaunch k on s reads B writes A[0:512]\n");
+  EXPECT_EQ(past_end.line(), 10);
+  EXPECT_NE(std::string(past_end.what()).find("goes past the end"), std::string::npos) << past_end.what();
+}
+
+TEST(TraceParse, ARepeatedLineInsideACaptureIsParsedAgain) {
+  // Inside a capture a statement's parse changes what is open (the streams
+  // that joined the capture and joined back), with no new name: the same
+  // launch on the branch after it joined back leaves it unjoined again, and
+  // ending the capture is then CUDA's cudaErrorStreamCaptureUnjoined.
+  const std::string text =
+      "stream s\nstream side\nevent fork\nevent back\nbuffer X 64 on s\nbuffer Y 64 on s\n"
+      "capture begin s\nlaunch scale on s writes X\nrecord fork on s\nwait fork on side\n"
+      "launch bias on side writes Y\nrecord back on side\nwait back on s\n"
+      "launch bias on side writes Y\ncapture end s graph G\n";
+  const TraceError unjoined = refusal_of(text);
+  EXPECT_EQ(unjoined.line(), 15) << unjoined.what();
+  EXPECT_NE(std::string(unjoined.what()).find("Unjoined"), std::string::npos) << unjoined.what();
+}
+
 TEST(TextStore, EveryKeptTextStaysWhereItWasPutWhateverItsLength) {
   // Short texts share chunks; one longer than a quarter of a chunk, or than
   // a whole chunk, gets a block of its own while the chunk being filled
