@@ -1798,21 +1798,20 @@ void TraceReader::read_declarations() {
 
 const Statement* TraceReader::next() {
   Impl& r = *impl_;
+  const Statement* st = nullptr;
   if (!r.ahead.empty()) {  // read ahead: their texts stay until the last is handed out
     r.current = std::move(r.ahead.front());
     r.ahead.pop_front();
-    ++r.handed_out;
-    if (r.observe) r.observe(r.current);
-    return &r.current;
+    st = &r.current;
+  } else {
+    // The statement handed out last, and its texts, go; the next one is the
+    // parser's own or a memo slot's, handed out where it is (parse_statement).
+    r.parser.trace().texts->clear();
+    st = r.parse_statement();
+    if (st == nullptr) return nullptr;
   }
-  // The statement handed out last, and its texts, go; the next one is the
-  // parser's own or a memo slot's, handed out where it is (parse_statement).
-  r.parser.trace().texts->clear();
-  const Statement* st = r.parse_statement();
-  if (st != nullptr) {
-    ++r.handed_out;
-    if (r.observe) r.observe(*st);
-  }
+  ++r.handed_out;
+  if (r.observe) r.observe(*st);
   return st;
 }
 
