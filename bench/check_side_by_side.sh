@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Issue 16's whole-trace `check` side by side: the traces a streamed run
+# cannot stand for, so `check` reads them whole (docs/TRACES.md, "`check`
+# streams a trace first"):
+#   buf       ITERATIONS of `buffer A 1K on s` / `launch k on s writes A` /
+#             `free A on s`: a pool choice every iteration
+#   bufu      the same with a fresh buffer name each iteration (`b<i>`)
+#   w1m_race  the bench workload (bench/workload.h, 1 M statements) with one
+#             racing write before its end: the streamed run finds it, then
+#             the whole trace is read for the report
+# Each BINARY (a `streamcheck` of an earlier commit beside this one's) checks
+# each file, the binaries taking turns (hyperfine -N, min and median), then
+# once more under /usr/bin/time for its peak RSS. Nothing asserts a figure:
+# docs/PERFORMANCE.md records what it printed, with the machine.
+#   bash bench/check_side_by_side.sh [ITERATIONS] BINARY...
+#     ITERATIONS default 200000; RUNS (default 8) runs each; WORKLOAD_FILE
+#     default build/default/bench/workload_file
+set -euo pipefail
+iterations=200000
+if [[ $# -gt 0 && "$1" =~ ^[0-9]+$ ]]; then
+  iterations="$1"
+  shift
+fi
+if [ $# -eq 0 ]; then
+  echo "usage: bash bench/check_side_by_side.sh [ITERATIONS] BINARY..." >&2
+  exit 2
+fi
+command -v hyperfine > /dev/null || {
+  echo "check_side_by_side.sh: needs hyperfine (apt-get install hyperfine)" >&2
+  exit 2
+}
+workload_file="${WORKLOAD_FILE:-build/default/bench/workload_file}"
+[ -x "$workload_file" ] || {
+  echo "check_side_by_side.sh: no $workload_file: build the default preset, or set WORKLOAD_FILE" >&2
+  exit 2
+}
+runs="${RUNS:-8}"
+dir=$(mktemp -d "${TMPDIR:-/tmp}/streamcheck-check-side-by-side-XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+
+awk -v n="$iterations" 'BEGIN {
+  print "stream s"
+  for (i = 0; i < n; i++) print "buffer A 1K on s\nlaunch k on s writes A\nfree A on s"
+}' > "$dir/buf.trace"
+awk -v n="$iterations" 'BEGIN {
+  print "stream s"
+  for (i = 0; i < n; i++) printf "buffer b%d 1K on s\nlaunch k on s writes b%d\nfree b%d on s\n", i, i, i
+}' > "$dir/bufu.trace"
+"$workload_file" 1048576 "$dir/w1m.trace"
+# The racing write goes before the workload's closing `sync device`.
+last_sync=$(grep -n '^sync device$' "$dir/w1m.trace" | tail -n 1 | cut -d: -f1)
+sed "${last_sync}i launch racer on s1 writes out0" "$dir/w1m.trace" > "$dir/w1m_race.trace"
+rm "$dir/w1m.trace"
+
+for trace in buf bufu w1m_race; do
+  file="$dir/$trace.trace"
+  echo "== check $trace ($(wc -l < "$file") lines)"
+  commands=()
+  for binary in "$@"; do commands+=("$binary check $file"); done
+  # Exit 1 (findings) is w1m_race's verdict, not a failure.
+  hyperfine -N -i -w 1 -r "$runs" --export-json "$dir/$trace.json" "${commands[@]}" > /dev/null 2> "$dir/hyperfine.txt" || {
+    cat "$dir/hyperfine.txt" >&2
+    exit 1
+  }
+  python3 - "$dir/$trace.json" << 'EOF'
+import json, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    print(f"  {r['command'].split(' check ')[0]}: min {r['min']:.3f} s, median {r['median']:.3f} s")
+EOF
+  for binary in "$@"; do
+    /usr/bin/time -f "  $binary: peak RSS %M KB" "$binary" check "$file" > /dev/null 2> "$dir/time.txt" || true
+    tail -n 1 "$dir/time.txt"
+  done
+done
