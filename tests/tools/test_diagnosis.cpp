@@ -213,6 +213,26 @@ TEST(NearMiss, StaleCaptureAfterAReRecordWaitsBeforeTheReRecord) {
   expect_own_fixes_remove_their_findings(text);
 }
 
+// (c) needs a record of the first op's stream AFTER the first op: one before
+// it captured none of it, and a wait placed after that record would leave
+// the race (near_miss.cpp searches only the records after the first op).
+TEST(NearMiss, ARecordBeforeTheFirstOpIsNoCaptureToWaitFor) {
+  const std::string text =
+      "stream s1\nstream s2\nstream s3\nevent ready\n"
+      "buffer A 4096 on s1\nbuffer B 4096 on s2\n"
+      "record ready on s1\n"  // line 7: before fill_A, captures nothing of it
+      "launch fill_A on s1 writes A\n"
+      "launch fill_B on s2 writes B\n"
+      "record ready on s2\n"
+      "wait ready on s3\n"
+      "launch combine on s3 reads A, B\n"  // line 12: races with fill_A
+      "sync device\nfree A on s1\nfree B on s2\n";
+  const Report r = check_text(text);
+  const ReportFinding& f = only_error(r);
+  EXPECT_EQ(f.fix, Fix::RecordEventAndWait) << report_text(r);
+  EXPECT_FALSE(f.near_miss);
+}
+
 TEST(NearMiss, AWaitThatOrdersNothingIsANoteNotAFinding) {
   const Report r = check_text(
       "stream s1\nstream s2\nevent e\nbuffer A 256 on s1\n"
