@@ -1,12 +1,15 @@
 #include "tools/fix_plan.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "backend_sim/schedule.h"
 #include "tools/explain.h"
@@ -31,9 +34,9 @@ std::set<std::string> used_names(const Trace& trace) {
 
 /// "@worker " for a statement on a host thread other than main.
 std::string thread_prefix(const Trace& trace, int line) {
-  for (const Statement& st : trace.statements)
-    if (source(st).line == line) return source(st).thread == kMainThread ? "" : fmt::format("@{} ", source(st).thread);
-  return "";
+  const auto at = statements_at(trace, line);
+  if (at.empty() || source(at.front()).thread == kMainThread) return "";
+  return fmt::format("@{} ", source(at.front()).thread);
 }
 
 /// The trace's text rebuilt from its statements, each on its own line
@@ -59,24 +62,40 @@ struct Edge {
 
 /// The device of a stream as a report calls it (R13): a default stream's
 /// name says it (`legacy:1`); a declared one is the device of its newest
-/// declaration up to `line`.
-DeviceNumber device_of_stream(const Trace& trace, const std::string& reported, int line) {
-  if (const auto mark = reported.find(kDeviceMark); mark != std::string::npos)
-    return static_cast<DeviceNumber>(std::stoul(reported.substr(mark + 1)));
-  DeviceNumber device = 0;
-  const std::string name = trace_name_of(reported);
-  for (const Statement& st : trace.statements)
-    if (const auto* decl = std::get_if<ast::StreamDecl>(&st); decl && decl->name == name && decl->line <= line)
-      device = decl->device;
-  return device;
-}
+/// declaration up to a line. Indexed once per report: a scan of the trace
+/// for each group was quadratic in a loop with a race in each iteration.
+class StreamDevices {
+ public:
+  explicit StreamDevices(const Trace& trace) {
+    for (const Statement& st : trace.statements)
+      if (const auto* decl = std::get_if<ast::StreamDecl>(&st))
+        declared_[decl->name].push_back({decl->line, decl->device});  // lines ascend
+  }
+  DeviceNumber of(const std::string& reported, int line) const {
+    if (const auto mark = reported.find(kDeviceMark); mark != std::string::npos)
+      return static_cast<DeviceNumber>(std::stoul(reported.substr(mark + 1)));
+    const auto it = declared_.find(trace_name_of(reported));
+    if (it == declared_.end()) return 0;
+    const auto& decls = it->second;
+    const auto after =
+        std::upper_bound(decls.begin(), decls.end(), line, [](int l, const Declaration& d) { return l < d.line; });
+    return after == decls.begin() ? 0 : std::prev(after)->device;
+  }
+
+ private:
+  struct Declaration {
+    int line;
+    DeviceNumber device;
+  };
+  std::map<std::string, std::vector<Declaration>> declared_;
+};
 
 /// R14a: the capture (the line of its `capture begin`) that took the
 /// statement at `line`, and the stream it was captured from; 0 and "" for
 /// a statement that ran.
 std::pair<int, std::string> capture_of(const Trace& trace, int line) {
-  for (const Statement& st : trace.statements)
-    if (source(st).line == line && source(st).captured_by != 0)
+  for (const Statement& st : statements_at(trace, line))
+    if (source(st).captured_by != 0)
       return {source(st).captured_by, std::visit(
                                           [](const auto& s) -> std::string {
                                             if constexpr (requires { s.stream; })
@@ -105,8 +124,8 @@ std::optional<Edge> missing_edge(const Trace& trace, const ReportFinding& f) {
   // One op of a graph: the edge goes to or from the whole launch, on its
   // stream (every branch is joined into it before the capture ended).
   const auto launch_stream = [&](const OpOrigin& o) -> std::optional<std::string> {
-    for (const Statement& st : trace.statements)
-      if (const auto* l = std::get_if<ast::GraphLaunch>(&st); l && l->line == o.graph_launch) return l->stream;
+    for (const Statement& st : statements_at(trace, o.graph_launch))
+      if (const auto* l = std::get_if<ast::GraphLaunch>(&st)) return l->stream;
     return std::nullopt;
   };
   if (first_capture != 0) {
@@ -125,19 +144,29 @@ std::optional<Edge> missing_edge(const Trace& trace, const ReportFinding& f) {
               f.second->origin->line};
 }
 
+/// Each finding's missing edge (nullopt: not a missing edge), by its index
+/// in the report: found once, since grouping asks for each many times.
+using Edges = std::vector<std::optional<Edge>>;
+Edges missing_edges(const Trace& trace, const Report& report) {
+  Edges edges;
+  edges.reserve(report.findings.size());
+  for (const ReportFinding& f : report.findings) edges.push_back(missing_edge(trace, f));
+  return edges;
+}
+
 /// The record after the last first op and the wait before the earliest
 /// second op of a group of missing edges, on `event`.
-std::vector<TraceEdit> edge_edits(const Trace& trace, const Report& report, const FindingGroup& g,
-                                  const std::string& event) {
+std::vector<TraceEdit> edge_edits(const Trace& trace, const Report& report, const Edges& edges,
+                                  const StreamDevices& devices, const FindingGroup& g, const std::string& event) {
   int record_after = 0, wait_before = 0;
   for (const std::size_t i : g.findings) {
-    const Edge e = *missing_edge(trace, report.findings[i]);
+    const Edge& e = *edges[i];
     record_after = std::max(record_after, e.from_line);
     wait_before = wait_before == 0 ? e.to_line : std::min(wait_before, e.to_line);
   }
   const ReportFinding& first = report.findings[g.findings.front()];
-  const Edge head = *missing_edge(trace, first);
-  const DeviceNumber device = device_of_stream(trace, first.first.stream, head.from_line);
+  const Edge& head = *edges[g.findings.front()];
+  const DeviceNumber device = devices.of(first.first.stream, head.from_line);
   std::vector<TraceEdit> edits;
   // R13d: only streams of the event's device may record it; declarations
   // come first, where main's current device is 0.
@@ -198,14 +227,14 @@ class ProducerCheck {
 /// the fewest groups that one record and one wait fix; findings with their
 /// own edits by those edits; every other finding alone. Edge groups get
 /// their edits later (edge_edits), once their events are named.
-std::vector<FindingGroup> partition(const Trace& trace, const Report& report) {
+std::vector<FindingGroup> partition(const Report& report, const Edges& edges) {
   const auto& findings = report.findings;
   std::vector<FindingGroup> groups;
   std::map<std::pair<std::string, std::string>, std::vector<std::size_t>> by_streams;
   std::map<std::vector<TraceEdit>, std::size_t> by_edits;  // -> index in groups
   for (std::size_t i = 0; i < findings.size(); ++i) {
     const ReportFinding& f = findings[i];
-    if (const auto e = missing_edge(trace, f)) {
+    if (const auto& e = edges[i]) {
       by_streams[{e->from_stream, e->to_stream}].push_back(i);
     } else if (!f.edits.empty()) {
       const auto [it, fresh] = by_edits.try_emplace(f.edits, groups.size());
@@ -220,13 +249,11 @@ std::vector<FindingGroup> partition(const Trace& trace, const Report& report) {
   // fewest such cuts, greedily by the second op's line.
   for (auto& [streams, members] : by_streams) {
     std::sort(members.begin(), members.end(), [&](std::size_t a, std::size_t b) {
-      return std::tuple(missing_edge(trace, findings[a])->to_line, a) <
-             std::tuple(missing_edge(trace, findings[b])->to_line, b);
+      return std::tuple(edges[a]->to_line, a) < std::tuple(edges[b]->to_line, b);
     });
     const std::size_t first_of_pair = groups.size();
     for (const std::size_t i : members) {
-      if (groups.size() > first_of_pair && missing_edge(trace, findings[i])->from_line <
-                                               missing_edge(trace, findings[groups.back().findings.front()])->to_line) {
+      if (groups.size() > first_of_pair && edges[i]->from_line < edges[groups.back().findings.front()]->to_line) {
         groups.back().findings.push_back(i);
         continue;
       }
@@ -246,9 +273,11 @@ void group_findings(const Trace& trace, Report& report, const TraceCheckOptions&
     report.groups.clear();
     return;
   }
-  std::vector<FindingGroup> groups = partition(trace, report);
+  const Edges edges = missing_edges(trace, report);
+  const StreamDevices devices(trace);
+  std::vector<FindingGroup> groups = partition(report, edges);
   const auto is_edge_group = [&](const FindingGroup& g) {
-    return g.edits.empty() && missing_edge(trace, report.findings[g.findings.front()]).has_value();
+    return g.edits.empty() && edges[g.findings.front()].has_value();
   };
   // Each edge checked against the producers (the event's name does not
   // matter): a group whose edge changes what some read reads is split into
@@ -268,7 +297,7 @@ void group_findings(const Trace& trace, Report& report, const TraceCheckOptions&
   const auto change = [&](const FindingGroup& one) -> std::optional<ProducerChange> {
     if (!check) check.emplace(trace, trace_text(trace), options);
     try {
-      return check->change(edge_edits(trace, report, one, checking_event));
+      return check->change(edge_edits(trace, report, edges, devices, one, checking_event));
     } catch (const std::invalid_argument&) {
       return std::nullopt;  // edits that do not apply: `streamcheck fix` says so
     } catch (const TraceError&) {
@@ -288,7 +317,7 @@ void group_findings(const Trace& trace, Report& report, const TraceCheckOptions&
     }
   }
   for (FindingGroup& g : checked)
-    if (is_edge_group(g) && !g.breaks_producer) g.edits = edge_edits(trace, report, g, fresh_event());
+    if (is_edge_group(g) && !g.breaks_producer) g.edits = edge_edits(trace, report, edges, devices, g, fresh_event());
   for (FindingGroup& g : checked) std::sort(g.findings.begin(), g.findings.end());
   std::sort(checked.begin(), checked.end(),
             [](const FindingGroup& a, const FindingGroup& b) { return a.findings.front() < b.findings.front(); });

@@ -1598,6 +1598,15 @@ char* TextStore::room_for(std::size_t bytes, std::size_t align) {
 
 Trace parse_trace(std::string_view text, const std::string& file) { return Parser(text, file).parse(); }
 
+std::span<const Statement> statements_at(const Trace& trace, int line) {
+  struct ByLine {
+    bool operator()(const Statement& st, int l) const { return source(st).line < l; }
+    bool operator()(int l, const Statement& st) const { return l < source(st).line; }
+  };
+  const auto [first, last] = std::equal_range(trace.statements.begin(), trace.statements.end(), line, ByLine{});
+  return {first, last};
+}
+
 namespace {
 
 /// A trace file read through POSIX calls, so that every failure (a missing

@@ -594,6 +594,13 @@ inline bool is_host_stream(std::string_view reported) {
          reported[kHostStreamPrefix.size()] == kThreadMark;
 }
 
+/// The statements of `trace` at `line` (none when no statement is there):
+/// a binary search, since a parsed trace's lines ascend. A report asks this
+/// for each finding, and a scan of every statement each time made `check`
+/// of a million-statement loop with a race in each iteration quadratic
+/// (docs/PERFORMANCE.md).
+std::span<const Statement> statements_at(const Trace& trace, int line);
+
 /// Parses and checks a whole trace; throws TraceError at the first problem
 /// (Kind::NoStatements for a trace without a statement).
 Trace parse_trace(std::string_view text, const std::string& file);

@@ -83,6 +83,17 @@ TraceError refusal_of(const std::string& text) {
   return TraceError(TraceError::Kind::NoStatements, "t.trace", "accepted");
 }
 
+TEST(TraceParse, StatementsAtALineAreFoundByIt) {
+  const Trace t = parse_trace("stream s\n\n# a comment\nbuffer A 64 on s\nlaunch k on s writes A\nfree A on s\n", "t");
+  for (const int line : {1, 4, 5, 6}) {
+    const auto at = statements_at(t, line);
+    ASSERT_EQ(at.size(), 1u) << line;
+    EXPECT_EQ(source(at.front()).line, line);
+  }
+  for (const int line : {0, 2, 3, 7, -1}) EXPECT_TRUE(statements_at(t, line).empty()) << line;
+  EXPECT_TRUE(std::holds_alternative<ast::Launch>(statements_at(t, 5).front()));
+}
+
 TEST(TraceParse, ARepeatedLineIsTheStatementItsFirstParseGaveAtItsOwnLine) {
   // The parser reuses what a line of the same text parsed to while nothing
   // since changed what the parser knows (LineMemo): a loop's lines are
