@@ -7,9 +7,11 @@
 #include <compare>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend_sim/device_model.h"
@@ -27,9 +29,33 @@ struct Produced {
   std::vector<sim::OpRef> writers;
 };
 
-/// The producers of every byte op `read` reads, in address order; bytes that
-/// no ordered write produced are left out.
-std::vector<Produced> producers(const sim::DeviceModel& model, sim::OpRef read);
+/// The producers of the reads of one run's model. Each stream's kernel
+/// writes are indexed once per allocation, at the first question: the
+/// writes HB-before a read are a prefix of each stream (R1), and on one
+/// stream only the newest write to a byte can be its producer, so a read
+/// looks at a few writes of each stream instead of every op of the run (a
+/// scan for each finding made `check` of a loop with a race in each
+/// iteration quadratic: docs/PERFORMANCE.md).
+class ProducerIndex {
+ public:
+  explicit ProducerIndex(const sim::DeviceModel& model) : model_(model) {}
+
+  /// The producers of every byte op `read` reads, in address order; bytes
+  /// that no ordered write produced are left out.
+  std::vector<Produced> of(sim::OpRef read) const;
+
+ private:
+  struct Write {
+    std::uint32_t index;  // the op's index on its stream
+    sim::ByteRange bytes;
+  };
+  /// (allocation, stream) -> that stream's kernel writes to it, oldest first.
+  using KernelWrites = std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<Write>>;
+  const KernelWrites& kernel_writes() const;
+
+  const sim::DeviceModel& model_;
+  mutable std::optional<KernelWrites> writes_;
+};
 
 /// Bytes one statement reads, by the trace's names.
 struct ReadBytes {

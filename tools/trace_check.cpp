@@ -82,12 +82,13 @@ bool touches_the_bytes(const sim::DeviceModel& model, const sim::Finding& f, sim
 /// already orders a write of those bytes before `second` (its producer), the
 /// edge first -> second would make `second` read first's data instead: that
 /// producer. The other edge, second -> first, inverts the enqueue order.
-std::optional<sim::OpRef> producer_an_edge_would_replace(const sim::DeviceModel& model, const sim::Finding& f) {
+std::optional<sim::OpRef> producer_an_edge_would_replace(const sim::DeviceModel& model, const ProducerIndex& producers,
+                                                         const sim::Finding& f) {
   if (!f.second || f.definite || !touches_the_bytes(model, f, f.first, writes)) return std::nullopt;
   const auto overlaps = [&](sim::ByteRange b) {
     return std::any_of(f.bytes.begin(), f.bytes.end(), [&](sim::ByteRange r) { return b.lo < r.hi && r.lo < b.hi; });
   };
-  for (const Produced& p : producers(model, *f.second))
+  for (const Produced& p : producers.of(*f.second))
     if (overlaps(p.bytes) && std::find(p.writers.begin(), p.writers.end(), f.first) == p.writers.end())
       return p.writers.front();
   return std::nullopt;
@@ -138,11 +139,11 @@ std::optional<std::string> shared_handle(const Execution& run, const std::string
   return std::nullopt;
 }
 
-/// `producers_known`: false for a streamed run, which keeps no earlier
+/// `producers`: the run's; null for a streamed run, which keeps no earlier
 /// writes: a fix that could replace what the second op reads is then marked
 /// unchecked instead of checked (ReportFinding::producer_unchecked).
 ReportFinding report_finding(const Execution& run, const sim::Finding& f, const std::string& schedule,
-                             bool producers_known = true) {
+                             const ProducerIndex* producers) {
   ReportFinding out{.kind = f.kind,
                     .definite = f.definite,
                     .severity = f.kind == sim::FindingKind::Leak ? Severity::Warning : Severity::Error,
@@ -164,10 +165,10 @@ ReportFinding report_finding(const Execution& run, const sim::Finding& f, const 
   out.order = f.definite ? Ordering::FreedBeforeUse : Ordering::MissingEdge;
   out.fix = f.definite ? Fix::KeepAliveUntilUse : Fix::RecordEventAndWait;
   if (!f.definite) host_fix(out);
-  if (!producers_known) {
+  if (producers == nullptr) {
     out.producer_unchecked = !f.definite && touches_the_bytes(run.model(), f, f.first, writes) &&
                              touches_the_bytes(run.model(), f, *f.second, reads);
-  } else if (const auto producer = producer_an_edge_would_replace(run.model(), f)) {
+  } else if (const auto producer = producer_an_edge_would_replace(run.model(), *producers, f)) {
     out.fix = Fix::ReorderOrDoubleBuffer;
     out.producer = report_op(run, *producer);
   }
@@ -242,7 +243,8 @@ class Collector {
   void add(const Execution& run, const sim::Chooser& chooser) {
     ++report_.coverage.explored;
     const std::size_t findings_before = report_.findings.size(), notes_before = report_.notes.size();
-    std::optional<std::string> schedule;  // encoded once, when a new finding needs it
+    std::optional<std::string> schedule;         // encoded once, when a new finding needs it
+    const ProducerIndex producers(run.model());  // indexed when a new finding asks first
     for (const auto& f : run.model().findings()) {
       const Key k{f.kind, f.first, f.second, f.definite};
       if (auto it = index_.find(k); it != index_.end()) {
@@ -251,7 +253,7 @@ class Collector {
       }
       if (!schedule) schedule = schedule_of(chooser);
       index_[k] = report_.findings.size();
-      ReportFinding& added = report_.findings.emplace_back(report_finding(run, f, *schedule));
+      ReportFinding& added = report_.findings.emplace_back(report_finding(run, f, *schedule, &producers));
       // Only a finding whose fix would be a new event gets one of the trace's
       // own lines instead; a fix that says no edge is right stays.
       if (auto fix = added.fix == Fix::RecordEventAndWait ? near_misses_.fix_of(added) : std::nullopt) {
@@ -466,7 +468,7 @@ Report check_streamed(const std::string& path, const TraceCheckOptions& o) {
   r.file = path;
   r.policy = streamed.run.policy;
   for (const sim::Finding& f : model.findings()) {
-    r.findings.push_back(report_finding(exec, f, "", /*producers_known=*/false));
+    r.findings.push_back(report_finding(exec, f, "", /*producers=*/nullptr));
     r.findings.back().schedules = 1;
     r.groups.push_back(FindingGroup{{r.findings.size() - 1}, {}, std::nullopt});
   }
