@@ -97,13 +97,13 @@ FindingKind RaceChecker::classify(const ShadowAccess& p, OpRef q, AllocationInde
 }
 
 void RaceChecker::report(FindingKind kind, OpRef first, std::optional<OpRef> second, ByteRange bytes, bool definite) {
-  for (auto& f : findings_) {
-    if (f.kind == kind && f.first == first && f.second == second && f.definite == definite) {
-      add_range(f.bytes, bytes);
-      return;
-    }
+  const FindingKey key{packed(first), second ? packed(*second) : ~std::uint64_t{0}, kind, definite};
+  if (const auto at = finding_at_.find(key); at != finding_at_.end()) {
+    add_range(findings_[at->second].bytes, bytes);
+    return;
   }
   findings_.push_back(Finding{kind, first, second, {bytes}, definite});
+  finding_at_.emplace(key, findings_.size() - 1);
 }
 
 void RaceChecker::check(OpRef q, bool q_is_kernel, const HbState::OpClock& q_clock, const OpAccess& acc) {

@@ -9,7 +9,9 @@
 // is handed out only after the previous occupant's free (R7's fence).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -232,6 +234,25 @@ class RaceChecker {
   IntervalMap<Shadow> shadow_;
   IntervalMap<std::uint64_t> memory_;  // P2: the stamp each byte holds
   std::vector<Finding> findings_;
+  /// What report() merges a finding's bytes on: its kind, ops and
+  /// definiteness, packed.
+  struct FindingKey {
+    std::uint64_t first;
+    std::uint64_t second;  // packed(*second), or ~0 for none (a leak)
+    FindingKind kind;
+    bool definite;
+    friend bool operator==(const FindingKey&, const FindingKey&) = default;
+  };
+  struct FindingKeyHash {
+    std::size_t operator()(const FindingKey& k) const {
+      return std::hash<std::uint64_t>{}(k.first * 0x9e3779b97f4a7c15ULL ^ k.second) ^
+             (static_cast<std::size_t>(k.kind) << 1 | k.definite);
+    }
+  };
+  /// Each finding's position in findings_: a scan of every finding at each
+  /// report made a run with a race in every iteration of a loop quadratic
+  /// (docs/PERFORMANCE.md).
+  std::unordered_map<FindingKey, std::size_t, FindingKeyHash> finding_at_;
   std::vector<ValueMismatch> mismatches_;
   bool value_oracle_ = true;
 };
