@@ -8,13 +8,17 @@
 #   w1m_race  the bench workload (bench/workload.h, 1 M statements) with one
 #             racing write before its end: the streamed run finds it, then
 #             the whole trace is read for the report
+#   race      RACE_ITERATIONS (default 2000) of `launch produce on s1 writes
+#             A` / `record e on s1` / `launch consume on s2 reads A`: the
+#             wait is missing, so every iteration races twice (a real
+#             program's bug: a finding per iteration, each grouped and fixed)
 # Each BINARY (a `streamcheck` of an earlier commit beside this one's) checks
 # each file, the binaries taking turns (hyperfine -N, min and median), then
 # once more under /usr/bin/time for its peak RSS. Nothing asserts a figure:
 # docs/PERFORMANCE.md records what it printed, with the machine.
 #   bash bench/check_side_by_side.sh [ITERATIONS] BINARY...
 #     ITERATIONS default 200000; RUNS (default 8) runs each; WORKLOAD_FILE
-#     default build/default/bench/workload_file
+#     default build/default/bench/workload_file; RACE_ITERATIONS default 2000
 set -euo pipefail
 iterations=200000
 if [[ $# -gt 0 && "$1" =~ ^[0-9]+$ ]]; then
@@ -46,18 +50,23 @@ awk -v n="$iterations" 'BEGIN {
   print "stream s"
   for (i = 0; i < n; i++) printf "buffer b%d 1K on s\nlaunch k on s writes b%d\nfree b%d on s\n", i, i, i
 }' > "$dir/bufu.trace"
+awk -v n="${RACE_ITERATIONS:-2000}" 'BEGIN {
+  print "stream s1\nstream s2\nevent e\nbuffer A 4096 on s1"
+  for (i = 0; i < n; i++) print "launch produce on s1 writes A\nrecord e on s1\nlaunch consume on s2 reads A"
+  print "sync device\nfree A on s1"
+}' > "$dir/race.trace"
 "$workload_file" 1048576 "$dir/w1m.trace"
 # The racing write goes before the workload's closing `sync device`.
 last_sync=$(grep -n '^sync device$' "$dir/w1m.trace" | tail -n 1 | cut -d: -f1)
 sed "${last_sync}i launch racer on s1 writes out0" "$dir/w1m.trace" > "$dir/w1m_race.trace"
 rm "$dir/w1m.trace"
 
-for trace in buf bufu w1m_race; do
+for trace in buf bufu w1m_race race; do
   file="$dir/$trace.trace"
   echo "== check $trace ($(wc -l < "$file") lines)"
   commands=()
   for binary in "$@"; do commands+=("$binary check $file"); done
-  # Exit 1 (findings) is w1m_race's verdict, not a failure.
+  # Exit 1 (findings) is the verdict of w1m_race and race, not a failure.
   hyperfine -N -i -w 1 -r "$runs" --export-json "$dir/$trace.json" "${commands[@]}" > /dev/null 2> "$dir/hyperfine.txt" || {
     cat "$dir/hyperfine.txt" >&2
     exit 1
