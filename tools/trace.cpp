@@ -1969,7 +1969,8 @@ Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const Trac
   return exec;
 }
 
-Execution run_streamed_on_simulator(TraceReader& reader, sim::Chooser& chooser, const TraceRunOptions& options) {
+Execution run_streamed_on_simulator(TraceReader& reader, sim::Chooser& chooser, const TraceRunOptions& options,
+                                    const std::function<void(const sim::DeviceModel&)>& on_model) {
   // The run makes a choice each `buffer` that could reuse, millions in a
   // long trace, and its report lists a few: listed here as they are made
   // and counted, none kept (a kept choice was about 60 bytes).
@@ -1985,6 +1986,7 @@ Execution run_streamed_on_simulator(TraceReader& reader, sim::Chooser& chooser, 
       ++choices.device_steps;
   });
   SimulatedRun sim(chooser, options, kMaxListedChoices);
+  if (on_model) on_model(*sim.model);
   TraceInterpreter<sim::SimBackend> interpreter(reader.trace(), sim.backend);
   Execution exec =
       sim.run_binding_names(interpreter, [&] { return interpreter.run_streamed([&] { return reader.next(); }); });

@@ -905,7 +905,9 @@ Execution run_on_simulator(const Trace& trace, sim::Chooser& chooser, const Trac
 /// (`options.policy` is then the trace's, overrides applied). The record's
 /// ops have their lines but no texts: set_origin_texts gives those. Its
 /// choices and queries are listed and counted (Execution::choice_summary),
-/// not kept: `chooser` keeps none (Chooser::keep_no_choices).
-Execution run_streamed_on_simulator(TraceReader& reader, sim::Chooser& chooser, const TraceRunOptions& options);
+/// not kept: `chooser` keeps none (Chooser::keep_no_choices). `on_model`
+/// sees the simulated device before the first statement runs.
+Execution run_streamed_on_simulator(TraceReader& reader, sim::Chooser& chooser, const TraceRunOptions& options,
+                                    const std::function<void(const sim::DeviceModel&)>& on_model = {});
 
 }  // namespace streamcheck::tools

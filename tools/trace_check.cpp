@@ -378,7 +378,8 @@ struct StreamedExecution {
 };
 StreamedExecution run_streamed(const std::string& path, const TraceCheckOptions& o,
                                std::unique_ptr<sim::RandomChooser> chooser = nullptr,
-                               std::function<void(const Statement&)> observe = {}) {
+                               std::function<void(const Statement&)> observe = {},
+                               const std::function<void(const sim::DeviceModel&)>& on_model = {}) {
   if (!chooser) chooser = std::make_unique<sim::RandomChooser>(o.seed);
   TraceReader reader(path);
   if (observe) reader.observe_statements(std::move(observe));
@@ -387,7 +388,7 @@ StreamedExecution run_streamed(const std::string& path, const TraceCheckOptions&
                       sim::DeviceProgress::AtOnce};
   run.retain_only_named = true;
   run.value_oracle = false;
-  Execution exec = run_streamed_on_simulator(reader, *chooser, run);
+  Execution exec = run_streamed_on_simulator(reader, *chooser, run, on_model);
   return StreamedExecution{std::move(run), std::move(chooser), std::move(exec), reader.statements_read()};
 }
 
@@ -407,16 +408,20 @@ std::optional<Report> clean_by_streaming(const std::string& path, const TraceChe
   StatementNearMissWatch watch;
   auto chooser = std::make_unique<sim::RandomChooser>(o.seed);
   const sim::Chooser& choices = *chooser;
+  const sim::DeviceModel* model = nullptr;
   std::optional<StreamedExecution> streamed;
   try {
     // Each statement comes once the one before it ran: a choice made, a
-    // query or a possible near miss ends the read there (a query would be
-    // among the run's choices at its end too: this only stops early).
+    // finding, a query or a possible near miss ends the read there (each
+    // would be in the run at its end too: this only stops early, so that a
+    // trace with a finding near its start is not run twice through).
     const auto watch_statement = [&](const Statement& st) {
-      if (choices.choice_count() > 0 || std::holds_alternative<ast::Query>(st) || watch.may_be_near_miss(st))
+      if (choices.choice_count() > 0 || (model != nullptr && !model->findings().empty()) ||
+          std::holds_alternative<ast::Query>(st) || watch.may_be_near_miss(st))
         throw NeedsWholeTrace{};
     };
-    streamed.emplace(run_streamed(path, o, std::move(chooser), watch_statement));
+    streamed.emplace(
+        run_streamed(path, o, std::move(chooser), watch_statement, [&](const sim::DeviceModel& m) { model = &m; }));
   } catch (const NeedsWholeTrace&) {
     return std::nullopt;
   } catch (const TraceError&) {
