@@ -324,8 +324,8 @@ void group_findings(const Trace& trace, Report& report, const TraceCheckOptions&
   report.groups = std::move(checked);
 }
 
-AppliedFixes apply_fixes(std::string_view text, const Trace& trace, const Report& report,
-                         const TraceCheckOptions& options) {
+AppliedFixes apply_fixes_one_at_a_time(std::string_view text, const Trace& trace, const Report& report,
+                                       const TraceCheckOptions& options) {
   std::optional<ProducerCheck> check;
   if (trace.statements.size() <= kMaxStatementsCheckedForProducers) check.emplace(trace, std::string(text), options);
   AppliedFixes out;
@@ -356,6 +356,91 @@ AppliedFixes apply_fixes(std::string_view text, const Trace& trace, const Report
     }
   }
   return out;
+}
+
+namespace {
+
+std::vector<std::string_view> words_of(std::string_view text) {
+  std::vector<std::string_view> words;
+  while (!text.empty()) {
+    const auto space = text.find(' ');
+    if (space != 0) words.push_back(text.substr(0, space));
+    text.remove_prefix(space == std::string_view::npos ? text.size() : space + 1);
+  }
+  return words;
+}
+
+/// Whether one parse of every group's edits together decides what keeping
+/// them one at a time decides: each group only declares events of its own
+/// (on the device it names, main's device set back to 0 after them) and
+/// adds records and waits of those events, in a trace with no capture.
+/// Outside a capture such a line changes nothing the parser knows that
+/// another line depends on: R14a joins a stream through a wait only while
+/// a capture is open, and no other line names the group's events. So the
+/// edits of any set of groups parse when those of all groups do, and one
+/// at a time every group would be kept.
+bool parsed_together_decides(const Trace& trace, const Report& report) {
+  if (std::any_of(trace.statements.begin(), trace.statements.end(),
+                  [](const Statement& st) { return std::holds_alternative<ast::CaptureBegin>(st); }))
+    return false;
+  const std::set<std::string> taken = used_names(trace);
+  std::set<std::string, std::less<>> declared;  // by every group so far
+  for (const FindingGroup& g : report.groups) {
+    std::set<std::string, std::less<>> own;
+    std::string_view device = "0";
+    for (const TraceEdit& e : g.edits) {
+      const std::vector<std::string_view> w = words_of(e.text);
+      if (e.kind == TraceEdit::Kind::Declare) {
+        if (w.size() == 2 && w[0] == "device") {
+          device = w[1];
+          continue;
+        }
+        const std::string event(w.size() == 2 && w[0] == "event" ? w[1] : "");
+        if (event.empty() || taken.contains(event) || !declared.insert(event).second) return false;
+        own.insert(event);
+        continue;
+      }
+      if (e.kind != TraceEdit::Kind::InsertBefore && e.kind != TraceEdit::Kind::InsertAfter) return false;
+      const std::size_t verb = !w.empty() && w[0].starts_with('@') ? 1 : 0;
+      if (w.size() != verb + 4 || (w[verb] != "record" && w[verb] != "wait") || !own.contains(w[verb + 1]) ||
+          w[verb + 2] != "on")
+        return false;
+    }
+    if (device != "0") return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+AppliedFixes apply_fixes(std::string_view text, const Trace& trace, const Report& report,
+                         const TraceCheckOptions& options) {
+  // One at a time, each kept edit is applied and parsed again for every
+  // group: quadratic in a loop with a race in each iteration (8.8 s for
+  // 2,000 iterations, docs/PERFORMANCE.md). Where one parse decides, and no
+  // producer is checked (that check is per group), all are kept at once.
+  if (trace.statements.size() > kMaxStatementsCheckedForProducers && parsed_together_decides(trace, report)) {
+    AppliedFixes out;
+    std::vector<TraceEdit> all;
+    for (std::size_t g = 0; g < report.groups.size(); ++g) {
+      const FindingGroup& group = report.groups[g];
+      if (group.edits.empty()) {
+        out.not_applied.push_back({g, describe_fix(report, group)});
+        continue;
+      }
+      all.insert(all.end(), group.edits.begin(), group.edits.end());
+      out.applied.push_back(g);
+    }
+    try {
+      out.trace = apply_edits(text, all);
+      (void)parse_trace(out.trace.text, trace.file);
+      return out;
+    } catch (const std::invalid_argument&) {
+    } catch (const TraceError&) {
+    }
+    // Some group's edits do not apply or parse: one at a time says which.
+  }
+  return apply_fixes_one_at_a_time(text, trace, report, options);
 }
 
 }  // namespace streamcheck::tools

@@ -50,7 +50,15 @@ struct AppliedFixes {
 /// kept: a group is left out when it has no edits (its fix says why), when
 /// its edits clash with those kept, or when they would change which write
 /// some read sees (its producer, tools/producers.h).
+/// When every group only adds records and waits of new events of its own, in
+/// a trace with no capture and too long for the producer check, the edits
+/// are applied and parsed once, all together (what one at a time would keep:
+/// such edits parse in any subset when they parse together); otherwise, or
+/// when they do not parse together, one group at a time.
 AppliedFixes apply_fixes(std::string_view text, const Trace& trace, const Report& report,
                          const TraceCheckOptions& options);
+/// apply_fixes always one group at a time: what it must agree with.
+AppliedFixes apply_fixes_one_at_a_time(std::string_view text, const Trace& trace, const Report& report,
+                                       const TraceCheckOptions& options);
 
 }  // namespace streamcheck::tools

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -189,6 +190,112 @@ TEST(FixCheck, TwoHundredFortyGeneratedProgramsFixedKeepEveryProducer) {
   for (std::uint64_t seed = 1; seed <= 240; ++seed)
     fixed += check_fixes(generate_trace_program(seed), "generated-" + std::to_string(seed) + ".trace");
   EXPECT_GT(fixed, 200u) << "the generator should make racy programs";
+}
+
+/// `text` with `n` host syncs appended: long enough that apply_fixes checks
+/// no producer, and may keep every fix at once.
+std::string padded(std::string text, int n = static_cast<int>(kMaxStatementsCheckedForProducers)) {
+  for (int i = 0; i < n; ++i) text += "sync device\n";
+  return text;
+}
+
+/// apply_fixes of `text` (its own report, or `report` when given) against
+/// apply_fixes_one_at_a_time; returns how many groups it kept.
+std::size_t expect_same_fixes(const std::string& text, const std::string& name, std::optional<Report> report = {}) {
+  const Trace trace = parse_trace(text, name);
+  const TraceCheckOptions options;
+  if (!report) report = check_trace(trace, options);
+  const AppliedFixes at_once = apply_fixes(text, trace, *report, options);
+  const AppliedFixes one_by_one = apply_fixes_one_at_a_time(text, trace, *report, options);
+  EXPECT_TRUE(at_once.trace.text == one_by_one.trace.text && at_once.trace.new_line == one_by_one.trace.new_line)
+      << name << ": the fixed texts differ";
+  EXPECT_EQ(at_once.applied, one_by_one.applied) << name;
+  EXPECT_EQ(at_once.not_applied.size(), one_by_one.not_applied.size()) << name;
+  for (std::size_t i = 0; i < std::min(at_once.not_applied.size(), one_by_one.not_applied.size()); ++i) {
+    EXPECT_EQ(at_once.not_applied[i].group, one_by_one.not_applied[i].group) << name;
+    EXPECT_EQ(at_once.not_applied[i].why, one_by_one.not_applied[i].why) << name;
+  }
+  return at_once.applied.size();
+}
+
+TEST(ApplyFixes, AllAtOnceKeepsWhatOneAtATimeKeeps) {
+  // A loop with the wait missing: a cause in each iteration, on both sides.
+  std::string loop = "stream s1\nstream s2\nevent e\nbuffer A 4096 on s1\n";
+  for (int i = 0; i < 400; ++i) loop += "launch produce on s1 writes A\nrecord e on s1\nlaunch consume on s2 reads A\n";
+  loop += "sync device\nfree A on s1\n";
+  EXPECT_EQ(expect_same_fixes(loop, "loop.trace"), 799u);
+  // On a host thread, and across devices (each fix's event declared on its
+  // stream's device).
+  EXPECT_GT(expect_same_fixes(padded("thread worker\ndevice 1\nstream t1\nstream t2\ndevice 0\nstream s\n"
+                                     "buffer A 64 on t1\nbuffer B 64 on s\n"
+                                     "@worker device 1\n@worker launch w on t1 writes A\n"
+                                     "@worker launch r on t2 reads A\n"
+                                     "launch k on s writes B\n@worker launch r2 on t2 reads A\nsync device\n"
+                                     "free A on t1\nfree B on s\n"),
+                              "devices.trace"),
+            0u);
+  std::size_t kept = 0;
+  for (std::uint64_t seed = 1; seed <= 120; ++seed) {
+    kept += expect_same_fixes(padded(generate_trace_program(seed)), "generated-" + std::to_string(seed) + ".trace");
+    kept += expect_same_fixes(padded(generate_observing_program(seed)), "observing-" + std::to_string(seed) + ".trace");
+  }
+  EXPECT_GT(kept, 100u);
+}
+
+/// A report of no finding whose groups carry `edits` (hand-made: fixes no
+/// check would offer, to see which apply_fixes keeps).
+Report report_with_groups(std::vector<std::vector<TraceEdit>> edits) {
+  Report r;
+  for (auto& e : edits) r.groups.push_back(FindingGroup{{}, std::move(e), std::nullopt});
+  return r;
+}
+
+TEST(ApplyFixes, EditsThatParseOnlyTogetherAreKeptOneAtATime) {
+  // Lines 1-3 declare, 4-1003 sync, then a capture of s.
+  const std::string capture = padded("stream s nonblocking\nstream side nonblocking\nbuffer X 4096 on s\n") +
+                              "capture begin s\nlaunch scale on s writes X\nlaunch bias on s writes X\n"
+                              "capture end s graph G\nlaunch graph G on s\nsync device\nfree X on s\n";
+  using E = TraceEdit;
+  // The first forks `side` into the capture and leaves it there
+  // (unjoined), the second joins it back but alone waits on an event not
+  // recorded in the capture: each parses only with the other.
+  const Report fork_join = report_with_groups({
+      {E::declare("event f1"), E::insert_after(1005, "record f1 on s"), E::insert_after(1005, "wait f1 on side")},
+      {E::declare("event f2"), E::insert_before(1007, "record f2 on side"), E::insert_before(1007, "wait f2 on s")},
+  });
+  EXPECT_EQ(expect_same_fixes(capture, "capture.trace", fork_join), 0u);
+  // Without the capture: lines that are no record or wait (a capture opened
+  // by one group and closed by the other), and a wait on an event the next
+  // group declares.
+  const std::string plain = padded("stream s nonblocking\nstream side nonblocking\nbuffer X 4096 on s\n") +
+                            "launch scale on s writes X\nlaunch bias on s writes X\nsync device\nfree X on s\n";
+  const Report open_close = report_with_groups({
+      {E::insert_before(1004, "capture begin s")},
+      {E::insert_after(1005, "capture end s graph G")},
+  });
+  EXPECT_EQ(expect_same_fixes(plain, "open_close.trace", open_close), 0u);
+  const Report borrowed = report_with_groups({
+      {E::insert_after(1004, "wait f1 on side")},
+      {E::declare("event f1"), E::insert_after(1004, "record f1 on s")},
+  });
+  EXPECT_EQ(expect_same_fixes(plain, "borrowed.trace", borrowed), 1u);
+  // Records and waits of their own events that do not parse all together
+  // (a stream no line declares): one at a time says which.
+  const Report unknown_stream = report_with_groups({
+      {E::declare("event f1"), E::insert_after(1004, "record f1 on nowhere")},
+      {E::declare("event f2"), E::insert_after(1004, "record f2 on s"), E::insert_after(1005, "wait f2 on side")},
+  });
+  EXPECT_EQ(expect_same_fixes(plain, "unknown_stream.trace", unknown_stream), 1u);
+  // The first leaves device 1 current after its declarations, so the
+  // trace's stream s is device 1's and cannot write X, device 0's memory,
+  // unless the second sets device 0 back.
+  const std::string two_devices =
+      padded("stream s\ndevice 0\nbuffer X 64\n") + "launch k on s writes X\nsync device\nfree X\n";
+  const Report device_left = report_with_groups({
+      {E::declare("device 1"), E::declare("event f1"), E::insert_after(1004, "record f1 on s")},
+      {E::declare("device 0")},
+  });
+  EXPECT_EQ(expect_same_fixes(two_devices, "device_left.trace", device_left), 1u);
 }
 
 }  // namespace
