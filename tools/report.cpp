@@ -73,7 +73,7 @@ std::string report_text(const Report& r) {
     else if (f.schedule_file)
       fmt::format_to(line, "  replay:   streamcheck replay {} --schedule-file {}\n", r.file, *f.schedule_file);
     else
-      fmt::format_to(line, "  replay:   streamcheck replay {} --schedule {}\n", r.file, f.schedule);
+      fmt::format_to(line, "  replay:   streamcheck replay {} --schedule {}\n", r.file, f.schedule.str());
   }
   for (const auto& n : r.near_misses) fmt::format_to(line, "\nnear miss ({}): {}\n", to_string(n.kind), describe(n));
   for (std::size_t k = 0; k < r.groups.size(); ++k) {
@@ -207,7 +207,7 @@ Json finding_json(const ReportFinding& f) {
     o["branches"] = Json::array();
     for (const BranchTaken& b : f.branches) o["branches"].push_back({{"line", b.line}, {"done", b.done}});
   }
-  o["schedule"] = f.schedule.empty() ? Json(nullptr) : Json(f.schedule);  // empty: a streamed check's
+  o["schedule"] = f.schedule.empty() ? Json(nullptr) : Json(f.schedule.str());  // empty: a streamed check's
   o["schedules"] = f.schedules;
   return o;
 }

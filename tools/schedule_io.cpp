@@ -116,20 +116,28 @@ Execution replay_on_simulator(const Trace& trace, sim::ReplayChooser& chooser, c
 void save_long_schedules(Report& report, const std::string& dir) {
   const std::string name = std::filesystem::path(report.file).filename().string();
   std::map<std::string, std::string> written;  // schedule -> its file
+  const ReportFinding* previous = nullptr;     // the last finding given a file
   for (auto& f : report.findings) {
     if (f.schedule.size() <= kLongestInlineSchedule) continue;
+    // The findings a run showed first are consecutive and share its
+    // schedule's copy: no text compared for them.
+    if (previous && f.schedule.same_copy(previous->schedule)) {
+      f.schedule_file = previous->schedule_file;
+      continue;
+    }
+    previous = &f;
     auto it = written.find(f.schedule);
     if (it == written.end()) {
       const std::string path =
           (std::filesystem::path(dir) / fmt::format("{}.{}.schedule", name, written.size() + 1)).string();
       std::ofstream out(path, std::ios::binary | std::ios::trunc);
-      out << f.schedule << "\n";
+      out << f.schedule.str() << "\n";
       out.close();
       if (!out)
         throw ScheduleError(fmt::format(
             "cannot write the schedule of a finding to {}: {}; name a writable folder with --save-schedules DIR", path,
             std::strerror(errno)));
-      it = written.emplace(f.schedule, path).first;
+      it = written.emplace(f.schedule.str(), path).first;
     }
     f.schedule_file = it->second;
   }

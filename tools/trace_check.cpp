@@ -142,7 +142,7 @@ std::optional<std::string> shared_handle(const Execution& run, const std::string
 /// `producers`: the run's; null for a streamed run, which keeps no earlier
 /// writes: a fix that could replace what the second op reads is then marked
 /// unchecked instead of checked (ReportFinding::producer_unchecked).
-ReportFinding report_finding(const Execution& run, const sim::Finding& f, const std::string& schedule,
+ReportFinding report_finding(const Execution& run, const sim::Finding& f, const SharedText& schedule,
                              const ProducerIndex* producers) {
   ReportFinding out{.kind = f.kind,
                     .definite = f.definite,
@@ -243,7 +243,7 @@ class Collector {
   void add(const Execution& run, const sim::Chooser& chooser) {
     ++report_.coverage.explored;
     const std::size_t findings_before = report_.findings.size(), notes_before = report_.notes.size();
-    std::optional<std::string> schedule;         // encoded once, when a new finding needs it
+    std::optional<SharedText> schedule;          // encoded once, when a new finding needs it: every finding shares it
     const ProducerIndex producers(run.model());  // indexed when a new finding asks first
     for (const auto& f : run.model().findings()) {
       const Key k{f.kind, f.first, f.second, f.definite};
@@ -269,7 +269,8 @@ class Collector {
     last_queries_ = run.query_answers();
     auto& shard = report_.coverage.shard;
     if (shard && (report_.findings.size() > findings_before || report_.notes.size() > notes_before))
-      shard->first_runs.push_back(ShardFirstRun{chooser.run_number(), schedule ? *schedule : schedule_of(chooser)});
+      shard->first_runs.push_back(
+          ShardFirstRun{chooser.run_number(), schedule ? schedule->str() : schedule_of(chooser)});
     if (auto& redundant = report_.redundant) {
       // Redundant only when redundant in every schedule run that ran it.
       redundant_runs_.add_run(redundant_calls(trace_, run), run.executed_lines());
@@ -473,7 +474,7 @@ Report check_streamed(const std::string& path, const TraceCheckOptions& o) {
   r.file = path;
   r.policy = streamed.run.policy;
   for (const sim::Finding& f : model.findings()) {
-    r.findings.push_back(report_finding(exec, f, "", /*producers=*/nullptr));
+    r.findings.push_back(report_finding(exec, f, {}, /*producers=*/nullptr));
     r.findings.back().schedules = 1;
     r.groups.push_back(FindingGroup{{r.findings.size() - 1}, {}, std::nullopt});
   }

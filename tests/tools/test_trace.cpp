@@ -21,6 +21,7 @@
 #include "tests/tools/malformed_traces.h"
 #include "tools/explain.h"
 #include "tools/input_text.h"
+#include "tools/schedule_io.h"
 #include "tools/tool_protocols.h"
 #include "tools/trace.h"
 #include "tools/trace_check.h"
@@ -463,8 +464,48 @@ TEST(TraceInterpreter, ReplayReproducesTheReportedSchedule) {
     for (const auto& g : again.findings)
       seen = seen || (g.kind == f.kind && g.first.ref == f.first.ref && g.second.has_value() == f.second.has_value() &&
                       (!g.second || g.second->ref == f.second->ref));
-    EXPECT_TRUE(seen) << finding_label(f) << " not reproduced by schedule " << f.schedule;
+    EXPECT_TRUE(seen) << finding_label(f) << " not reproduced by schedule " << f.schedule.str();
   }
+}
+
+// The findings one run shows first hold one copy of its schedule: a copy
+// each grew with the square of a racy loop (tools/report.h SharedText).
+TEST(TraceInterpreter, TheFindingsARunShowedFirstShareOneCopyOfItsSchedule) {
+  std::string loop = "stream s1\nstream s2\nevent e\nbuffer A 4096 on s1\n";
+  for (int i = 0; i < 50; ++i) loop += "launch produce on s1 writes A\nrecord e on s1\nlaunch consume on s2 reads A\n";
+  loop += "sync device\nfree A on s1\n";
+  TraceCheckOptions o;
+  o.strategy = Strategy::Random;
+  o.max_schedules = 5;
+  const auto r = explore_trace(parse_trace(loop, "loop.trace"), o);
+  ASSERT_EQ(r.findings.size(), 99u);
+  for (const auto& f : r.findings) {
+    EXPECT_EQ(f.schedule.str(), r.findings.front().schedule.str());
+    EXPECT_TRUE(f.schedule.same_copy(r.findings.front().schedule)) << finding_label(f);
+  }
+}
+
+// save_long_schedules writes each schedule once and names its file in every
+// finding that holds it, shared copy or equal text.
+TEST(TraceReport, EachLongScheduleGoesToOneFileEveryFindingOfItNames) {
+  const tests::FreshTempDir dir("long-schedules");
+  const std::string first(kLongestInlineSchedule + 1, '0'), second(kLongestInlineSchedule + 1, '1');
+  Report r;
+  r.file = "t.trace";
+  const SharedText one(first), other(second);
+  for (const SharedText& s : {one, one, other, SharedText(first), SharedText("v2:0")}) {
+    r.findings.push_back(ReportFinding{});
+    r.findings.back().schedule = s;
+  }
+  save_long_schedules(r, dir.path().string());
+  const auto file = [&](std::size_t i) { return r.findings[i].schedule_file.value_or(""); };
+  EXPECT_EQ(file(0), (dir.path() / "t.trace.1.schedule").string());
+  EXPECT_EQ(file(1), file(0));
+  EXPECT_EQ(file(2), (dir.path() / "t.trace.2.schedule").string());
+  EXPECT_EQ(file(3), file(0));
+  EXPECT_FALSE(r.findings[4].schedule_file) << "a short schedule stays inline";
+  EXPECT_EQ(read_schedule_file(file(0)), first);
+  EXPECT_EQ(read_schedule_file(file(2)), second);
 }
 
 TEST(TraceReport, SameSeedSameBytes) {
