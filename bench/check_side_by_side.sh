@@ -12,6 +12,8 @@
 #             A` / `record e on s1` / `launch consume on s2 reads A`: the
 #             wait is missing, so every iteration races twice (a real
 #             program's bug: a finding per iteration, each grouped and fixed)
+# and then, of `race`, `fix --schedules 10` side by side the same way and
+# each binary's `explore` (1,000 random schedules) once for its peak RSS.
 # Each BINARY (a `streamcheck` of an earlier commit beside this one's) checks
 # each file, the binaries taking turns (hyperfine -N, min and median), then
 # once more under /usr/bin/time for its peak RSS. Nothing asserts a figure:
@@ -80,4 +82,23 @@ EOF
     /usr/bin/time -f "  $binary: peak RSS %M KB" "$binary" check "$file" > /dev/null 2> "$dir/time.txt" || true
     tail -n 1 "$dir/time.txt"
   done
+done
+
+file="$dir/race.trace"
+echo "== fix race --schedules 10"
+commands=()
+for binary in "$@"; do commands+=("$binary fix $file -o $dir/fixed.trace --schedules 10"); done
+hyperfine -N -i -w 1 -r "$runs" --export-json "$dir/fix.json" "${commands[@]}" > /dev/null 2> "$dir/hyperfine.txt" || {
+  cat "$dir/hyperfine.txt" >&2
+  exit 1
+}
+python3 - "$dir/fix.json" << 'EOF'
+import json, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    print(f"  {r['command'].split(' fix ')[0]}: min {r['min']:.3f} s, median {r['median']:.3f} s")
+EOF
+echo "== explore race (peak RSS)"
+for binary in "$@"; do
+  /usr/bin/time -f "  $binary: %e s, peak RSS %M KB" "$binary" explore "$file" --save-schedules "$dir" > /dev/null 2> "$dir/time.txt" || true
+  tail -n 1 "$dir/time.txt"
 done
