@@ -63,22 +63,31 @@ last_sync=$(grep -n '^sync device$' "$dir/w1m.trace" | tail -n 1 | cut -d: -f1)
 sed "${last_sync}i launch racer on s1 writes out0" "$dir/w1m.trace" > "$dir/w1m_race.trace"
 rm "$dir/w1m.trace"
 
-for trace in buf bufu w1m_race race; do
-  file="$dir/$trace.trace"
-  echo "== check $trace ($(wc -l < "$file") lines)"
-  commands=()
-  for binary in "$@"; do commands+=("$binary check $file"); done
+binaries=("$@")
+# Each binary runs VERB ARGS... (hyperfine -N, taking turns); prints each
+# one's min and median. NAME names the JSON hyperfine writes.
+side_by_side() {
+  local name="$1" verb="$2"
+  shift 2
+  local commands=() binary
+  for binary in "${binaries[@]}"; do commands+=("$binary $verb $*"); done
   # Exit 1 (findings) is the verdict of w1m_race and race, not a failure.
-  hyperfine -N -i -w 1 -r "$runs" --export-json "$dir/$trace.json" "${commands[@]}" > /dev/null 2> "$dir/hyperfine.txt" || {
+  hyperfine -N -i -w 1 -r "$runs" --export-json "$dir/$name.json" "${commands[@]}" > /dev/null 2> "$dir/hyperfine.txt" || {
     cat "$dir/hyperfine.txt" >&2
     exit 1
   }
-  python3 - "$dir/$trace.json" << 'EOF'
+  python3 - "$dir/$name.json" "$verb" << 'EOF'
 import json, sys
 for r in json.load(open(sys.argv[1]))["results"]:
-    print(f"  {r['command'].split(' check ')[0]}: min {r['min']:.3f} s, median {r['median']:.3f} s")
+    print(f"  {r['command'].split(' ' + sys.argv[2] + ' ')[0]}: min {r['min']:.3f} s, median {r['median']:.3f} s")
 EOF
-  for binary in "$@"; do
+}
+
+for trace in buf bufu w1m_race race; do
+  file="$dir/$trace.trace"
+  echo "== check $trace ($(wc -l < "$file") lines)"
+  side_by_side "$trace" check "$file"
+  for binary in "${binaries[@]}"; do
     /usr/bin/time -f "  $binary: peak RSS %M KB" "$binary" check "$file" > /dev/null 2> "$dir/time.txt" || true
     tail -n 1 "$dir/time.txt"
   done
@@ -86,19 +95,9 @@ done
 
 file="$dir/race.trace"
 echo "== fix race --schedules 10"
-commands=()
-for binary in "$@"; do commands+=("$binary fix $file -o $dir/fixed.trace --schedules 10"); done
-hyperfine -N -i -w 1 -r "$runs" --export-json "$dir/fix.json" "${commands[@]}" > /dev/null 2> "$dir/hyperfine.txt" || {
-  cat "$dir/hyperfine.txt" >&2
-  exit 1
-}
-python3 - "$dir/fix.json" << 'EOF'
-import json, sys
-for r in json.load(open(sys.argv[1]))["results"]:
-    print(f"  {r['command'].split(' fix ')[0]}: min {r['min']:.3f} s, median {r['median']:.3f} s")
-EOF
+side_by_side fix fix "$file" -o "$dir/fixed.trace" --schedules 10
 echo "== explore race (peak RSS)"
-for binary in "$@"; do
+for binary in "${binaries[@]}"; do
   /usr/bin/time -f "  $binary: %e s, peak RSS %M KB" "$binary" explore "$file" --save-schedules "$dir" > /dev/null 2> "$dir/time.txt" || true
   tail -n 1 "$dir/time.txt"
 done

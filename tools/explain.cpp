@@ -81,6 +81,12 @@ std::string fix_of_near_miss(const ReportFinding& f) {
           "right after line {} orders {} after {}",
           edits, n.statement.line, n.seen_by->line, describe(*n.op), n.op->line, short_line(*f.second),
           short_line(f.first));
+    case NearMiss::Kind::RecordNeverWaited:
+      return fmt::format(
+          "{}: the record at line {} captures {} on {}, but nothing on {} waits on it; waiting before {} orders it "
+          "after {}",
+          edits, n.statement.line, short_line(f.first), f.first.stream, f.second->stream, short_line(*f.second),
+          short_line(f.first));
     case NearMiss::Kind::PrepareWithoutFinish:
       return fmt::format(
           "{}: {} is never finished, so the resource does not know of {} and does not order {} "
@@ -124,6 +130,7 @@ std::string describe_fix(const ReportFinding& f) {
     case Fix::MoveRecordAfterFirst:
     case Fix::MoveWaitAfterRecord:
     case Fix::WaitBeforeReRecord:
+    case Fix::WaitOnTheRecord:
     case Fix::FinishTheUse:
       return fix_of_near_miss(f);
     case Fix::PrepareAndFinishTheLaunch:
@@ -158,6 +165,8 @@ std::string to_string(NearMiss::Kind kind) {
       return "wait never recorded";
     case NearMiss::Kind::StaleCapture:
       return "stale capture";
+    case NearMiss::Kind::RecordNeverWaited:
+      return "record never waited";
     case NearMiss::Kind::PrepareWithoutFinish:
       return "prepare without finish";
   }
@@ -176,6 +185,9 @@ std::string describe(const NearMiss& n) {
     case NearMiss::Kind::StaleCapture:
       return fmt::format("{} sees the capture of {}, which replaced the capture of {}", what, describe(*n.seen_by),
                          describe(*n.op));
+    case NearMiss::Kind::RecordNeverWaited:
+      return fmt::format("{} captures {}, but nothing waits on it before {}, which needed it", what, describe(*n.op),
+                         describe(*n.seen_by));
     case NearMiss::Kind::PrepareWithoutFinish:
       return fmt::format("{} has no matching finish{}: the resource never learns of the use", what,
                          n.seen_by ? fmt::format(" before {}", describe(*n.seen_by)) : std::string());
@@ -401,6 +413,8 @@ std::string_view to_string(Fix f) {
       return "move wait after record";
     case Fix::WaitBeforeReRecord:
       return "wait before re-record";
+    case Fix::WaitOnTheRecord:
+      return "wait on the record";
     case Fix::FinishTheUse:
       return "finish the use";
     case Fix::PrepareAndFinishTheLaunch:

@@ -373,7 +373,8 @@ std::vector<std::string_view> words_of(std::string_view text) {
 /// Whether one parse of every group's edits together decides what keeping
 /// them one at a time decides: each group only declares events of its own
 /// (on the device it names, main's device set back to 0 after them) and
-/// adds records and waits of those events, in a trace with no capture.
+/// adds records and waits of those events, or waits on the trace's own
+/// events, in a trace with no capture.
 /// Outside a capture such a line changes nothing the parser knows that
 /// another line depends on: R14a joins a stream through a wait only while
 /// a capture is open, and no other line names the group's events. So the
@@ -402,9 +403,14 @@ bool parsed_together_decides(const Trace& trace, const Report& report) {
       }
       if (e.kind != TraceEdit::Kind::InsertBefore && e.kind != TraceEdit::Kind::InsertAfter) return false;
       const std::size_t verb = !w.empty() && w[0].starts_with('@') ? 1 : 0;
-      if (w.size() != verb + 4 || (w[verb] != "record" && w[verb] != "wait") || !own.contains(w[verb + 1]) ||
-          w[verb + 2] != "on")
-        return false;
+      if (w.size() != verb + 4 || w[verb + 2] != "on") return false;
+      const std::string event(w[verb + 1]);
+      const bool own_record = w[verb] == "record" && own.contains(event);
+      // A wait on an event of the trace itself (a record never waited):
+      // whether it parses depends on the trace's lines alone, since no group
+      // declares, records or destroys a name the trace uses.
+      const bool wait = w[verb] == "wait" && (own.contains(event) || taken.contains(event));
+      if (!own_record && !wait) return false;
     }
     if (device != "0") return false;
   }

@@ -50,7 +50,8 @@ struct AppliedFixes {
 /// kept: a group is left out when it has no edits (its fix says why), when
 /// its edits clash with those kept, or when they would change which write
 /// some read sees (its producer, tools/producers.h).
-/// When every group only adds records and waits of new events of its own, in
+/// When every group only adds records and waits of new events of its own
+/// (or waits on the trace's own events), in
 /// a trace with no capture and too long for the producer check, the edits
 /// are applied and parsed once, all together (what one at a time would keep:
 /// such edits parse in any subset when they parse together); otherwise, or

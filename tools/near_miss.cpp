@@ -42,6 +42,7 @@ class NearMissAnalysis::Program {
     lines_.reserve(t.statements.size());
     for (std::size_t i = 0; i < t.statements.size(); ++i) {
       lines_.push_back(source(t.statements[i]).line);
+      threaded_ = threaded_ || source(t.statements[i]).thread != kMainThread;
       std::visit([&](const auto& s) { index(i, s); }, t.statements[i]);
     }
   }
@@ -61,6 +62,23 @@ class NearMissAnalysis::Program {
     return static_cast<std::size_t>(it - lines_.begin());
   }
   const std::vector<std::size_t>& waits_on(const std::string& stream) const { return positions_of(waits_on_, stream); }
+  const std::vector<std::size_t>& records_on(const std::string& stream) const {
+    return positions_of(records_on_, stream);
+  }
+  /// True when a statement in (lo, hi) destroys `event`.
+  bool event_destroyed_between(const std::string& event, std::size_t lo, std::size_t hi) const {
+    const auto [first, last] = between(positions_of(destroyed_events_, event), lo + 1, hi);
+    return first != last;
+  }
+  /// True when a statement in (lo, hi) destroys `stream`.
+  bool stream_destroyed_between(const std::string& stream, std::size_t lo, std::size_t hi) const {
+    const auto [first, last] = between(positions_of(destroyed_streams_, stream), lo + 1, hi);
+    return first != last;
+  }
+  /// Whether the file order is the run order of every statement: one host
+  /// thread and no `if done` (on other threads, or in a branch not taken,
+  /// a statement may run in another place or not at all).
+  bool runs_in_file_order() const { return !threaded_ && !branches_; }
 
   /// The records of `event` after statement `after` (all from the first
   /// when none) and before statement `before` (events are never declared
@@ -169,7 +187,13 @@ class NearMissAnalysis::Program {
 
  private:
   void index(std::size_t i, const ast::StreamDecl& s) { stream_decls_.try_emplace(s.name, i); }
-  void index(std::size_t i, const ast::Record& s) { records_[s.event].push_back(i); }
+  void index(std::size_t i, const ast::Record& s) {
+    records_[s.event].push_back(i);
+    records_on_[s.stream].push_back(i);
+  }
+  void index(std::size_t i, const ast::DestroyEvent& s) { destroyed_events_[s.event].push_back(i); }
+  void index(std::size_t i, const ast::DestroyStream& s) { destroyed_streams_[s.stream].push_back(i); }
+  void index(std::size_t, const ast::IfDone&) { branches_ = true; }
   void index(std::size_t i, const ast::Wait& s) {
     event_uses_[s.event].push_back(i);
     waits_on_[s.stream].push_back(i);
@@ -203,14 +227,19 @@ class NearMissAnalysis::Program {
   }
 
   const Trace& t_;
-  std::vector<int> lines_;                         // statement -> its line (ascending)
-  NameMap<std::size_t> stream_decls_;              // stream -> its declaration
-  NameMap<std::vector<std::size_t>> records_;      // event -> its records
-  NameMap<std::vector<std::size_t>> event_uses_;   // event -> waits, syncs, queries of it
-  NameMap<std::vector<std::size_t>> waits_on_;     // stream -> the waits on it
-  NameSet blocks_;                                 // buffers made by `allocate`
-  NameMap<std::vector<std::size_t>> block_calls_;  // block -> allocate, deallocate, prepare, finish
-  NameMap<std::vector<std::size_t>> raw_uses_;     // buffer -> launches and copies naming it
+  std::vector<int> lines_;                               // statement -> its line (ascending)
+  NameMap<std::size_t> stream_decls_;                    // stream -> its declaration
+  NameMap<std::vector<std::size_t>> records_;            // event -> its records
+  NameMap<std::vector<std::size_t>> records_on_;         // stream -> the records on it
+  NameMap<std::vector<std::size_t>> destroyed_events_;   // event -> its destroys
+  NameMap<std::vector<std::size_t>> destroyed_streams_;  // stream -> its destroys
+  bool threaded_ = false;                                // a statement on a thread other than main
+  bool branches_ = false;                                // an `if done` block
+  NameMap<std::vector<std::size_t>> event_uses_;         // event -> waits, syncs, queries of it
+  NameMap<std::vector<std::size_t>> waits_on_;           // stream -> the waits on it
+  NameSet blocks_;                                       // buffers made by `allocate`
+  NameMap<std::vector<std::size_t>> block_calls_;        // block -> allocate, deallocate, prepare, finish
+  NameMap<std::vector<std::size_t>> raw_uses_;           // buffer -> launches and copies naming it
 };
 
 namespace {
@@ -286,6 +315,44 @@ std::optional<TraceFix> event_near_miss(const Program& p, const Pair& pair) {
           on_thread_of(p.src(w), fmt::format("wait {} on {}", wait.event, trace_name_of(wait.stream)));
       return TraceFix{Fix::WaitBeforeReRecord, n, {TraceEdit::insert_after(p.line(*needed), again)}};
     }
+  }
+  return std::nullopt;
+}
+
+/// At most this many records on the first op's stream after it are asked
+/// (e) whether a wait would see them: each costs a binary search, and a
+/// finding of a trace with many records in between keeps the new event.
+constexpr std::size_t kRecordsAsked = 16;
+
+/// (e) A record on the first op's stream after the first op, the last of
+/// its event before the second op, that nothing on the second op's stream
+/// waits on: `wait E` right before the second op sees its capture, which
+/// holds the first op (R2, R3), so it orders the pair. The first such
+/// record wins: it is the nearest the first op. Only where the file order
+/// is the run order, none of the three is captured, and the event and the
+/// stream are the ones the names meant throughout (no destroy between; the
+/// parser has made `legacy` the current device's stream already, R13).
+std::optional<TraceFix> unwaited_record(const Program& p, const Pair& pair) {
+  if (!p.runs_in_file_order()) return std::nullopt;
+  // The wait goes right before the read, on its thread, naming its stream
+  // as the trace does there (`legacy` is the current device's: R13).
+  const auto second_stream = p.raw_stream(pair.second);
+  if (!second_stream) return std::nullopt;
+  if (p.src(pair.first).captured_by != 0 || p.src(pair.second).captured_by != 0) return std::nullopt;
+  const auto [lo, hi] = between(p.records_on(pair.first_stream), pair.first + 1, pair.second);
+  for (auto it = lo; it != hi && it - lo < static_cast<std::ptrdiff_t>(kRecordsAsked); ++it) {
+    const std::size_t r = *it;
+    const auto& rec = *p.get<ast::Record>(r);
+    const auto [later, end] = p.records_between(rec.event, r, pair.second);
+    if (later != end || p.src(r).captured_by != 0 || p.event_destroyed_between(rec.event, r, pair.second) ||
+        p.stream_destroyed_between(pair.first_stream, pair.first, r))
+      continue;
+    NearMiss n{.kind = NearMiss::Kind::RecordNeverWaited,
+               .statement = p.trace_line(r),
+               .op = p.trace_line(pair.first),
+               .seen_by = p.trace_line(pair.second)};
+    const std::string wait = fmt::format("wait {} on {}", rec.event, trace_name_of(*second_stream));
+    return TraceFix{Fix::WaitOnTheRecord, n, {TraceEdit::insert_before(p.line(pair.second), wait)}};
   }
   return std::nullopt;
 }
@@ -383,8 +450,9 @@ std::optional<TraceFix> NearMissAnalysis::fix_of(const ReportFinding& f) const {
   if (!first || !second || *first >= *second) return std::nullopt;
   const Pair pair{*first, *second, f.first.stream, f.second->stream};
   if (auto fix = event_near_miss(p, pair)) return fix;
-  if (p.trace().uses_resource) return resource_fix(p, pair, f);
-  return std::nullopt;
+  if (p.trace().uses_resource)
+    if (auto fix = resource_fix(p, pair, f)) return fix;
+  return unwaited_record(p, pair);
 }
 
 }  // namespace streamcheck::tools

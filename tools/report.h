@@ -60,6 +60,7 @@ enum class Fix : std::uint8_t {
   MoveRecordAfterFirst,  // RecordTooEarly: move the record after first's line
   MoveWaitAfterRecord,   // WaitNeverRecorded: move the wait after the record of first
   WaitBeforeReRecord,    // StaleCapture: wait on the event before the re-record replaces the capture
+  WaitOnTheRecord,       // RecordNeverWaited: wait on the record of first before second
   // Resource mode (`resource`): the fix in resource calls, not raw CUDA.
   FinishTheUse,               // PrepareWithoutFinish: add the missing `finish` after the raw use
   PrepareAndFinishTheLaunch,  // a raw launch on a resource block: bracket it with `prepare`/`finish`
@@ -96,6 +97,10 @@ struct NearMiss {
     /// A wait (`statement`) saw the capture of a re-record (`seen_by`) of
     /// its event that replaced the capture it needed (`op`'s record).
     StaleCapture,
+    /// `record E on P` comes after `op` (the first op, on P) and before
+    /// `seen_by` (the second), and is E's last record before it, but no
+    /// wait on the second op's stream sees it: the missing `wait E`.
+    RecordNeverWaited,
     /// `prepare B on S ACCESS` with no matching `finish` before `seen_by`
     /// (the deallocate or next use), or ever: the resource never learns of
     /// the use, so it orders nothing after it.
@@ -104,9 +109,11 @@ struct NearMiss {
   Kind kind = Kind::WaitNeverRecorded;
   TraceLine statement;  // the record, wait or prepare that misses
   /// RecordTooEarly: the op it should follow; WaitNeverRecorded: the record
-  /// after the wait; StaleCapture: the record whose capture was replaced.
+  /// after the wait; StaleCapture: the record whose capture was replaced;
+  /// RecordNeverWaited: the op it captures.
   std::optional<TraceLine> op;
   /// RecordTooEarly: the wait that needed it; StaleCapture: the re-record;
+  /// RecordNeverWaited: the op that needed a wait on it;
   /// PrepareWithoutFinish: the statement the missing finish had to precede.
   std::optional<TraceLine> seen_by;
   friend bool operator==(const NearMiss&, const NearMiss&) = default;

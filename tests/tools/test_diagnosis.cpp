@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -211,6 +212,119 @@ TEST(NearMiss, StaleCaptureAfterAReRecordWaitsBeforeTheReRecord) {
   EXPECT_EQ(f.near_miss->op->line, 11);        // the capture it needed
   EXPECT_EQ(f.near_miss->seen_by->line, 13);   // the re-record it saw
   expect_own_fixes_remove_their_findings(text);
+}
+
+// (e) The bug of a producer/consumer loop: the producer's stream records an
+// event after the write, and the consumer's stream never waits on it. The
+// tool declared an event of its own and recorded it beside the trace's; the
+// fix is the missing wait.
+constexpr const char* kRecordNeverWaited =
+    "stream s1\n"
+    "stream s2\n"
+    "event e\n"
+    "buffer A 4096 on s1\n"
+    "launch produce on s1 writes A\n"  // line 5
+    "record e on s1\n"                 // line 6: nothing on s2 waits on it
+    "launch consume on s2 reads A\n"   // line 7
+    "sync device\n"
+    "free A on s1\n";
+
+TEST(NearMiss, ARecordNothingWaitsOnGetsTheMissingWait) {
+  const Report r = check_text(kRecordNeverWaited);
+  const ReportFinding& f = only_error(r);
+  EXPECT_EQ(f.fix, Fix::WaitOnTheRecord);
+  EXPECT_EQ(f.edits, (std::vector<TraceEdit>{TraceEdit::insert_before(7, "wait e on s2")}));
+  ASSERT_TRUE(f.near_miss);
+  EXPECT_EQ(f.near_miss->kind, NearMiss::Kind::RecordNeverWaited);
+  EXPECT_EQ(f.near_miss->statement.line, 6);             // the record
+  EXPECT_EQ(f.near_miss->op->line, 5);                   // the write it captures
+  EXPECT_EQ(f.near_miss->seen_by->line, 7);              // the read that needed it
+  EXPECT_TRUE(r.near_misses.empty()) << report_text(r);  // the finding's fix says it
+  EXPECT_EQ(describe_fix(f).rfind("add `wait e on s2` before line 7: the record at line 6 captures line 5", 0), 0u)
+      << describe_fix(f);
+  EXPECT_EQ(r.groups.size(), 1u);
+  expect_own_fixes_remove_their_findings(kRecordNeverWaited);
+}
+
+// In a loop each iteration's read waits on its own iteration's record (the
+// consumer's write-after-read has no record on s2 to wait on: a new event);
+// of two records after the write, the nearer is waited on.
+TEST(NearMiss, EachReadWaitsOnTheNearestRecordAfterItsWrite) {
+  std::string loop = "stream s1\nstream s2\nevent e\nevent later\nbuffer A 4096 on s1\nbuffer B 4096 on s1\n";
+  for (int i = 0; i < 3; ++i)
+    loop +=
+        "launch produce on s1 writes A\nrecord e on s1\nlaunch other on s1 writes B\nrecord later on s1\n"
+        "launch consume on s2 reads A\n";
+  loop += "sync device\nfree A on s1\nfree B on s1\n";
+  const Report r = check_text(loop);
+  std::size_t waits = 0;
+  for (const ReportFinding& f : r.findings) {
+    if (f.first.stream != "s1") {
+      EXPECT_EQ(f.fix, Fix::RecordEventAndWait) << describe_fix(f);
+      continue;
+    }
+    ++waits;
+    EXPECT_EQ(f.fix, Fix::WaitOnTheRecord) << describe_fix(f);
+    EXPECT_EQ(f.edits, (std::vector<TraceEdit>{TraceEdit::insert_before(f.second->origin->line, "wait e on s2")}));
+    EXPECT_EQ(f.near_miss->statement.line, f.first.origin->line + 1);
+  }
+  EXPECT_EQ(waits, 3u) << report_text(r);
+  expect_own_fixes_remove_their_findings(loop);
+}
+
+// The wait names the read's stream as the trace does at its line: `legacy`
+// of the current device (reported as legacy:1, R13).
+TEST(NearMiss, TheMissingWaitNamesTheReadsStreamAsTheTraceDoes) {
+  const std::string text =
+      "device 1\nevent e\nstream t nonblocking\nbuffer A 4096 on t\nsync device\n"
+      "launch produce on t writes A\nrecord e on t\nlaunch consume on legacy reads A\nsync device\nfree A on t\n";
+  const Report r = check_text(text);
+  const ReportFinding& f = only_error(r);
+  EXPECT_EQ(f.fix, Fix::WaitOnTheRecord) << report_text(r);
+  EXPECT_EQ(f.edits, (std::vector<TraceEdit>{TraceEdit::insert_before(8, "wait e on legacy")}));
+  expect_own_fixes_remove_their_findings(text);
+}
+
+// Where the wait would not see the record (another record of the event in
+// between, a record before the write, a destroy of the event or of the
+// write's stream, a record another thread or an untaken branch may move, a
+// record on another device's `legacy`, a capture that takes the write, the
+// record or the read), the fix stays a new event.
+TEST(NearMiss, ARecordTheWaitWouldNotSeeKeepsTheNewEvent) {
+  const std::string head = "stream s1\nstream s2\nstream s3\nevent e\nevent f\nbuffer A 4096 on s1\n";
+  const std::string tail = "launch consume on s2 reads A\nsync device\nfree A on s1\n";
+  const std::string captured_head =
+      "stream s1 nonblocking\nstream s2 nonblocking\nevent e\nevent f\nbuffer A 4096 on s1\nsync device\n";
+  const std::map<std::string, std::string> traces = {
+      {"re-recorded", head + "launch produce on s1 writes A\nrecord e on s1\nrecord e on s3\n" + tail},
+      {"before the write", head + "record e on s1\nlaunch produce on s1 writes A\n" + tail},
+      {"destroyed", head + "launch produce on s1 writes A\nrecord e on s1\ndestroy event e\n" + tail},
+      {"thread", head + "thread worker\n@worker record e on s3\nlaunch produce on s1 writes A\nrecord e on s1\n" +
+                     tail + "join worker\n"},
+      {"branch", head + "launch produce on s1 writes A\nif done f\nrecord e on s1\nend\n" + tail},
+      {"stream destroyed",
+       head + "launch produce on s1 writes A\ndestroy stream s1\nstream s1\nrecord e on s1\n" + tail},
+      {"write captured", captured_head +
+                             "capture begin s1\nlaunch produce on s1 writes A\ncapture end s1 graph G\n"
+                             "record e on s1\nlaunch graph G on s1\n" +
+                             tail},
+      {"record captured", captured_head +
+                              "launch produce on s1 writes A\ncapture begin s1\nrecord e on s1\n"
+                              "capture end s1 graph G\n" +
+                              tail},
+      {"read captured", captured_head + "launch produce on s1 writes A\nrecord e on s1\ncapture begin s2\n"
+                                        "launch consume on s2 reads A\ncapture end s2 graph G\nlaunch graph G on s2\n"
+                                        "sync device\nfree A on s1\n"},
+      {"device",
+       "device 1\nevent e1\ndevice 0\nstream s2 nonblocking\nbuffer A 4096 on s2\nsync device\n"
+       "launch produce on legacy writes A\ndevice 1\nrecord e1 on legacy\ndevice 0\n"
+       "launch consume on s2 reads A\nsync device\nfree A on s2\n"},
+  };
+  for (const auto& [name, text] : traces) {
+    const Report r = check_text(text);
+    ASSERT_FALSE(r.findings.empty()) << name << "\n" << report_text(r);
+    for (const ReportFinding& f : r.findings) EXPECT_NE(f.fix, Fix::WaitOnTheRecord) << name << "\n" << report_text(r);
+  }
 }
 
 // (c) needs a record of the first op's stream AFTER the first op: one before
