@@ -157,6 +157,20 @@ bool has_near_miss(const Report& r, NearMiss::Kind kind, int line) {
                      [&](const NearMiss& n) { return n.kind == kind && n.statement.line == line; });
 }
 
+/// A finding whose fix is a near miss's: its fix, edits, and the near
+/// miss's kind and lines (statement, op, seen_by).
+void expect_near_miss_fix(const ReportFinding& f, Fix fix, const std::vector<TraceEdit>& edits, NearMiss::Kind kind,
+                          int statement, int op, int seen_by) {
+  EXPECT_EQ(f.fix, fix);
+  EXPECT_EQ(f.edits, edits);
+  ASSERT_TRUE(f.near_miss);
+  EXPECT_EQ(f.near_miss->kind, kind);
+  EXPECT_EQ(f.near_miss->statement.line, statement);
+  ASSERT_TRUE(f.near_miss->op && f.near_miss->seen_by);
+  EXPECT_EQ(f.near_miss->op->line, op);
+  EXPECT_EQ(f.near_miss->seen_by->line, seen_by);
+}
+
 // S9b (a): the record is one op too early on its stream. The tool proposed a
 // new event (record after line 9, wait before line 11) instead of moving the
 // program's own record.
@@ -203,14 +217,9 @@ TEST(NearMiss, WaitOnANeverRecordedEventOrdersNothingAndIsMovedAfterTheRecord) {
 TEST(NearMiss, StaleCaptureAfterAReRecordWaitsBeforeTheReRecord) {
   const std::string text = example("03_rerecorded_event.trace");
   const Report r = check_text(text);
-  const ReportFinding& f = only_error(r);
-  EXPECT_EQ(f.fix, Fix::WaitBeforeReRecord);
-  EXPECT_EQ(f.edits, (std::vector<TraceEdit>{TraceEdit::insert_after(11, "wait ready on s3")}));
-  ASSERT_TRUE(f.near_miss);
-  EXPECT_EQ(f.near_miss->kind, NearMiss::Kind::StaleCapture);
-  EXPECT_EQ(f.near_miss->statement.line, 14);  // the wait
-  EXPECT_EQ(f.near_miss->op->line, 11);        // the capture it needed
-  EXPECT_EQ(f.near_miss->seen_by->line, 13);   // the re-record it saw
+  // The wait (14) saw the re-record (13) that replaced the capture it needed (11).
+  expect_near_miss_fix(only_error(r), Fix::WaitBeforeReRecord, {TraceEdit::insert_after(11, "wait ready on s3")},
+                       NearMiss::Kind::StaleCapture, 14, 11, 13);
   expect_own_fixes_remove_their_findings(text);
 }
 
@@ -232,13 +241,9 @@ constexpr const char* kRecordNeverWaited =
 TEST(NearMiss, ARecordNothingWaitsOnGetsTheMissingWait) {
   const Report r = check_text(kRecordNeverWaited);
   const ReportFinding& f = only_error(r);
-  EXPECT_EQ(f.fix, Fix::WaitOnTheRecord);
-  EXPECT_EQ(f.edits, (std::vector<TraceEdit>{TraceEdit::insert_before(7, "wait e on s2")}));
-  ASSERT_TRUE(f.near_miss);
-  EXPECT_EQ(f.near_miss->kind, NearMiss::Kind::RecordNeverWaited);
-  EXPECT_EQ(f.near_miss->statement.line, 6);             // the record
-  EXPECT_EQ(f.near_miss->op->line, 5);                   // the write it captures
-  EXPECT_EQ(f.near_miss->seen_by->line, 7);              // the read that needed it
+  // The record (6) captures the write (5) that the read (7) needed.
+  expect_near_miss_fix(f, Fix::WaitOnTheRecord, {TraceEdit::insert_before(7, "wait e on s2")},
+                       NearMiss::Kind::RecordNeverWaited, 6, 5, 7);
   EXPECT_TRUE(r.near_misses.empty()) << report_text(r);  // the finding's fix says it
   EXPECT_EQ(describe_fix(f).rfind("add `wait e on s2` before line 7: the record at line 6 captures line 5", 0), 0u)
       << describe_fix(f);
