@@ -519,6 +519,67 @@ TEST(TraceReport, SameSeedSameBytes) {
   EXPECT_EQ(report_json(explore_trace(t, o)), report_json(explore_trace(t, o)));
 }
 
+std::size_t count(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) ++n;
+  return n;
+}
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// A loop's bug is a finding an iteration, on the same statements: the text
+// shows the first of each shape and counts the rest (`repeats:`); the JSON
+// and the verdict keep every one.
+TEST(TraceReport, FindingsOnTheSameStatementsFoldIntoTheFirst) {
+  std::string loop = "stream s1\nstream s2\nevent e\nbuffer A 4096 on s1\n";
+  for (int i = 0; i < 3; ++i) loop += "launch produce on s1 writes A\nrecord e on s1\nlaunch consume on s2 reads A\n";
+  loop += "sync device\nfree A on s1\n";
+  const Report r = check_trace(parse_trace(loop, "loop.trace"), {});
+  ASSERT_EQ(r.findings.size(), 5u);  // produce -> consume in each iteration, consume -> the next produce
+  const std::string text = report_text(r);
+  EXPECT_EQ(count(text, "\ndata race "), 2u) << text;
+  EXPECT_TRUE(contains(text,
+                       "  repeats:  2 more like it, the same statements at other lines (--json lists each): line 8 "
+                       "-> line 10, line 11 -> line 13\n"))
+      << text;
+  EXPECT_TRUE(contains(
+      text, "  repeats:  1 more like it, the same statements at other lines (--json lists each): line 10 -> line 11\n"))
+      << text;
+  EXPECT_EQ(count(text, "\ncause "), 2u) << text;
+  EXPECT_TRUE(contains(text, "\ncause 1 of 5: ")) << text;
+  EXPECT_TRUE(contains(text,
+                       "  repeats:  2 more causes like it, the same fix at the lines of their pairs (--json lists "
+                       "each): line 8 -> line 10, line 11 -> line 13\n"))
+      << text;
+  EXPECT_TRUE(contains(text, "\nverdict: 5 findings\n")) << text;
+  EXPECT_EQ(nlohmann::json::parse(report_json(r)).at("findings").size(), 5u);
+}
+
+// Only findings whose blocks say the same but for lines fold: another
+// writer, another reader, or another event to wait on is a block of its own.
+TEST(TraceReport, FindingsThatSayAnythingElseDoNotFold) {
+  // Two iterations on a fresh buffer A each; the second's writer, reader
+  // and event as given.
+  const auto twice = [](const std::string& writer, const std::string& reader, const std::string& event) {
+    const auto iteration = [](const std::string& w, const std::string& r, const std::string& e) {
+      return "buffer A 4096 on s1\nlaunch " + w + " on s1 writes A\nrecord " + e + " on s1\nlaunch " + r +
+             " on s2 reads A\nsync device\nfree A on s1\n";
+    };
+    return report_text(
+        check_trace(parse_trace("stream s1\nstream s2\nevent e\nevent e2\n" + iteration("produce", "consume", "e") +
+                                    iteration(writer, reader, event),
+                                "t.trace"),
+                    {}));
+  };
+  const std::string same = twice("produce", "consume", "e");
+  EXPECT_EQ(count(same, "\ndata race "), 1u) << same;
+  EXPECT_TRUE(contains(same, "repeats:  1 more like it")) << same;
+  for (const std::string& text :
+       {twice("produce2", "consume", "e"), twice("produce", "consume2", "e"), twice("produce", "consume", "e2")}) {
+    EXPECT_EQ(count(text, "\ndata race "), 2u) << text;
+    EXPECT_FALSE(contains(text, "repeats:")) << text;
+  }
+}
+
 TEST(TraceReport, JsonHasTheDocumentedFields) {
   const auto r = explore_text("stream s1\nstream s2\nbuffer A 64 on s1\nlaunch K on s2 reads A\nfree A on s1\n");
   const std::string j = report_json(r);
