@@ -206,6 +206,9 @@ std::string describe_cause(const Report& r, const FindingGroup& g) {
     return fmt::format(
         "{} writes before {} reads the earlier data (the only race-free order inverts the enqueue order)",
         short_ref(head.first), short_ref(*head.second));
+  if (head.near_miss && head.near_miss->kind == NearMiss::Kind::RecordNeverWaited)
+    return fmt::format("{} never waits on the record at line {} (record never waited)", head.second->stream,
+                       head.near_miss->statement.line);
   return finding_label(head);
 }
 

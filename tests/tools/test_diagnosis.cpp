@@ -247,7 +247,8 @@ TEST(NearMiss, ARecordNothingWaitsOnGetsTheMissingWait) {
   EXPECT_TRUE(r.near_misses.empty()) << report_text(r);  // the finding's fix says it
   EXPECT_EQ(describe_fix(f).rfind("add `wait e on s2` before line 7: the record at line 6 captures line 5", 0), 0u)
       << describe_fix(f);
-  EXPECT_EQ(r.groups.size(), 1u);
+  ASSERT_EQ(r.groups.size(), 1u);
+  EXPECT_EQ(describe_cause(r, r.groups[0]), "s2 never waits on the record at line 6 (record never waited)");
   expect_own_fixes_remove_their_findings(kRecordNeverWaited);
 }
 
