@@ -230,6 +230,7 @@ class ProducerCheck {
 std::vector<FindingGroup> partition(const Report& report, const Edges& edges) {
   const auto& findings = report.findings;
   std::vector<FindingGroup> groups;
+  groups.reserve(findings.size());  // at most one each: no growth moves them
   std::map<std::pair<std::string, std::string>, std::vector<std::size_t>> by_streams;
   std::map<std::vector<TraceEdit>, std::size_t> by_edits;  // -> index in groups
   for (std::size_t i = 0; i < findings.size(); ++i) {
@@ -305,6 +306,7 @@ void group_findings(const Trace& trace, Report& report, const TraceCheckOptions&
     }
   };
   std::vector<FindingGroup> checked;
+  checked.reserve(groups.size());
   for (FindingGroup& g : groups) {
     if (!small || !is_edge_group(g) || !change(g)) {
       checked.push_back(std::move(g));

@@ -6,6 +6,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -54,15 +55,14 @@ struct Folds {
   std::vector<std::vector<std::size_t>> later;  // by item: the later items of its shape
   std::vector<bool> folded;                     // by item: one of those
 };
-/// `shape(i)` of each of the `n` items: empty for one that never folds.
-template <class Shape>
-Folds fold_by_shape(std::size_t n, Shape shape) {
+/// The folds of items whose `shapes` are equal: an empty shape never folds.
+Folds fold_by_shape(const std::vector<std::string>& shapes) {
+  const std::size_t n = shapes.size();
   Folds f{std::vector<std::vector<std::size_t>>(n), std::vector<bool>(n, false)};
-  std::unordered_map<std::string, std::size_t> first_of;
+  std::unordered_map<std::string_view, std::size_t> first_of;
   for (std::size_t i = 0; i < n; ++i) {
-    std::string key = shape(i);
-    if (key.empty()) continue;
-    const auto [it, fresh] = first_of.try_emplace(std::move(key), i);
+    if (shapes[i].empty()) continue;
+    const auto [it, fresh] = first_of.try_emplace(shapes[i], i);
     if (fresh) continue;
     f.later[it->second].push_back(i);
     f.folded[i] = true;
@@ -76,8 +76,9 @@ std::string without_lines(const std::string& text) {
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size();) {
-    out += text[i++];
-    if (!out.ends_with("line ") && !out.ends_with("fix_")) continue;
+    const char c = text[i++];
+    out += c;
+    if (!(c == ' ' && out.ends_with("line ")) && !(c == '_' && out.ends_with("fix_"))) continue;
     if (i == text.size() || std::isdigit(static_cast<unsigned char>(text[i])) == 0) continue;
     out += '#';
     while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) != 0) ++i;
@@ -108,8 +109,11 @@ std::string report_text(const Report& r) {
                  to_string(c.how), c.exhaustive ? ", exhaustive" : "", c.seed, r.policy.describe());
   std::size_t errors = 0, warnings = 0;
   for (const auto& f : r.findings) (f.severity == Severity::Warning ? warnings : errors)++;
-  const Folds finding_folds =
-      fold_by_shape(r.findings.size(), [&](std::size_t i) { return finding_shape(r.findings[i]); });
+  // Each finding's shape, made once: a cause's shape is its findings'.
+  std::vector<std::string> shapes;
+  shapes.reserve(r.findings.size());
+  for (const ReportFinding& f : r.findings) shapes.push_back(finding_shape(f));
+  const Folds finding_folds = fold_by_shape(shapes);
   for (std::size_t i = 0; i < r.findings.size(); ++i) {
     if (finding_folds.folded[i]) continue;
     const ReportFinding& f = r.findings[i];
@@ -143,15 +147,20 @@ std::string report_text(const Report& r) {
   std::vector<std::string> fixes;
   fixes.reserve(r.groups.size());
   for (const FindingGroup& g : r.groups) fixes.push_back(describe_fix(r, g));
-  const Folds cause_folds = fold_by_shape(r.groups.size(), [&](std::size_t k) {
-    std::string shape = without_lines(fixes[k]);
+  std::vector<std::string> cause_shapes;
+  cause_shapes.reserve(r.groups.size());
+  for (std::size_t k = 0; k < r.groups.size(); ++k) {
+    std::string& shape = cause_shapes.emplace_back(without_lines(fixes[k]));
     for (const std::size_t i : r.groups[k].findings) {
-      const std::string finding = finding_shape(r.findings[i]);
-      if (finding.empty()) return std::string();
-      shape += "\n" + finding;
+      if (shapes[i].empty()) {
+        shape.clear();
+        break;
+      }
+      shape += '\n';
+      shape += shapes[i];
     }
-    return shape;
-  });
+  }
+  const Folds cause_folds = fold_by_shape(cause_shapes);
   for (std::size_t k = 0; k < r.groups.size(); ++k) {
     if (cause_folds.folded[k]) continue;
     const FindingGroup& g = r.groups[k];

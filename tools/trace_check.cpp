@@ -245,6 +245,12 @@ class Collector {
     const std::size_t findings_before = report_.findings.size(), notes_before = report_.notes.size();
     std::optional<SharedText> schedule;          // encoded once, when a new finding needs it: every finding shares it
     const ProducerIndex producers(run.model());  // indexed when a new finding asks first
+    // Room for every finding of the run at once: a loop's finding in each
+    // iteration would otherwise move every finding (hundreds of bytes each) at
+    // each growth and fault in the new array's pages (a tenth of `check`).
+    auto& findings = report_.findings;
+    if (const std::size_t most = findings.size() + run.model().findings().size(); most > findings.capacity())
+      findings.reserve(std::max(most, 2 * findings.capacity()));
     for (const auto& f : run.model().findings()) {
       const Key k{f.kind, f.first, f.second, f.definite};
       if (auto it = index_.find(k); it != index_.end()) {
@@ -253,7 +259,7 @@ class Collector {
       }
       if (!schedule) schedule = schedule_of(chooser);
       index_[k] = report_.findings.size();
-      ReportFinding& added = report_.findings.emplace_back(report_finding(run, f, *schedule, &producers));
+      ReportFinding& added = findings.emplace_back(report_finding(run, f, *schedule, &producers));
       // Only a finding whose fix would be a new event gets one of the trace's
       // own lines instead; a fix that says no edge is right stays.
       if (auto fix = added.fix == Fix::RecordEventAndWait ? near_misses_.fix_of(added) : std::nullopt) {
@@ -331,15 +337,16 @@ class Collector {
 
  private:
   /// Keeps each near miss once (by kind and line), in line order.
-  /// A set and a binary search: a loop with a race in each iteration that
-  /// a near miss explains adds one an iteration, mostly at the end, and a
-  /// scan of those before each was quadratic in them.
+  /// A binary search: a loop with a race in each iteration that a near miss
+  /// explains adds one an iteration, mostly at the end, and a scan of those
+  /// before each was quadratic in them.
   void add_near_miss(NearMiss n) {
-    if (!near_misses_seen_.emplace(n.statement.line, n.kind).second) return;
     auto& all = report_.near_misses;
-    const auto at = std::upper_bound(all.begin(), all.end(), n.statement.line,
-                                     [](int line, const NearMiss& m) { return line < m.statement.line; });
-    all.insert(at, std::move(n));
+    const auto [from, to] = std::equal_range(all.begin(), all.end(), n, [](const NearMiss& a, const NearMiss& b) {
+      return a.statement.line < b.statement.line;
+    });
+    if (std::any_of(from, to, [&](const NearMiss& m) { return m.kind == n.kind; })) return;
+    all.insert(to, std::move(n));
   }
 
   using Key = std::tuple<sim::FindingKind, sim::OpRef, std::optional<sim::OpRef>, bool>;
@@ -351,7 +358,6 @@ class Collector {
   Report report_;
   std::map<Key, std::size_t> index_;
   std::set<std::pair<int, std::string>> notes_seen_;
-  std::set<std::pair<int, NearMiss::Kind>> near_misses_seen_;  // by line and kind
   RedundantInEveryRun redundant_runs_;
   std::vector<ChoicePoint> last_choices_;  // of the last run added
   std::vector<QueryAnswer> last_queries_;
