@@ -16,7 +16,7 @@ echo "| trace | simulator verdict (every execution) | schedule | held back | run
 echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 for f in "${examples[@]}"; do
   explored=$("$streamcheck" explore "$f" --strategy dfs --json || true)
-  schedule=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); fs=d["findings"]; print(fs[0]["schedule"] if fs else "")' "$explored")
+  schedule=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); fs=d["findings"]; print(d["schedule_texts"][fs[0]["schedule"]] if fs else "")' "$explored")
   # A clean trace has no finding's schedule: replay its first execution
   # (every observed choice 0), as long as it needs.
   candidates=("$schedule")

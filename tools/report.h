@@ -321,7 +321,7 @@ std::string report_json(const Report& r);
 
 /// The version of docs/report.schema.json that report_json writes (its
 /// `schema_version` field and the version in its `$id`).
-inline constexpr int kReportSchemaVersion = 2;
+inline constexpr int kReportSchemaVersion = 3;
 
 /// Why a run gave no report: the input or the command line was wrong
 /// (exit 2). With --json this is printed as a JSON object of the same schema

@@ -28,6 +28,11 @@ inline nlohmann::json json_of(const std::string& args, int expected_exit) {
   return nlohmann::json::parse(r.out);
 }
 
+/// A finding's schedule in a JSON report: schema_version 3 lists each
+/// schedule once, in `schedule_texts`, and a finding names its index there.
+inline std::string schedule_of(const nlohmann::json& report, const nlohmann::json& finding) {
+  return report.at("schedule_texts").at(finding.at("schedule").get<std::size_t>()).get<std::string>();
+}
 inline std::size_t count(const std::string& text, const std::string& part) {
   std::size_t n = 0;
   for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) ++n;

@@ -197,7 +197,7 @@ TEST(CoverageS6, AParseErrorWithJsonPrintsAJsonErrorObjectAndExits2) {
     EXPECT_EQ(r.exit_code, 2) << verb;
     const auto j = json_of(r);
     EXPECT_EQ(j.value("verdict", ""), "input error") << verb << ": " << r.out;
-    EXPECT_EQ(j.value("schema_version", 0), 2) << verb;
+    EXPECT_EQ(j.value("schema_version", 0), 3) << verb;
     if (!j.contains("error")) continue;
     EXPECT_EQ(j.at("error").at("kind"), "trace");
     EXPECT_EQ(j.at("error").at("file"), file);

@@ -248,7 +248,7 @@ TEST(TraceCommand, EveryKindOfMalformedInputExits2WithItsPosition) {
 TEST(TraceCommand, JsonAndRenderings) {
   const auto j = run_command("explore " + examples("04_free_while_reading.trace") + " --json --schedules 20");
   EXPECT_EQ(j.exit_code, 1);
-  EXPECT_EQ(j.out.rfind("{\"tool\":\"streamcheck\",\"schema_version\":2", 0), 0u) << j.out;
+  EXPECT_EQ(j.out.rfind("{\"tool\":\"streamcheck\",\"schema_version\":3", 0), 0u) << j.out;
   const auto svg = run_command("render " + examples("01_missing_wait.trace") + " --format svg");
   EXPECT_NE(svg.out.find("<svg"), std::string::npos);
   EXPECT_NE(svg.out.find("</svg>"), std::string::npos);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "tests/temp_dir.h"
@@ -23,14 +24,14 @@ TEST(Schedules, FaultSchedulesReplayAsPrinted) {
     const std::string trace = example(name);
     const auto explored = json_of("explore " + trace + " --faults on --schedules 50", 1);
     for (const auto& f : explored["findings"]) {
-      const std::string schedule = f["schedule"];
+      const std::string schedule = schedule_of(explored, f);
       EXPECT_TRUE(schedule.starts_with("v2,faults:")) << schedule;
       const auto again = json_of("replay " + trace + " --schedule " + schedule, 1);
       bool same = false;
       for (const auto& g : again["findings"])
         same = same || (g["kind"] == f["kind"] && g["first"] == f["first"] &&
                         g.value("second", nlohmann::json()) == f.value("second", nlohmann::json()) &&
-                        g["schedule"] == schedule);
+                        schedule_of(again, g) == schedule);
       EXPECT_TRUE(same) << name << ": " << f.dump() << "\nnot reproduced by replay:\n" << again.dump();
       ++replayed;
     }
@@ -69,7 +70,7 @@ TEST(Schedules, ScheduleThatDoesNotFitIsRefusedSayingWhere) {
 TEST(Schedules, CommandLineThatContradictsTheHeaderIsRefused) {
   const std::string trace = example("01_missing_wait.trace");
   const auto r = json_of("check " + trace + " --policy opportunistic=off", 1);
-  const std::string schedule = r["findings"][0]["schedule"];
+  const std::string schedule = schedule_of(r, r["findings"][0]);
   EXPECT_TRUE(schedule.starts_with("v2,observed,opportunistic=off:")) << schedule;
   EXPECT_EQ(run_command("replay " + trace + " --schedule " + schedule).exit_code, 1);
   EXPECT_EQ(run_command("replay " + trace + " --schedule " + schedule + " --policy opportunistic=off").exit_code, 1);
@@ -90,10 +91,10 @@ TEST(Schedules, CommandLineThatContradictsTheHeaderIsRefused) {
 TEST(Schedules, HeaderlessScheduleReplaysWithTheCommandLineOptions) {
   const std::string trace = example("11_resource_mutant_m1.trace");
   const auto r = json_of("explore " + trace + " --faults on --schedules 50", 1);
-  const std::string schedule = r["findings"][0]["schedule"];
+  const std::string schedule = schedule_of(r, r["findings"][0]);
   const std::string body = schedule.substr(schedule.find(':') + 1);
   const auto again = json_of("replay " + trace + " --schedule " + body + " --faults on", 1);
-  EXPECT_EQ(again["findings"][0]["schedule"], schedule);
+  EXPECT_EQ(schedule_of(again, again["findings"][0]), schedule);
   EXPECT_EQ(run_command("replay " + trace + " --schedule " + body).exit_code, 2);  // without its --faults: no fit
 }
 
@@ -105,10 +106,42 @@ TEST(Schedules, EachFindingPrintsItsScheduleOnce) {
   const auto text = run_command("explore " + trace + " --faults on --schedules 50");
   ASSERT_EQ(text.exit_code, 1) << text.out;
   std::map<std::string, std::size_t> findings_with;
-  for (const auto& f : json["findings"]) ++findings_with[f["schedule"].get<std::string>()];
+  for (const auto& f : json["findings"]) ++findings_with[schedule_of(json, f)];
   for (const auto& [schedule, n] : findings_with) {
     EXPECT_EQ(count(text.out, schedule), n) << schedule << " in\n" << text.out;
     EXPECT_EQ(count(text.out, "--schedule " + schedule + "\n"), n) << text.out;
+  }
+}
+
+// A loop with a race in each iteration: its findings share the schedule of
+// the run that showed them, which the JSON lists once in `schedule_texts`
+// and each finding names by its index (schema_version 3; each finding
+// repeated the whole text before, quadratic in the loop's iterations).
+TEST(Schedules, JsonListsEachScheduleOnceAndEachFindingReplaysFromItsIndex) {
+  const FreshTempDir dir("schedule-once");
+  std::string t = "stream s1\nstream s2\nevent e\nbuffer A 4096 on s1\n";
+  for (int i = 0; i < 30; ++i) t += "launch produce on s1 writes A\nrecord e on s1\nlaunch consume on s2 reads A\n";
+  t += "sync device\nfree A on s1\n";
+  const std::string trace = dir.write("loop.trace", t).string();
+  const auto json = json_of("explore " + trace + " --schedules 20", 1);
+  const auto& texts = json["schedule_texts"];
+  const auto& findings = json["findings"];
+  ASSERT_GE(findings.size(), 50u) << findings.size();
+  std::set<std::string> distinct;
+  for (const auto& text : texts) distinct.insert(text.get<std::string>());
+  EXPECT_EQ(distinct.size(), texts.size()) << texts.dump();
+  std::set<std::size_t> named;
+  for (const auto& f : findings) named.insert(f["schedule"].get<std::size_t>());
+  EXPECT_EQ(named.size(), texts.size()) << "a listed schedule no finding names";
+  for (std::size_t i = 0; i < findings.size(); i += 13) {
+    const auto& f = findings[i];
+    const std::string schedule = schedule_of(json, f);
+    const auto again = json_of("replay " + trace + " --schedule " + schedule, 1);
+    bool same = false;
+    for (const auto& g : again["findings"])
+      same = same || (g["kind"] == f["kind"] && g["first"] == f["first"] && g["second"] == f["second"] &&
+                      schedule_of(again, g) == schedule);
+    EXPECT_TRUE(same) << f.dump() << "\nnot reproduced by its schedule " << schedule;
   }
 }
 
@@ -126,7 +159,7 @@ std::string long_trace(int launches) {
 }
 
 // S8c: a long schedule goes to a file that the text report names, with the
-// command that replays it; JSON keeps the whole schedule (it is data).
+// command that replays it; JSON keeps the whole schedule (it is data), once.
 // `explore` makes it: every device step of a random schedule is a choice,
 // where `check` steps the device only on observation (the test below).
 TEST(Schedules, LongScheduleGoesToAFileThatReplays) {
@@ -140,7 +173,7 @@ TEST(Schedules, LongScheduleGoesToAFileThatReplays) {
       << check.out;
   EXPECT_LE(longest_line(check.out), 300u) << check.out;
   const auto json = json_of("explore " + trace + " --schedules 1", 1);
-  const std::string schedule = json["findings"][0]["schedule"];
+  const std::string schedule = schedule_of(json, json["findings"][0]);
   EXPECT_GT(schedule.size(), 200u);
   EXPECT_EQ(read_file(file), schedule + "\n");
 
@@ -165,7 +198,7 @@ TEST(Schedules, CheckOfATraceThatObservesNothingIsItsOnlyExecution) {
   EXPECT_EQ(json["coverage"]["exhaustive"], true) << json["coverage"];
   EXPECT_EQ(json["coverage"]["executions"], 1) << json["coverage"];
   EXPECT_EQ(json["coverage"]["unexplored"]["device_steps"], 0) << json["coverage"];
-  const std::string schedule = json["findings"][0]["schedule"];
+  const std::string schedule = schedule_of(json, json["findings"][0]);
   EXPECT_EQ(schedule, "v2,observed:-");
   const auto check = run_command("check " + trace);
   ASSERT_EQ(check.exit_code, 1) << check.out;

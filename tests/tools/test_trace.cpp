@@ -583,11 +583,11 @@ TEST(TraceReport, FindingsThatSayAnythingElseDoNotFold) {
 TEST(TraceReport, JsonHasTheDocumentedFields) {
   const auto r = explore_text("stream s1\nstream s2\nbuffer A 64 on s1\nlaunch K on s2 reads A\nfree A on s1\n");
   const std::string j = report_json(r);
-  for (const char* key :
-       {"\"tool\":\"streamcheck\"", "\"schema_version\":2", "\"file\":", "\"verdict\":\"findings\"",
-        "\"coverage\":{\"strategy\":\"dfs\"", "\"schedules\":", "\"exhaustive\":true", "\"policy\":", "\"findings\":[",
-        "\"kind\":\"use before ready\"", "\"severity\":\"error\"", "\"first\":{", "\"second\":{", "\"line\":4",
-        "\"order\":{\"kind\":\"missing edge\"", "\"fix\":{\"kind\":", "\"schedule\":", "\"notes\":[]"})
+  for (const char* key : {"\"tool\":\"streamcheck\"", "\"schema_version\":3", "\"file\":", "\"verdict\":\"findings\"",
+                          "\"coverage\":{\"strategy\":\"dfs\"", "\"schedules\":", "\"exhaustive\":true",
+                          "\"policy\":", "\"findings\":[", "\"kind\":\"use before ready\"", "\"severity\":\"error\"",
+                          "\"first\":{", "\"second\":{", "\"line\":4", "\"order\":{\"kind\":\"missing edge\"",
+                          "\"fix\":{\"kind\":", "\"schedule\":0", "\"schedule_texts\":[\"v2", "\"notes\":[]"})
     EXPECT_NE(j.find(key), std::string::npos) << key << " missing in " << j;
   const auto parsed = nlohmann::json::parse(j);  // throws on malformed JSON
   const auto& finding = parsed.at("findings").at(0);
@@ -600,6 +600,34 @@ TEST(TraceReport, JsonHasTheDocumentedFields) {
   EXPECT_EQ(parsed.at("notes"), nlohmann::json::array());
   EXPECT_EQ(parsed.at("coverage").at("to_finish"), nlohmann::json::array()) << "exhaustive: nothing left to explore";
   EXPECT_FALSE(parsed.contains("gpu"));
+}
+
+// Schema version 3: each schedule once in `schedule_texts`, findings naming
+// it by index; equal schedules of two runs (two copies of one text) once
+// too, and a finding with no schedule (a streamed check's) null.
+TEST(TraceReport, JsonListsEachScheduleTextOnce) {
+  auto r = explore_text("stream s1\nstream s2\nbuffer A 64 on s1\nlaunch K on s2 reads A\nfree A on s1\n");
+  ASSERT_FALSE(r.findings.empty());
+  const std::string text = r.findings.front().schedule.str();
+  ASSERT_FALSE(text.empty());
+  ReportFinding again = r.findings.front();
+  again.schedule = SharedText(std::string(text));  // another run's copy of the same text
+  ASSERT_FALSE(again.schedule.same_copy(r.findings.front().schedule));
+  r.findings.push_back(again);
+  ReportFinding other = r.findings.front();
+  other.schedule = SharedText(text + "0");  // not the same schedule
+  r.findings.push_back(other);
+  ReportFinding streamed = r.findings.front();
+  streamed.schedule = SharedText();
+  r.findings.push_back(streamed);
+  const auto j = nlohmann::json::parse(report_json(r));
+  EXPECT_EQ(j.at("schedule_texts"), nlohmann::json::parse(fmt::format("[\"{0}\", \"{0}0\"]", text)));
+  const auto& findings = j.at("findings");
+  ASSERT_EQ(findings.size(), r.findings.size());
+  for (std::size_t i = 0; i + 3 < findings.size(); ++i) EXPECT_EQ(findings[i].at("schedule"), 0) << i;
+  EXPECT_EQ(findings[findings.size() - 3].at("schedule"), 0);
+  EXPECT_EQ(findings[findings.size() - 2].at("schedule"), 1);
+  EXPECT_TRUE(findings.back().at("schedule").is_null());
 }
 
 // S6: a run whose only problems are notes (a refused resource call) has the

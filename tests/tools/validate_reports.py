@@ -91,7 +91,7 @@ for number, trace in enumerate(sorted(pathlib.Path(examples).glob("*.trace"))):
     reports.append(run(["explore", t, "--schedules", schedules(20), "--faults", "on"]))
     # A clean check shows no schedule; an empty one would not fit a program
     # that asks choices (replay refuses a schedule that ends early).
-    schedule = next((f["schedule"] for f in (one or {}).get("findings", [])), None)
+    schedule = next((one["schedule_texts"][f["schedule"]] for f in (one or {}).get("findings", [])), None)
     if schedule is not None:
         reports.append(run(["replay", t, "--schedule", schedule]))
 
@@ -181,7 +181,9 @@ mutations = {
     "race as warning": broken(lambda r: r["findings"][race].update(severity="warning")),
     "line as string": broken(lambda r: r["findings"][race]["first"].update(line="7")),
     "ranges as prose only": broken(lambda r: r["findings"][race].update(ranges="A[0:4]")),
-    "bad schedule text": broken(lambda r: r["findings"][race].update(schedule="0 1")),
+    "bad schedule text": broken(lambda r: r.update(schedule_texts=["0 1"])),
+    "schedule as text (schema_version 2)": broken(lambda r: r["findings"][race].update(schedule="v2:0")),
+    "schedule_texts missing": broken(lambda r: r.pop("schedule_texts")),
     "bad policy text": broken(lambda r: r.update(policy="all on")),
     "findings verdict, no findings": broken(lambda r: r.update(findings=[])),
     "clean verdict with an error finding": broken(lambda r: r.update(verdict="clean")),
@@ -193,7 +195,7 @@ mutations = {
     "coverage missing": broken(lambda r: r.pop("coverage")),
     "unknown redundancy rule": broken(lambda r: r["redundant"][0].update(rule="O9"), with_redundant),
     "redundant without why": broken(lambda r: r["redundant"][0].pop("why"), with_redundant),
-    "input error without its error": {"tool": "streamcheck", "schema_version": 2, "verdict": "input error"},
+    "input error without its error": {"tool": "streamcheck", "schema_version": 3, "verdict": "input error"},
 }
 for name, report in mutations.items():
     if validator.is_valid(report):
