@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <iterator>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -147,17 +148,24 @@ std::string report_text(const Report& r) {
   std::vector<std::string> fixes;
   fixes.reserve(r.groups.size());
   for (const FindingGroup& g : r.groups) fixes.push_back(describe_fix(r, g));
+  // A finding's shape in a cause's: the first finding of that shape.
+  constexpr std::size_t kNoShape = std::numeric_limits<std::size_t>::max();
+  std::vector<std::size_t> first_of_shape(r.findings.size(), kNoShape);
+  for (std::size_t i = 0; i < r.findings.size(); ++i) {
+    if (shapes[i].empty() || finding_folds.folded[i]) continue;
+    first_of_shape[i] = i;
+    for (const std::size_t later : finding_folds.later[i]) first_of_shape[later] = i;
+  }
   std::vector<std::string> cause_shapes;
   cause_shapes.reserve(r.groups.size());
   for (std::size_t k = 0; k < r.groups.size(); ++k) {
     std::string& shape = cause_shapes.emplace_back(without_lines(fixes[k]));
     for (const std::size_t i : r.groups[k].findings) {
-      if (shapes[i].empty()) {
+      if (first_of_shape[i] == kNoShape) {
         shape.clear();
         break;
       }
-      shape += '\n';
-      shape += shapes[i];
+      fmt::format_to(std::back_inserter(shape), "\n{}", first_of_shape[i]);
     }
   }
   const Folds cause_folds = fold_by_shape(cause_shapes);
