@@ -306,9 +306,10 @@ void group_findings(const Trace& trace, Report& report, const TraceCheckOptions&
     }
   };
   std::vector<FindingGroup> checked;
+  if (!small) checked.swap(groups);  // no edge is checked, so no group splits: the loop below has none
   checked.reserve(groups.size());
   for (FindingGroup& g : groups) {
-    if (!small || !is_edge_group(g) || !change(g)) {
+    if (!is_edge_group(g) || !change(g)) {
       checked.push_back(std::move(g));
       continue;
     }
