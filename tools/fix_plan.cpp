@@ -306,17 +306,20 @@ void group_findings(const Trace& trace, Report& report, const TraceCheckOptions&
     }
   };
   std::vector<FindingGroup> checked;
-  if (!small) checked.swap(groups);  // no edge is checked, so no group splits: the loop below has none
-  checked.reserve(groups.size());
-  for (FindingGroup& g : groups) {
-    if (!is_edge_group(g) || !change(g)) {
-      checked.push_back(std::move(g));
-      continue;
-    }
-    for (const std::size_t i : g.findings) {
-      FindingGroup alone{{i}, {}, std::nullopt};
-      alone.breaks_producer = change(alone);
-      checked.push_back(std::move(alone));
+  if (!small) {
+    checked = std::move(groups);  // no edge is checked, so no group splits
+  } else {
+    checked.reserve(groups.size());
+    for (FindingGroup& g : groups) {
+      if (!is_edge_group(g) || !change(g)) {
+        checked.push_back(std::move(g));
+        continue;
+      }
+      for (const std::size_t i : g.findings) {
+        FindingGroup alone{{i}, {}, std::nullopt};
+        alone.breaks_producer = change(alone);
+        checked.push_back(std::move(alone));
+      }
     }
   }
   for (FindingGroup& g : checked)
