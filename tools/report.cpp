@@ -53,20 +53,22 @@ constexpr std::size_t kPairsShown = 8;
 /// on the same statements at other lines, once an iteration (40,000 blocks,
 /// 30 MB of text, for a 20,000-iteration loop that misses one wait).
 struct Folds {
+  static constexpr std::size_t kNoShape = std::numeric_limits<std::size_t>::max();
+  std::vector<std::size_t> first;               // by item: the first item of its shape (itself, or kNoShape)
   std::vector<std::vector<std::size_t>> later;  // by item: the later items of its shape
-  std::vector<bool> folded;                     // by item: one of those
+  /// Whether item `i` folds into an earlier one of its shape.
+  bool folded(std::size_t i) const { return first[i] != kNoShape && first[i] != i; }
 };
 /// The folds of items whose `shapes` are equal: an empty shape never folds.
 Folds fold_by_shape(const std::vector<std::string>& shapes) {
   const std::size_t n = shapes.size();
-  Folds f{std::vector<std::vector<std::size_t>>(n), std::vector<bool>(n, false)};
+  Folds f{std::vector<std::size_t>(n, Folds::kNoShape), std::vector<std::vector<std::size_t>>(n)};
   std::unordered_map<std::string_view, std::size_t> first_of;
   for (std::size_t i = 0; i < n; ++i) {
     if (shapes[i].empty()) continue;
     const auto [it, fresh] = first_of.try_emplace(shapes[i], i);
-    if (fresh) continue;
-    f.later[it->second].push_back(i);
-    f.folded[i] = true;
+    f.first[i] = it->second;
+    if (!fresh) f.later[it->second].push_back(i);
   }
   return f;
 }
@@ -116,7 +118,7 @@ std::string report_text(const Report& r) {
   for (const ReportFinding& f : r.findings) shapes.push_back(finding_shape(f));
   const Folds finding_folds = fold_by_shape(shapes);
   for (std::size_t i = 0; i < r.findings.size(); ++i) {
-    if (finding_folds.folded[i]) continue;
+    if (finding_folds.folded(i)) continue;
     const ReportFinding& f = r.findings[i];
     fmt::format_to(line, "\n{}{}  [in {} of {} {}s]\n", f.severity == Severity::Warning ? "warning: " : "",
                    finding_label(f), f.schedules, c.explored, unit);
@@ -149,19 +151,13 @@ std::string report_text(const Report& r) {
   fixes.reserve(r.groups.size());
   for (const FindingGroup& g : r.groups) fixes.push_back(describe_fix(r, g));
   // A finding's shape in a cause's: the first finding of that shape.
-  constexpr std::size_t kNoShape = std::numeric_limits<std::size_t>::max();
-  std::vector<std::size_t> first_of_shape(r.findings.size(), kNoShape);
-  for (std::size_t i = 0; i < r.findings.size(); ++i) {
-    if (shapes[i].empty() || finding_folds.folded[i]) continue;
-    first_of_shape[i] = i;
-    for (const std::size_t later : finding_folds.later[i]) first_of_shape[later] = i;
-  }
+  const std::vector<std::size_t>& first_of_shape = finding_folds.first;
   std::vector<std::string> cause_shapes;
   cause_shapes.reserve(r.groups.size());
   for (std::size_t k = 0; k < r.groups.size(); ++k) {
     std::string& shape = cause_shapes.emplace_back(without_lines(fixes[k]));
     for (const std::size_t i : r.groups[k].findings) {
-      if (first_of_shape[i] == kNoShape) {
+      if (first_of_shape[i] == Folds::kNoShape) {
         shape.clear();
         break;
       }
@@ -170,7 +166,7 @@ std::string report_text(const Report& r) {
   }
   const Folds cause_folds = fold_by_shape(cause_shapes);
   for (std::size_t k = 0; k < r.groups.size(); ++k) {
-    if (cause_folds.folded[k]) continue;
+    if (cause_folds.folded(k)) continue;
     const FindingGroup& g = r.groups[k];
     fmt::format_to(line, "\ncause {} of {}: {}: {}\n", k + 1, r.groups.size(), plural(g.findings.size(), "finding"),
                    describe_cause(r, g));

@@ -254,11 +254,11 @@ class Collector {
     for (const auto& f : run.model().findings()) {
       const Key k{f.kind, f.first, f.second, f.definite};
       if (auto it = index_.find(k); it != index_.end()) {
-        ++report_.findings[it->second].schedules;
+        ++findings[it->second].schedules;
         continue;
       }
       if (!schedule) schedule = schedule_of(chooser);
-      index_[k] = report_.findings.size();
+      index_[k] = findings.size();
       ReportFinding& added = findings.emplace_back(report_finding(run, f, *schedule, &producers));
       // Only a finding whose fix would be a new event gets one of the trace's
       // own lines instead; a fix that says no edge is right stays.
