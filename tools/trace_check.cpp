@@ -487,6 +487,10 @@ Report check_streamed(const std::string& path, const TraceCheckOptions& o) {
   Report r;
   r.file = path;
   r.policy = streamed.run.policy;
+  // Placed once (as Collector::add places a run's): a loop's finding in
+  // each iteration moved every finding at each growth.
+  r.findings.reserve(model.findings().size());
+  r.groups.reserve(model.findings().size());
   for (const sim::Finding& f : model.findings()) {
     r.findings.push_back(report_finding(exec, f, {}, /*producers=*/nullptr));
     r.findings.back().schedules = 1;
