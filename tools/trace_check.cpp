@@ -209,6 +209,14 @@ ChoiceSummary summarize(const std::vector<ChoicePoint>& choices, const std::vect
   return s;
 }
 
+/// What would explore the rest of one schedule's run that made choices.
+void add_one_schedule_next_steps(Coverage& c, const std::string& file, const std::string& same) {
+  c.to_finish.push_back({fmt::format("streamcheck explore {}{}", file, same),
+                         "random schedules vary every choice point (1000 by default)"});
+  c.to_finish.push_back({fmt::format("streamcheck explore {} --strategy dfs{}", file, same),
+                         "every execution, exhaustive if it finishes within --schedules"});
+}
+
 /// The command line options of `o` that change what a run does, as they are
 /// typed, so a suggested command explores the same program.
 std::string run_options_text(const TraceCheckOptions& o) {
@@ -302,12 +310,7 @@ class Collector {
       case Coverage::How::Replay:
         c.unexplored = summarize(last_choices_, last_queries_, last_choices_.size());
         c.exhaustive = last_choices_.empty();
-        if (!c.exhaustive) {
-          c.to_finish.push_back({fmt::format("streamcheck explore {}{}", file, same),
-                                 "random schedules vary every choice point (1000 by default)"});
-          c.to_finish.push_back({fmt::format("streamcheck explore {} --strategy dfs{}", file, same),
-                                 "every execution, exhaustive if it finishes within --schedules"});
-        }
+        if (!c.exhaustive) add_one_schedule_next_steps(c, file, same);
         break;
       case Coverage::How::Pct:
         c.to_finish.push_back({fmt::format("streamcheck explore {} --strategy pct --depth {} --schedules {}{}", file,
@@ -394,13 +397,13 @@ struct StreamedExecution {
 StreamedExecution run_streamed(const std::string& path, const TraceCheckOptions& o,
                                std::unique_ptr<sim::RandomChooser> chooser = nullptr,
                                std::function<void(const Statement&)> observe = {},
-                               const std::function<void(const sim::DeviceModel&)>& on_model = {}) {
+                               const std::function<void(const sim::DeviceModel&)>& on_model = {},
+                               sim::DeviceProgress progress = sim::DeviceProgress::AtOnce) {
   if (!chooser) chooser = std::make_unique<sim::RandomChooser>(o.seed);
   TraceReader reader(path);
   if (observe) reader.observe_statements(std::move(observe));
   reader.read_declarations();  // the pool and the resource, made before the first statement runs
-  TraceRunOptions run{apply_policy_overrides(reader.trace().policy, o.policy_overrides), false,
-                      sim::DeviceProgress::AtOnce};
+  TraceRunOptions run{apply_policy_overrides(reader.trace().policy, o.policy_overrides), false, progress};
   run.retain_only_named = true;
   run.value_oracle = false;
   Execution exec = run_streamed_on_simulator(reader, *chooser, run, on_model);
@@ -421,22 +424,23 @@ std::optional<Report> clean_by_streaming(const std::string& path, const TraceChe
   std::error_code not_a_file;
   if (!std::filesystem::is_regular_file(path, not_a_file)) return std::nullopt;
   StatementNearMissWatch watch;
-  auto chooser = std::make_unique<sim::RandomChooser>(o.seed);
-  const sim::Chooser& choices = *chooser;
   const sim::DeviceModel* model = nullptr;
   std::optional<StreamedExecution> streamed;
   try {
-    // Each statement comes once the one before it ran: a choice made, a
-    // finding, a query or a possible near miss ends the read there (each
-    // would be in the run at its end too: this only stops early, so that a
-    // trace with a finding near its start is not run twice through).
+    // Each statement comes once the one before it ran: a finding, a query or
+    // a possible near miss ends the read there (each would be in the run at
+    // its end too: this only stops early, so that a trace with a finding near
+    // its start is not run twice through).
     const auto watch_statement = [&](const Statement& st) {
-      if (choices.choice_count() > 0 || (model != nullptr && !model->findings().empty()) ||
-          std::holds_alternative<ast::Query>(st) || watch.may_be_near_miss(st))
+      if ((model != nullptr && !model->findings().empty()) || std::holds_alternative<ast::Query>(st) ||
+          watch.may_be_near_miss(st))
         throw NeedsWholeTrace{};
     };
-    streamed.emplace(
-        run_streamed(path, o, std::move(chooser), watch_statement, [&](const sim::DeviceModel& m) { model = &m; }));
+    // check_trace's own run: its seed's chooser, the device progressing only
+    // where the host observes it, so each pool reuse is chosen as there.
+    streamed.emplace(run_streamed(
+        path, o, std::make_unique<sim::RandomChooser>(o.seed), watch_statement,
+        [&](const sim::DeviceModel& m) { model = &m; }, sim::DeviceProgress::OnObservation));
   } catch (const NeedsWholeTrace&) {
     return std::nullopt;
   } catch (const TraceError&) {
@@ -445,9 +449,15 @@ std::optional<Report> clean_by_streaming(const std::string& path, const TraceChe
     return std::nullopt;  // a --policy the whole check refuses too, after any error in the trace itself
   }
   const Execution& exec = streamed->exec;
-  if (!exec.model().findings().empty() || !exec.notes().empty() || !exec.choice_summary().empty()) return std::nullopt;
-  // What Collector makes of a one-schedule run with no finding, note or
-  // choice (check_trace).
+  if (!exec.model().findings().empty() || !exec.notes().empty()) return std::nullopt;
+  // Pool reuses alone: the streamed run lists and counts them as the whole
+  // check's summary does (ChoiceSummary::list, in the order they were
+  // made). A query, a fault or any other choice: the whole check says which
+  // it lists.
+  const ChoiceSummary& choices = exec.choice_summary();
+  if (!choices.queries.empty() || !choices.faults.empty() || choices.device_steps > 0) return std::nullopt;
+  // What Collector makes of a one-schedule run with no finding or note
+  // (check_trace).
   Report r;
   r.file = path;
   r.policy = streamed->run.policy;
@@ -456,7 +466,9 @@ std::optional<Report> clean_by_streaming(const std::string& path, const TraceChe
   c.seed = o.seed;
   c.executions = true;  // the device progresses on observation, as check_trace's run
   c.explored = 1;
-  c.exhaustive = true;
+  c.unexplored = choices;
+  c.exhaustive = choices.empty();
+  if (!c.exhaustive) add_one_schedule_next_steps(c, path, run_options_text(o));
   return r;
 }
 

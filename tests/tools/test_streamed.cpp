@@ -443,24 +443,59 @@ void expect_checked_as_whole(const std::string& path, const TraceCheckOptions& o
 }
 
 TEST(CheckFile, SaysWhatTheWholeTraceCheckSaysOnEveryExampleAndGeneratedProgram) {
-  std::size_t by_streaming = 0, clean_examples = 0;
+  std::size_t by_streaming = 0, with_choices = 0, clean_examples = 0;
+  const auto count_streamed = [&](const std::string& path, const TraceCheckOptions& o) {
+    const std::optional<Report> streamed = clean_by_streaming(path, o);
+    by_streaming += streamed ? 1 : 0;
+    with_choices += streamed && !streamed->coverage.exhaustive ? 1 : 0;
+  };
   for (const std::string& file : example_files()) {
     TraceCheckOptions o;
     o.seed = 3;
     expect_checked_as_whole(file, o, file);
-    by_streaming += clean_by_streaming(file, o) ? 1 : 0;
+    count_streamed(file, o);
     clean_examples += check_trace(load_trace(file), o).findings.empty() ? 1 : 0;
   }
-  // The clean examples that stream and make no choice take the streamed
-  // run: the comparison above is of both paths, not of one twice.
+  // The clean examples that stream take the streamed run, those that make
+  // pool choices among them: the comparison above is of both paths, not of
+  // one twice.
   EXPECT_GE(by_streaming, 15u) << "of " << clean_examples << " clean examples";
   tests::FreshTempDir dir("check-file");
   const std::uint64_t programs = tests::sanitizer_scale() ? 40 : 200;
   for (std::uint64_t seed = 1; seed <= programs; ++seed) {
     TraceCheckOptions o;
     o.seed = seed;
-    expect_checked_as_whole(dir.write("p.trace", generate_trace_program(seed)).string(), o,
-                            generate_trace_program(seed));
+    const std::string path = dir.write("p.trace", generate_trace_program(seed)).string();
+    expect_checked_as_whole(path, o, generate_trace_program(seed));
+    count_streamed(path, o);
+  }
+  EXPECT_GE(with_choices, 2u) << "of " << by_streaming << " streamed";
+}
+
+TEST(CheckFile, StreamsALongLoopOfPoolReusesToTheWholeChecksReport) {
+  // A stream-ordered allocate/use/free loop on two streams: each `buffer`
+  // may reuse a freed block (a pool choice), and past the first pass of the
+  // retention (sim::DeviceModel::kCompactEvery ops) the streamed run holds
+  // only what is named; its choices and report must stay the whole run's.
+  std::string text = "stream a\nstream b\nevent e\n";
+  for (int i = 0; i < 30000; ++i)
+    text += fmt::format(
+        "buffer X{0} 1K on a\nlaunch k on a writes X{0}\nrecord e on a\nwait e on b\nlaunch r on b reads X{0}\n"
+        "record e on b\nwait e on a\nfree X{0} on a\n",
+        i % 3);
+  tests::FreshTempDir dir("check-file-loop");
+  const std::string path = dir.write("loop.trace", text).string();
+  for (const std::uint64_t seed : {1u, 2u}) {
+    TraceCheckOptions o;
+    o.seed = seed;
+    const std::optional<Report> streamed = clean_by_streaming(path, o);
+    ASSERT_TRUE(streamed) << "seed " << seed;
+    EXPECT_FALSE(streamed->coverage.exhaustive);
+    EXPECT_EQ(streamed->coverage.unexplored.pool_reuse.size(), kMaxListedChoices);
+    EXPECT_GT(streamed->coverage.unexplored.not_listed, 1000u);
+    const Report whole = check_trace(load_trace(path), o);
+    EXPECT_EQ(report_text(*streamed), report_text(whole)) << "seed " << seed;
+    EXPECT_EQ(report_json(*streamed), report_json(whole)) << "seed " << seed;
   }
 }
 
@@ -478,6 +513,28 @@ TEST(CheckFile, TakesTheStreamedRunOnlyWhenItStandsForTheWholeOne) {
   EXPECT_TRUE(r->findings.empty());
   EXPECT_TRUE(r->coverage.exhaustive);
   EXPECT_EQ(r->coverage.how, Coverage::How::OneSchedule);
+  // A pool reuse is the whole run's choice too (the device progresses on
+  // observation in both): the streamed run lists it as the whole check does.
+  const std::string reuse =
+      "stream a\nbuffer A 64 on a\nlaunch k on a writes A\nfree A on a\nbuffer B 64 on a\n"
+      "launch k on a writes B\nfree B on a\n";
+  const std::optional<Report> chose = streamed("reuse.trace", reuse);
+  ASSERT_TRUE(chose);
+  EXPECT_FALSE(chose->coverage.exhaustive);
+  ASSERT_EQ(chose->coverage.unexplored.pool_reuse.size(), 1u);
+  EXPECT_EQ(chose->coverage.unexplored.pool_reuse[0].line, 5);
+  expect_checked_as_whole((dir.path() / "reuse.trace").string(), {}, "reuse");
+  // A block freed on another stream: check's run has not run the free when
+  // `buffer B` asks, and the pool gives B three options; a run that executes
+  // each op at once has run it, and gives two.
+  const std::string other_stream =
+      "stream a\nstream b\nbuffer A 64 on a\nlaunch k on a writes A\nfree A on a\nbuffer B 64 on b\n"
+      "launch r on b writes B\nfree B on b\n";
+  const std::optional<Report> other = streamed("other-stream.trace", other_stream);
+  ASSERT_TRUE(other);
+  ASSERT_EQ(other->coverage.unexplored.pool_reuse.size(), 1u);
+  EXPECT_EQ(other->coverage.unexplored.pool_reuse[0].options, 3u);
+  expect_checked_as_whole((dir.path() / "other-stream.trace").string(), {}, "other stream");
   // Each of these is what a clean streamed run cannot stand for.
   const std::vector<std::pair<std::string, std::string>> whole_only = {
       // A wait on an event no earlier line recorded: a statement near miss
@@ -485,8 +542,6 @@ TEST(CheckFile, TakesTheStreamedRunOnlyWhenItStandsForTheWholeOne) {
       {"near-miss", head + "launch k on a writes A\nwait e on b\nrecord e on a\nsync device\nfree A\n"},
       // A query: its answer is a choice.
       {"query", clean + "query e\n"},
-      // A pool choice made by the last line (the read stops at none before it).
-      {"choice", head + "launch k on a writes A\nfree A on a\nbuffer B 64 on a\n"},
       // A note (a double free) and a finding.
       {"note", clean + "free A\n"},
       {"finding", head + "launch k on a writes A\nlaunch r on b reads A\nsync device\nfree A\n"},
