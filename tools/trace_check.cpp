@@ -413,6 +413,9 @@ StreamedExecution run_streamed(const std::string& path, const TraceCheckOptions&
 /// Thrown by the statement watch of clean_by_streaming: the streamed run
 /// cannot stand for the whole one, stop reading.
 struct NeedsWholeTrace {};
+/// Thrown by it too: a run whose device executes each op at once made a
+/// choice, which check's own run must make instead.
+struct MadeAChoice {};
 
 }  // namespace
 
@@ -423,30 +426,43 @@ std::optional<Report> clean_by_streaming(const std::string& path, const TraceChe
   // after a streamed one would find it empty.
   std::error_code not_a_file;
   if (!std::filesystem::is_regular_file(path, not_a_file)) return std::nullopt;
-  StatementNearMissWatch watch;
-  const sim::DeviceModel* model = nullptr;
   std::optional<StreamedExecution> streamed;
-  try {
-    // Each statement comes once the one before it ran: a finding, a query or
-    // a possible near miss ends the read there (each would be in the run at
-    // its end too: this only stops early, so that a trace with a finding near
-    // its start is not run twice through).
-    const auto watch_statement = [&](const Statement& st) {
-      if ((model != nullptr && !model->findings().empty()) || std::holds_alternative<ast::Query>(st) ||
-          watch.may_be_near_miss(st))
-        throw NeedsWholeTrace{};
-    };
-    // check_trace's own run: its seed's chooser, the device progressing only
-    // where the host observes it, so each pool reuse is chosen as there.
-    streamed.emplace(run_streamed(
-        path, o, std::make_unique<sim::RandomChooser>(o.seed), watch_statement,
-        [&](const sim::DeviceModel& m) { model = &m; }, sim::DeviceProgress::OnObservation));
-  } catch (const NeedsWholeTrace&) {
-    return std::nullopt;
-  } catch (const TraceError&) {
-    return std::nullopt;  // the whole read says what is wrong, as it would have
-  } catch (const std::invalid_argument&) {
-    return std::nullopt;  // a --policy the whole check refuses too, after any error in the trace itself
+  // First with every op executed as soon as it is enqueued, so that the
+  // retention pass drops what ran (a device that progresses only on
+  // observation runs nothing a trace never observes, and holds it all): a
+  // run that makes no choice has every schedule's verdict, check's own
+  // included. At its first choice the read starts again as check's own run
+  // (its seed's chooser, the device progressing on observation), so that
+  // each pool reuse is chosen as there.
+  for (const sim::DeviceProgress progress : {sim::DeviceProgress::AtOnce, sim::DeviceProgress::OnObservation}) {
+    StatementNearMissWatch watch;
+    auto chooser = std::make_unique<sim::RandomChooser>(o.seed);
+    const sim::Chooser& choices = *chooser;
+    const sim::DeviceModel* model = nullptr;
+    const bool stop_at_a_choice = progress == sim::DeviceProgress::AtOnce;
+    try {
+      // Each statement comes once the one before it ran: a finding, a query
+      // or a possible near miss ends the read there (each would be in the run
+      // at its end too: this only stops early, so that a trace with a finding
+      // near its start is not run twice through).
+      const auto watch_statement = [&](const Statement& st) {
+        if ((model != nullptr && !model->findings().empty()) || std::holds_alternative<ast::Query>(st) ||
+            watch.may_be_near_miss(st))
+          throw NeedsWholeTrace{};
+        if (stop_at_a_choice && choices.choice_count() > 0) throw MadeAChoice{};
+      };
+      streamed.emplace(run_streamed(
+          path, o, std::move(chooser), watch_statement, [&](const sim::DeviceModel& m) { model = &m; }, progress));
+      break;
+    } catch (const MadeAChoice&) {
+      continue;
+    } catch (const NeedsWholeTrace&) {
+      return std::nullopt;
+    } catch (const TraceError&) {
+      return std::nullopt;  // the whole read says what is wrong, as it would have
+    } catch (const std::invalid_argument&) {
+      return std::nullopt;  // a --policy the whole check refuses too, after any error in the trace itself
+    }
   }
   const Execution& exec = streamed->exec;
   if (!exec.model().findings().empty() || !exec.notes().empty()) return std::nullopt;
