@@ -64,22 +64,24 @@ using Progress = std::function<void(std::uint64_t schedules, std::size_t finding
 /// made no choice.
 Report check_trace(const Trace& trace, const TraceCheckOptions& options);
 /// `check` of trace file `path`: check_trace of the whole trace, unless one
-/// streamed run (as check_streamed's) shows the trace clean in every
-/// schedule with no statement near miss, when that run's report is the
-/// whole one's (one schedule, exhaustive, clean) and the trace is never
-/// held (docs/TRACES.md, "Streamed checks").
+/// streamed run shows the trace clean with no statement near miss, when
+/// that run's report is the whole one's and the trace is never held
+/// (docs/TRACES.md, "`check` streams a trace first").
 Report check_trace_file(const std::string& path, const TraceCheckOptions& options);
-/// check_trace_file's report of a trace one streamed run shows clean in
-/// every schedule: the run found nothing, noted nothing, made no choice and
-/// asked no query (so, as check_streamed says, every schedule has its
-/// verdict, the whole-trace run's included), and no statement may be a
-/// statement near miss (StatementNearMissWatch), the one thing a clean
-/// whole-trace report adds. nullopt, and the trace is to be checked whole:
-/// anything else, options that need the whole run (--faults, --redundant, a
+/// check_trace_file's report of a trace one streamed run shows clean: the
+/// run found nothing, noted nothing and asked no query, and no statement may
+/// be a statement near miss (StatementNearMissWatch), the one thing a clean
+/// whole-trace report adds. The run executes each op at once and, at its
+/// first choice, starts again as check_trace's own (its seed, the device
+/// progressing on observation): a run that made no choice has every
+/// schedule's verdict (exhaustive, as check_streamed says), one that made
+/// pool reuses alone lists them as check_trace's report does. nullopt, and
+/// the trace is to be checked whole: anything else (another kind of choice
+/// included), options that need the whole run (--faults, --redundant, a
 /// shard, another device progress), a path that is not a regular file (a
 /// pipe is read once), or input the streamed read refuses (the whole read
-/// says why when it is an error). The read stops at the
-/// first choice, query or possible near miss.
+/// says why when it is an error). The read stops at the first finding,
+/// query or possible near miss.
 std::optional<Report> clean_by_streaming(const std::string& path, const TraceCheckOptions& options);
 /// `check --stream` (docs/TRACES.md, "Streamed checks"): trace file `path`
 /// read and run a statement at a time (TraceReader), every op executed as
