@@ -10,7 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(g++ cmake make libgtest-dev librapidcheck-dev libboost-graph-dev libbenchmark-dev libpng-dev librsvg2-bin
-          clang-format python3-jsonschema libcli11-dev nlohmann-json3-dev libfmt-dev libopenmpi-dev openmpi-bin libzstd-dev)
+          clang-format python3-jsonschema libcli11-dev nlohmann-json3-dev libfmt-dev libopenmpi-dev openmpi-bin libzstd-dev
+          libjemalloc-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

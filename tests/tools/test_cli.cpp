@@ -24,6 +24,17 @@ TEST(Cli, VersionIsTheProjectVersion) {
   EXPECT_EQ(r.out, std::string(STREAMCHECK_VERSION) + "\n");
 }
 
+// STREAMCHECK_JEMALLOC: the command runs on jemalloc with transparent huge
+// pages (tools/allocator_config.cpp). jemalloc prints its options at exit
+// when MALLOC_CONF asks; the C library's malloc ignores the variable.
+TEST(Cli, TheCommandRunsOnJemallocWithHugePages) {
+  if (!STREAMCHECK_JEMALLOC_LINKED) GTEST_SKIP() << "built with STREAMCHECK_JEMALLOC off (a sanitizer preset)";
+  const auto r = run_shell("MALLOC_CONF=stats_print:true " + std::string(STREAMCHECK_BIN) + " --version");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("opt.thp: \"always\""), std::string::npos) << r.out.substr(0, 2000);
+  EXPECT_NE(r.out.find("opt.metadata_thp: \"auto\""), std::string::npos) << r.out.substr(0, 2000);
+}
+
 TEST(Cli, EveryVerbHasHelpAndTheTopLevelListsTheExitCodes) {
   for (const char* verb : {"check", "explore", "replay", "render", "counterexamples"}) {
     const auto r = run_command(std::string(verb) + " --help");
