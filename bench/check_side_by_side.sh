@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Issue 16's whole-trace `check` side by side: the traces a streamed run
-# cannot stand for, so `check` reads them whole (docs/TRACES.md, "`check`
-# streams a trace first"):
+# Issue 16's `check` side by side on the traces a streamed run that makes no
+# choice cannot stand for (docs/TRACES.md, "`check` streams a trace first"):
 #   buf       ITERATIONS of `buffer A 1K on s` / `launch k on s writes A` /
-#             `free A on s`: a pool choice every iteration
+#             `free A on s`: a pool choice every iteration (streamed again
+#             as `check`'s own run since 2026-12-07, no longer read whole)
 #   bufu      the same with a fresh buffer name each iteration (`b<i>`)
 #   w1m_race  the bench workload (bench/workload.h, 1 M statements) with one
 #             racing write before its end: the streamed run finds it, then
