@@ -410,12 +410,52 @@ StreamedExecution run_streamed(const std::string& path, const TraceCheckOptions&
   return StreamedExecution{std::move(run), std::move(chooser), std::move(exec), reader.statements_read()};
 }
 
-/// Thrown by the statement watch of clean_by_streaming: the streamed run
+/// Thrown by the statement watch of stream_for_check: the streamed run
 /// cannot stand for the whole one, stop reading.
 struct NeedsWholeTrace {};
 /// Thrown by it too: a run whose device executes each op at once made a
 /// choice, which check's own run must make instead.
 struct MadeAChoice {};
+
+/// Why stream_for_check stopped before the trace's end.
+enum class StreamStop {
+  AtAChoice,        // a run executing each op at once made a choice
+  NeedsWholeTrace,  // a finding, a query, a possible near miss or an error: only the whole check can say
+};
+
+/// One streamed run of clean_by_streaming, its device progressing as
+/// `progress` says; a run executing each op at once stops at its first
+/// choice.
+std::variant<StreamedExecution, StreamStop> stream_for_check(const std::string& path, const TraceCheckOptions& o,
+                                                             sim::DeviceProgress progress) {
+  StatementNearMissWatch watch;
+  auto chooser = std::make_unique<sim::RandomChooser>(o.seed);
+  const sim::Chooser& choices = *chooser;
+  const sim::DeviceModel* model = nullptr;
+  const bool stop_at_a_choice = progress == sim::DeviceProgress::AtOnce;
+  try {
+    // Each statement comes once the one before it ran: a finding, a query
+    // or a possible near miss ends the read there (each would be in the run
+    // at its end too: this only stops early, so that a trace with a finding
+    // near its start is not run twice through).
+    const auto watch_statement = [&](const Statement& st) {
+      if ((model != nullptr && !model->findings().empty()) || std::holds_alternative<ast::Query>(st) ||
+          watch.may_be_near_miss(st))
+        throw NeedsWholeTrace{};
+      if (stop_at_a_choice && choices.choice_count() > 0) throw MadeAChoice{};
+    };
+    return run_streamed(
+        path, o, std::move(chooser), watch_statement, [&](const sim::DeviceModel& m) { model = &m; }, progress);
+  } catch (const MadeAChoice&) {
+    return StreamStop::AtAChoice;
+  } catch (const NeedsWholeTrace&) {
+    return StreamStop::NeedsWholeTrace;
+  } catch (const TraceError&) {
+    return StreamStop::NeedsWholeTrace;  // the whole read says what is wrong, as it would have
+  } catch (const std::invalid_argument&) {
+    return StreamStop::NeedsWholeTrace;  // a --policy the whole check refuses too, after any error in the trace itself
+  }
+}
 
 }  // namespace
 
@@ -426,7 +466,6 @@ std::optional<Report> clean_by_streaming(const std::string& path, const TraceChe
   // after a streamed one would find it empty.
   std::error_code not_a_file;
   if (!std::filesystem::is_regular_file(path, not_a_file)) return std::nullopt;
-  std::optional<StreamedExecution> streamed;
   // First with every op executed as soon as it is enqueued, so that the
   // retention pass drops what ran (a device that progresses only on
   // observation runs nothing a trace never observes, and holds it all): a
@@ -434,37 +473,12 @@ std::optional<Report> clean_by_streaming(const std::string& path, const TraceChe
   // included. At its first choice the read starts again as check's own run
   // (its seed's chooser, the device progressing on observation), so that
   // each pool reuse is chosen as there.
-  for (const sim::DeviceProgress progress : {sim::DeviceProgress::AtOnce, sim::DeviceProgress::OnObservation}) {
-    StatementNearMissWatch watch;
-    auto chooser = std::make_unique<sim::RandomChooser>(o.seed);
-    const sim::Chooser& choices = *chooser;
-    const sim::DeviceModel* model = nullptr;
-    const bool stop_at_a_choice = progress == sim::DeviceProgress::AtOnce;
-    try {
-      // Each statement comes once the one before it ran: a finding, a query
-      // or a possible near miss ends the read there (each would be in the run
-      // at its end too: this only stops early, so that a trace with a finding
-      // near its start is not run twice through).
-      const auto watch_statement = [&](const Statement& st) {
-        if ((model != nullptr && !model->findings().empty()) || std::holds_alternative<ast::Query>(st) ||
-            watch.may_be_near_miss(st))
-          throw NeedsWholeTrace{};
-        if (stop_at_a_choice && choices.choice_count() > 0) throw MadeAChoice{};
-      };
-      streamed.emplace(run_streamed(
-          path, o, std::move(chooser), watch_statement, [&](const sim::DeviceModel& m) { model = &m; }, progress));
-      break;
-    } catch (const MadeAChoice&) {
-      continue;
-    } catch (const NeedsWholeTrace&) {
-      return std::nullopt;
-    } catch (const TraceError&) {
-      return std::nullopt;  // the whole read says what is wrong, as it would have
-    } catch (const std::invalid_argument&) {
-      return std::nullopt;  // a --policy the whole check refuses too, after any error in the trace itself
-    }
-  }
-  const Execution& exec = streamed->exec;
+  auto run = stream_for_check(path, o, sim::DeviceProgress::AtOnce);
+  if (std::holds_alternative<StreamStop>(run) && std::get<StreamStop>(run) == StreamStop::AtAChoice)
+    run = stream_for_check(path, o, sim::DeviceProgress::OnObservation);
+  if (!std::holds_alternative<StreamedExecution>(run)) return std::nullopt;
+  const StreamedExecution& streamed = std::get<StreamedExecution>(run);
+  const Execution& exec = streamed.exec;
   if (!exec.model().findings().empty() || !exec.notes().empty()) return std::nullopt;
   // Pool reuses alone: the streamed run lists and counts them as the whole
   // check's summary does (ChoiceSummary::list, in the order they were
@@ -476,7 +490,7 @@ std::optional<Report> clean_by_streaming(const std::string& path, const TraceChe
   // (check_trace).
   Report r;
   r.file = path;
-  r.policy = streamed->run.policy;
+  r.policy = streamed.run.policy;
   Coverage& c = r.coverage;
   c.how = Coverage::How::OneSchedule;
   c.seed = o.seed;
