@@ -1,7 +1,5 @@
 #pragma once
-// A hash map keyed by device address: the table behind the resource's live
-// blocks and the CUDA backend's allocations (FrontedAddressMap, below, puts
-// the newest few entries before it).
+// A hash map keyed by device address: the resource's table of live blocks.
 //
 // Why not std::unordered_map: on the allocate/deallocate path the map was
 // most of the core's own cost (docs/PERFORMANCE.md, "GPU: ..."): each
