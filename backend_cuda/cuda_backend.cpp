@@ -204,10 +204,10 @@ CudaBackend::~CudaBackend() {
   destroyed_work_.clear();
   // Allocations the client never freed: cuMemFree takes pool memory back
   // synchronously (the devices are idle by now).
-  for (const auto& [ptr, allocation] : live_allocations_) {
+  live_allocations_.for_each([&](std::uint64_t ptr, const LiveAllocation& allocation) {
     use(*allocation.gpu);
     a.mem_free(ptr);
-  }
+  });
   for (void* p : host_memory_) a.mem_free_host(p);
   for (auto& [device, g] : gpus_) {
     use(*g);
@@ -371,8 +371,8 @@ Result<std::uint64_t> CudaBackend::alloc_async(std::size_t bytes, StreamRef s) {
 
 Status CudaBackend::free_async(std::uint64_t ptr, StreamRef s) {
   if (auto f = enter("free_async")) return *f;
-  const auto found = live_allocations_.find(ptr);
-  if (found == live_allocations_.end())
+  const LiveAllocation* live = live_allocations_.find(ptr);
+  if (live == nullptr)
     return ResourceError::driver("free_async: " + std::to_string(ptr) + " is not a live allocation of this backend");
   if (options_.stamp_pool_ops) {
     // R7: the free is a write of the whole range; a racing reader sees it.
@@ -382,11 +382,11 @@ Status CudaBackend::free_async(std::uint64_t ptr, StreamRef s) {
     // nothing reads afterwards (a shrunk counterexample of M3 or M6) shows
     // here as a mismatch instead of vanishing.
     const std::uint64_t spin = next_op(s);
-    check(s, ptr, found->second.bytes, spin);
-    stamp(s, ptr, found->second.bytes, kFreedStampBit | next_stamp_++, 0);
+    check(s, ptr, live->bytes, spin);
+    stamp(s, ptr, live->bytes, kFreedStampBit | next_stamp_++, 0);
   }
   if (auto st = checked(driver_->api().mem_free_async(ptr, s.get()), "cuMemFreeAsync"); !st) return st;
-  live_allocations_.erase(found);  // nothing changed the map since the find
+  live_allocations_.erase(ptr);
   if (options_.stamp_pool_ops) {
     // Reap's promise (P3 reap ordering) is checked against this fence: an
     // event recorded right after the free, which must have completed once
@@ -446,7 +446,7 @@ Status CudaBackend::launch_on(const Gpu& g, Kernel k, std::uint64_t words, Strea
 // shrunk counterexample allocates) would be stamped and checked nowhere, and
 // a race on it could never show on the GPU.
 std::uint64_t CudaBackend::covered_bytes(std::uint64_t ptr, std::uint64_t bytes) const {
-  if (auto live = live_allocations_.find(ptr); live != live_allocations_.end() && live->second.bytes == bytes)
+  if (const LiveAllocation* live = live_allocations_.find(ptr); live && live->bytes == bytes)
     return (bytes + 7) / 8 * 8;
   if (auto host = host_buffers_.find(ptr); host != host_buffers_.end() && host->second == bytes)
     return (bytes + 7) / 8 * 8;  // R12: host buffers are made whole words long
@@ -732,7 +732,9 @@ std::uint64_t CudaBackend::check_final_contents() {
         errors_.push_back(st.error().to_string());
     }
   };
-  for (const auto& [ptr, allocation] : live_allocations_) check_buffer(ptr, allocation.bytes, allocation.gpu);
+  live_allocations_.for_each([&](std::uint64_t ptr, const LiveAllocation& allocation) {
+    check_buffer(ptr, allocation.bytes, allocation.gpu);
+  });
   for (const auto& [ptr, bytes] : host_buffers_) check_buffer(ptr, bytes, nullptr);
   return host_bad;
 }

@@ -130,29 +130,8 @@ class AddressMap {
 
   /// Erases the entry `it` names; the entries after it in its probe run
   /// move back (iterators to them are then stale).
-  void erase(const_iterator it) { erase_at(it.index_); }
-  std::size_t erase(key_type key) {
-    const std::size_t index = index_of(key);
-    if (index == slots_.size()) return 0;
-    erase_at(index);
-    return 1;
-  }
-  void clear() {
-    for (auto& slot : slots_) slot.reset();
-    size_ = 0;
-  }
-  void swap(AddressMap& other) noexcept {
-    slots_.swap(other.slots_);
-    std::swap(size_, other.size_);
-    std::swap(shift_, other.shift_);
-  }
-
- private:
-  template <class, std::size_t>
-  friend class FrontedAddressMap;  // walks and erases this table's slots by index
-
-  /// Erases the entry in slot `hole`.
-  void erase_at(std::size_t hole) {
+  void erase(const_iterator it) {
+    std::size_t hole = it.index_;
     slots_[hole].reset();
     --size_;
     // Backward shift: an entry further on may move into the hole when its
@@ -177,7 +156,23 @@ class AddressMap {
       }
     }
   }
+  std::size_t erase(key_type key) {
+    const std::size_t index = index_of(key);
+    if (index == slots_.size()) return 0;
+    erase(const_iterator(slots_, index));
+    return 1;
+  }
+  void clear() {
+    for (auto& slot : slots_) slot.reset();
+    size_ = 0;
+  }
+  void swap(AddressMap& other) noexcept {
+    slots_.swap(other.slots_);
+    std::swap(size_, other.size_);
+    std::swap(shift_, other.shift_);
+  }
 
+ private:
   static constexpr std::size_t kMinSlots = 16;
   static constexpr std::uint64_t kFibonacci = 0x9E3779B97F4A7C15ULL;  // 2^64 / golden ratio
 
@@ -231,160 +226,76 @@ class AddressMap {
   int shift_ = 64;  // 64 - log2(slot count); with no slots, never used
 };
 
-/// An AddressMap behind a few slots for the newest entries, with the same
-/// interface: the resource's live blocks and a backend's record of the
-/// allocations it handed out, where nearly every entry is erased while it
-/// is among the newest (an allocate and deallocate pair, a tensor's short
-/// life). Such a pair then only fills and clears a slot of a small array
-/// whose lines stay warm, and the table behind it is not touched at all:
-/// on the GPU, CudaBackend's table insert and erase were 2-4 % of a bare
-/// alloc + free pair (docs/PERFORMANCE.md, "the backend's allocations
-/// newest first"), found cold after each driver call. An insert into a
-/// full front moves its oldest entry behind. Iterators and references live
-/// until the map next changes, as AddressMap's.
+/// An AddressMap behind a few slots for the newest entries: a backend's
+/// record of the allocations it handed out, where nearly every allocation
+/// is freed while it is among the newest (an allocate and deallocate
+/// pair, a tensor's short life). Such a pair then only writes and clears a
+/// slot in a small array, and the table behind it is not touched at all:
+/// on the GPU, CudaBackend's AddressMap insert and erase were 2-4 % of a
+/// bare alloc + free pair (docs/PERFORMANCE.md, "the backend's allocations
+/// newest first"). Entries move to the table when the front is full.
 template <class V, std::size_t kFront = 4>
 class FrontedAddressMap {
-  using Table = AddressMap<V>;
-  using Slot = std::optional<typename Table::value_type>;
-  static_assert(kFront > 0, "a front of no slots is an AddressMap");
-
  public:
-  using key_type = typename Table::key_type;
-  using mapped_type = V;
-  using value_type = typename Table::value_type;
-  using size_type = std::size_t;
-
-  /// A position: [0, kFront) a slot of the front, kFront + i the table's slot i.
-  template <bool kConst>
-  class Iterator {
-    using MapRef = std::conditional_t<kConst, const FrontedAddressMap, FrontedAddressMap>;
-
-   public:
-    using iterator_category = std::forward_iterator_tag;
-    using value_type = FrontedAddressMap::value_type;
-    using difference_type = std::ptrdiff_t;
-    using pointer = std::conditional_t<kConst, const value_type*, value_type*>;
-    using reference = std::conditional_t<kConst, const value_type&, value_type&>;
-
-    Iterator() = default;
-    /// A const iterator from a mutable one (never Iterator<false>'s copy constructor).
-    template <bool kFromConst>
-    Iterator(const Iterator<kFromConst>& other) requires(kConst && !kFromConst)
-        : map_(other.map_), index_(other.index_) {}
-    reference operator*() const { return *map_->slot(index_); }
-    pointer operator->() const { return &*map_->slot(index_); }
-    Iterator& operator++() {
-      index_ = map_->next_used(index_ + 1);
-      return *this;
-    }
-    Iterator operator++(int) {
-      Iterator before = *this;
-      ++*this;
-      return before;
-    }
-    friend bool operator==(const Iterator& a, const Iterator& b) { return a.index_ == b.index_; }
-
-   private:
-    friend class FrontedAddressMap;
-    template <bool>
-    friend class Iterator;
-    Iterator(MapRef& map, std::size_t index) : map_(&map), index_(index) {}
-    MapRef* map_ = nullptr;
-    std::size_t index_ = 0;
-  };
-  using iterator = Iterator<false>;
-  using const_iterator = Iterator<true>;
-
-  FrontedAddressMap() = default;
-  FrontedAddressMap(const FrontedAddressMap&) = delete;
-  FrontedAddressMap& operator=(const FrontedAddressMap&) = delete;
+  using key_type = std::uint64_t;
 
   std::size_t size() const { return front_count_ + behind_.size(); }
-  bool empty() const { return size() == 0; }
 
-  iterator begin() { return iterator(*this, next_used(0)); }
-  iterator end() { return iterator(*this, end_index()); }
-  const_iterator begin() const { return cbegin(); }
-  const_iterator end() const { return cend(); }
-  const_iterator cbegin() const { return const_iterator(*this, next_used(0)); }
-  const_iterator cend() const { return const_iterator(*this, end_index()); }
-
-  iterator find(key_type key) { return iterator(*this, index_of(key)); }
-  const_iterator find(key_type key) const { return const_iterator(*this, index_of(key)); }
-  bool contains(key_type key) const { return index_of(key) != end_index(); }
-  /// The entry a const_iterator names, to change it: no second lookup.
-  iterator mutable_iterator(const_iterator it) { return iterator(*this, it.index_); }
-
-  /// Inserts (key, V(args...)) as the newest entry unless key is there;
-  /// says where it is and whether it was inserted. Nothing is taken from
-  /// `args` when it is there.
-  template <class... Args>
-  std::pair<iterator, bool> try_emplace(key_type key, Args&&... args) {
-    if (const std::size_t at = index_of(key); at != end_index()) return {iterator(*this, at), false};
-    if (front_count_ == kFront) {
-      // Full: the oldest entry goes behind (growing the table may throw:
-      // then nothing has changed), and the others move down a slot.
-      behind_.try_emplace(front_[0]->first, std::move(front_[0]->second));
-      shift_front_down(0);
+  /// Sets `key`'s value, inserting it when absent (as a newest entry).
+  void insert_or_assign(key_type key, V value) {
+    // Here, not at the class: a V nested in a class still being defined
+    // (CudaBackend's) is not yet known to be default constructible there.
+    static_assert(std::is_default_constructible_v<V> && std::is_nothrow_move_assignable_v<V>,
+                  "the front's slots are assigned in place");
+    if (V* there = find(key)) {
+      *there = std::move(value);
+      return;
     }
-    front_[front_count_].emplace(std::piecewise_construct, std::forward_as_tuple(key),
-                                 std::forward_as_tuple(std::forward<Args>(args)...));
-    return {iterator(*this, front_count_++), true};
+    if (front_count_ == kFront) {
+      // Full: the oldest slot's entry goes behind (it may throw, growing the
+      // table: then nothing has changed), and the others move up.
+      behind_.try_emplace(front_[0].key, std::move(front_[0].value));
+      std::move(front_.begin() + 1, front_.end(), front_.begin());
+      --front_count_;
+    }
+    front_[front_count_++] = Entry{key, std::move(value)};
   }
-  template <class M>
-  std::pair<iterator, bool> insert_or_assign(key_type key, M&& value) {
-    auto [it, inserted] = try_emplace(key, std::forward<M>(value));
-    if (!inserted) it->second = std::forward<M>(value);
-    return {it, inserted};
+  V* find(key_type key) {
+    for (std::size_t i = front_count_; i-- > 0;)
+      if (front_[i].key == key) return &front_[i].value;
+    if (behind_.empty()) return nullptr;
+    auto it = behind_.find(key);
+    return it == behind_.end() ? nullptr : &it->second;
   }
-  V& operator[](key_type key) { return try_emplace(key).first->second; }
-
-  /// Erases the entry `it` names (iterators to others may then be stale).
-  void erase(const_iterator it) {
-    if (it.index_ < kFront)
-      shift_front_down(it.index_);  // the slots stay oldest first
-    else
-      behind_.erase_at(it.index_ - kFront);
+  const V* find(key_type key) const { return const_cast<FrontedAddressMap&>(*this).find(key); }
+  /// Takes `key` out; false when it was not there.
+  bool erase(key_type key) {
+    for (std::size_t i = front_count_; i-- > 0;)
+      if (front_[i].key == key) {
+        // The slots stay oldest first: the newer ones move down.
+        std::move(front_.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                  front_.begin() + static_cast<std::ptrdiff_t>(front_count_),
+                  front_.begin() + static_cast<std::ptrdiff_t>(i));
+        front_[--front_count_] = Entry{};
+        return true;
+      }
+    return behind_.erase(key) == 1;
   }
-  std::size_t erase(key_type key) {
-    const std::size_t at = index_of(key);
-    if (at == end_index()) return 0;
-    erase(const_iterator(*this, at));
-    return 1;
-  }
-  void clear() {
-    for (auto& slot : front_) slot.reset();
-    front_count_ = 0;
-    behind_.clear();
+  /// fn(key, value) for each entry, in no particular order.
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    for (std::size_t i = 0; i < front_count_; ++i) fn(front_[i].key, front_[i].value);
+    for (const auto& [key, value] : behind_) fn(key, value);
   }
 
  private:
-  std::size_t end_index() const { return kFront + behind_.slots_.size(); }
-  Slot& slot(std::size_t index) { return index < kFront ? front_[index] : behind_.slots_[index - kFront]; }
-  const Slot& slot(std::size_t index) const { return index < kFront ? front_[index] : behind_.slots_[index - kFront]; }
-  /// The first used position at or after `from` (end_index() when none).
-  std::size_t next_used(std::size_t from) const {
-    if (from < front_count_) return from;
-    return kFront + Table::next_used(behind_.slots_, from < kFront ? 0 : from - kFront);
-  }
-  /// `key`'s position, the newest front slot first; end_index() when absent.
-  std::size_t index_of(key_type key) const {
-    for (std::size_t i = front_count_; i-- > 0;)
-      if (front_[i]->first == key) return i;
-    return kFront + behind_.index_of(key);
-  }
-  /// Empties front slot `hole`, moving each newer entry down one slot.
-  void shift_front_down(std::size_t hole) {
-    for (std::size_t i = hole; i + 1 < front_count_; ++i) {
-      front_[i].reset();
-      front_[i].emplace(std::move(*front_[i + 1]));
-    }
-    front_[--front_count_].reset();
-  }
-
-  std::array<Slot, kFront> front_{};  // [0, front_count_) used, oldest first
+  struct Entry {
+    key_type key = 0;
+    V value{};
+  };
+  std::array<Entry, kFront> front_{};  // [0, front_count_) used, oldest first
   std::size_t front_count_ = 0;
-  Table behind_;
+  AddressMap<V> behind_;
 };
 
 }  // namespace streamcheck

@@ -230,13 +230,7 @@ class Resource {
   // lock was most of what the core's locks cost allocate + deallocate on
   // the GPU: docs/PERFORMANCE.md), and a section on the tally alone (reap's
   // drain) still commutes with sections on blocks.
-  //
-  // The newest few blocks sit in a small array before the table
-  // (FrontedAddressMap): a block allocated and freed while it is among
-  // them, the common case, fills and clears a slot whose lines stay warm
-  // between the driver calls, where a table slot of its own address was
-  // found cold each time (docs/PERFORMANCE.md).
-  GuardedMap<FrontedAddressMap<LiveEntry>, Mutex, PendingTally> live_;
+  GuardedMap<AddressMap<LiveEntry>, Mutex, PendingTally> live_;
   // Written only with live_'s lock held (M19 breaks that for the pending
   // total), read without one: add_holding_lock / sub_holding_lock.
   typename B::template Atomic<std::size_t> live_bytes_{0};
