@@ -410,16 +410,10 @@ StreamedExecution run_streamed(const std::string& path, const TraceCheckOptions&
   return StreamedExecution{std::move(run), std::move(chooser), std::move(exec), reader.statements_read()};
 }
 
-/// Thrown by the statement watch of stream_for_check: the streamed run
-/// cannot stand for the whole one, stop reading.
-struct NeedsWholeTrace {};
-/// Thrown by it too: a run whose device executes each op at once made a
-/// choice, which check's own run must make instead.
-struct MadeAChoice {};
-
-/// Why stream_for_check stopped before the trace's end.
+/// Why stream_for_check stopped before the trace's end; its statement
+/// watch throws it to stop the read.
 enum class StreamStop {
-  AtAChoice,        // a run executing each op at once made a choice
+  AtAChoice,        // a run executing each op at once made a choice, which check's own run must make instead
   NeedsWholeTrace,  // a finding, a query, a possible near miss or an error: only the whole check can say
 };
 
@@ -441,15 +435,13 @@ std::variant<StreamedExecution, StreamStop> stream_for_check(const std::string& 
     const auto watch_statement = [&](const Statement& st) {
       if ((model != nullptr && !model->findings().empty()) || std::holds_alternative<ast::Query>(st) ||
           watch.may_be_near_miss(st))
-        throw NeedsWholeTrace{};
-      if (stop_at_a_choice && choices.choice_count() > 0) throw MadeAChoice{};
+        throw StreamStop::NeedsWholeTrace;
+      if (stop_at_a_choice && choices.choice_count() > 0) throw StreamStop::AtAChoice;
     };
     return run_streamed(
         path, o, std::move(chooser), watch_statement, [&](const sim::DeviceModel& m) { model = &m; }, progress);
-  } catch (const MadeAChoice&) {
-    return StreamStop::AtAChoice;
-  } catch (const NeedsWholeTrace&) {
-    return StreamStop::NeedsWholeTrace;
+  } catch (const StreamStop why) {
+    return why;
   } catch (const TraceError&) {
     return StreamStop::NeedsWholeTrace;  // the whole read says what is wrong, as it would have
   } catch (const std::invalid_argument&) {
@@ -474,11 +466,11 @@ std::optional<Report> clean_by_streaming(const std::string& path, const TraceChe
   // (its seed's chooser, the device progressing on observation), so that
   // each pool reuse is chosen as there.
   auto run = stream_for_check(path, o, sim::DeviceProgress::AtOnce);
-  if (std::holds_alternative<StreamStop>(run) && std::get<StreamStop>(run) == StreamStop::AtAChoice)
+  if (const auto* stop = std::get_if<StreamStop>(&run); stop && *stop == StreamStop::AtAChoice)
     run = stream_for_check(path, o, sim::DeviceProgress::OnObservation);
-  if (!std::holds_alternative<StreamedExecution>(run)) return std::nullopt;
-  const StreamedExecution& streamed = std::get<StreamedExecution>(run);
-  const Execution& exec = streamed.exec;
+  const auto* streamed = std::get_if<StreamedExecution>(&run);
+  if (streamed == nullptr) return std::nullopt;
+  const Execution& exec = streamed->exec;
   if (!exec.model().findings().empty() || !exec.notes().empty()) return std::nullopt;
   // Pool reuses alone: the streamed run lists and counts them as the whole
   // check's summary does (ChoiceSummary::list, in the order they were
@@ -490,7 +482,7 @@ std::optional<Report> clean_by_streaming(const std::string& path, const TraceChe
   // (check_trace).
   Report r;
   r.file = path;
-  r.policy = streamed.run.policy;
+  r.policy = streamed->run.policy;
   Coverage& c = r.coverage;
   c.how = Coverage::How::OneSchedule;
   c.seed = o.seed;
