@@ -146,15 +146,35 @@ class Resource {
     return *entry.uses;
   }
 
-  std::string where(const char* fn) const { return std::string("Resource::") + fn; }
-  std::optional<ResourceError> check_device(const char* fn, std::uint32_t ordinal) const {
-    if (ordinal == device_ordinal_) return std::nullopt;
+  // The error values, each built out of line ([[gnu::cold]]): the calls'
+  // hot paths then hold a compare and a call where they held the string
+  // building, which was much of the core's own code on allocate +
+  // deallocate (docs/PERFORMANCE.md, "GPU: the core's error paths out of
+  // line").
+  static std::string where(const char* fn) { return std::string("Resource::") + fn; }
+  [[gnu::cold, gnu::noinline]] ResourceError wrong_device(const char* fn, std::uint32_t ordinal) const {
     return ResourceError::driver(where(fn) + ": block device " + std::to_string(ordinal) + " != resource device " +
                                  std::to_string(device_ordinal_));
   }
-  Result<typename B::StreamRef> resolve(const char* fn, StreamId id) const {
-    if (auto s = backend_.resolve_stream(id)) return *s;
+  [[gnu::cold, gnu::noinline]] static ResourceError unknown_stream(const char* fn, StreamId id) {
     return ResourceError::stream_misuse(where(fn) + ": unknown StreamId(" + std::to_string(id.value) + ")");
+  }
+  /// The Driver error of `fn` whose backend call `what` failed with `cause`.
+  [[gnu::cold, gnu::noinline]] static ResourceError failed(const char* fn, const char* what,
+                                                           const ResourceError& cause) {
+    return ResourceError::driver_caused_by(where(fn) + ": " + what, cause);
+  }
+  [[gnu::cold, gnu::noinline]] static ResourceError zero_bytes() {
+    return ResourceError::driver(where("allocate") + ": zero-byte allocation not supported");
+  }
+  [[gnu::cold, gnu::noinline]] static ResourceError alloc_stream_gone(StreamId alloc_stream) {
+    return ResourceError::stream_misuse(where("prepare_block_use") + ": the block's alloc stream StreamId(" +
+                                        std::to_string(alloc_stream.value) +
+                                        ") is gone, so the allocation-ready event this first use on another "
+                                        "stream waits for cannot be recorded (P-alloc)");
+  }
+  [[gnu::cold, gnu::noinline]] static ResourceError gone(Generation generation) {
+    return ResourceError::use_after_free(generation);
   }
   // The same-stream skip: an event recorded on `event_stream` needs no wait
   // from `use_stream` when they are one stream (R1). M6 compares the wrong
@@ -179,7 +199,7 @@ class Resource {
     }
     return found;
   }
-  ResourceError collision(std::uint64_t ptr) const {
+  [[gnu::cold, gnu::noinline]] static ResourceError collision(std::uint64_t ptr) {
     return ResourceError::driver(where("allocate") + ": pointer collision on allocation at address " +
                                  std::to_string(ptr) + " (a live block is there; the address is not released)");
   }
@@ -239,11 +259,14 @@ class Resource {
 
 template <Backend B, class P>
 Result<DeviceBlock> Resource<B, P>::allocate(std::size_t bytes, StreamId stream, AllocTag tag) {
-  if (bytes == 0) return ResourceError::driver(where("allocate") + ": zero-byte allocation not supported");
-  auto s = resolve("allocate", stream);
-  if (!s) return s.error();
-  auto ptr = backend_.alloc_async(bytes, s.value());
-  if (!ptr) return ResourceError::driver_caused_by(where("allocate") + ": alloc_async", ptr.error());
+  if (bytes == 0) [[unlikely]]
+    return zero_bytes();
+  const auto s = backend_.resolve_stream(stream);
+  if (!s) [[unlikely]]
+    return unknown_stream("allocate", stream);
+  auto ptr = backend_.alloc_async(bytes, *s);
+  if (!ptr) [[unlikely]]
+    return failed("allocate", "alloc_async", ptr.error());
   // P-alloc: no event yet; prepare_block_use records the allocation-ready
   // event when the block is first used on another stream. Nothing below can
   // fail but a collision, which must not free the address (P5).
@@ -275,8 +298,7 @@ Status Resource<B, P>::wait_for_uses(const char* fn, LiveEntry& entry, typename 
     }
     // M17 goes on past a failed wait on a read, as if it had been queued.
     if (P::has(MutantId::M17) && is_read) return true;
-    failure = ResourceError::driver_caused_by(
-        where(fn) + (is_read ? ": wait on outstanding read" : ": wait on last_write"), w.error());
+    failure = failed(fn, is_read ? "wait on outstanding read" : "wait on last_write", w.error());
     return false;
   });
   if (failure) return *failure;
@@ -285,12 +307,15 @@ Status Resource<B, P>::wait_for_uses(const char* fn, LiveEntry& entry, typename 
 
 template <Backend B, class P>
 Status Resource<B, P>::prepare_block_use(BlockId id, StreamId use_stream, Access access) {
-  if (auto e = check_device("prepare_block_use", id.device_ordinal)) return *e;
-  auto s = resolve("prepare_block_use", use_stream);
-  if (!s) return s.error();
+  if (id.device_ordinal != device_ordinal_) [[unlikely]]
+    return wrong_device("prepare_block_use", id.device_ordinal);
+  const auto s = backend_.resolve_stream(use_stream);
+  if (!s) [[unlikely]]
+    return unknown_stream("prepare_block_use", use_stream);
   auto live = live_.lock();
   auto it = live.find(id.ptr);
-  if (it == live.end() || it->second.generation != id.generation) return ResourceError::use_after_free(id.generation);
+  if (it == live.end() || it->second.generation != id.generation) [[unlikely]]
+    return gone(id.generation);
   const LiveEntry& entry = it->second;
   // P-alloc: a use on another stream of a block nothing has written yet
   // waits for an allocation-ready event recorded now on the alloc stream
@@ -302,19 +327,11 @@ Status Resource<B, P>::prepare_block_use(BlockId id, StreamId use_stream, Access
   if constexpr (!P::has(MutantId::M3)) {
     if (!has_last_write(entry) && use_stream != id.alloc_stream) {
       auto home = backend_.resolve_stream(id.alloc_stream);
-      if (!home)
-        return ResourceError::stream_misuse(where("prepare_block_use") + ": the block's alloc stream StreamId(" +
-                                            std::to_string(id.alloc_stream.value) +
-                                            ") is gone, so the allocation-ready event this first use on another "
-                                            "stream waits for cannot be recorded (P-alloc)");
+      if (!home) return alloc_stream_gone(id.alloc_stream);
       auto ev = backend_.create_event();
-      if (!ev)
-        return ResourceError::driver_caused_by(where("prepare_block_use") + ": create allocation-ready event",
-                                               ev.error());
+      if (!ev) return failed("prepare_block_use", "create allocation-ready event", ev.error());
       auto rec = backend_.record_event(ev.value(), *home);
-      if (!rec)
-        return ResourceError::driver_caused_by(where("prepare_block_use") + ": record allocation-ready event",
-                                               rec.error());
+      if (!rec) return failed("prepare_block_use", "record allocation-ready event", rec.error());
       ready.emplace(std::move(ev).value());
     }
   }
@@ -322,10 +339,8 @@ Status Resource<B, P>::prepare_block_use(BlockId id, StreamId use_stream, Access
   // event before the first write (M2: a read skips it).
   const bool wait_last_write = !(P::has(MutantId::M2) && access == Access::Read);
   if (ready && wait_last_write && needs_wait(id.alloc_stream, use_stream, id.alloc_stream)) {
-    auto w = backend_.wait_event(s.value(), *ready);
-    if (!w)
-      return ResourceError::driver_caused_by(where("prepare_block_use") + ": wait on allocation-ready event",
-                                             w.error());
+    auto w = backend_.wait_event(*s, *ready);
+    if (!w) return failed("prepare_block_use", "wait on allocation-ready event", w.error());
   }
   // P-write: a writing access also waits on every outstanding read (M1 skips).
   const bool wait_reads = writes(access) && !P::has(MutantId::M1);
@@ -335,20 +350,23 @@ Status Resource<B, P>::prepare_block_use(BlockId id, StreamId use_stream, Access
   const bool none_left = for_each_wait(entry, use_stream, id.alloc_stream, wait_last_write, wait_reads,
                                        [](const StreamEvent&, bool) { return false; });
   if (none_left) return {};
-  return wait_for_uses("prepare_block_use", live.for_update(it)->second, s.value(), use_stream, id.alloc_stream,
+  return wait_for_uses("prepare_block_use", live.for_update(it)->second, *s, use_stream, id.alloc_stream,
                        wait_last_write, wait_reads);
 }
 
 template <Backend B, class P>
 Status Resource<B, P>::finish_block_use(BlockId id, StreamId use_stream, Access access) {
-  if (auto e = check_device("finish_block_use", id.device_ordinal)) return *e;
-  auto s = resolve("finish_block_use", use_stream);
-  if (!s) return s.error();
+  if (id.device_ordinal != device_ordinal_) [[unlikely]]
+    return wrong_device("finish_block_use", id.device_ordinal);
+  const auto s = backend_.resolve_stream(use_stream);
+  if (!s) [[unlikely]]
+    return unknown_stream("finish_block_use", use_stream);
   {
     // Validate before creating an event we would only have to give back.
     auto live = live_.lock();
     auto it = live.find(id.ptr);
-    if (it == live.end() || it->second.generation != id.generation) return ResourceError::use_after_free(id.generation);
+    if (it == live.end() || it->second.generation != id.generation) [[unlikely]]
+      return gone(id.generation);
     // P-rerecord: the block already holds an event of this use's kind on
     // this stream (a read's among the reads, or a write's as last_write):
     // recording that same event again now captures everything the old
@@ -363,8 +381,8 @@ Status Resource<B, P>::finish_block_use(BlockId id, StreamId use_stream, Access 
     if constexpr (!P::has(MutantId::M11) && !P::has(MutantId::M16) && !P::has(MutantId::M5)) {
       if (same_stream_event(it->second, use_stream, access) != nullptr) {
         LiveEntry& entry = live.for_update(it)->second;  // the same entry, now told as changed
-        auto again = record_again(*same_stream_event(entry, use_stream, access), s.value());
-        if (!again) return ResourceError::driver_caused_by(where("finish_block_use") + ": record event", again.error());
+        auto again = record_again(*same_stream_event(entry, use_stream, access), *s);
+        if (!again) return failed("finish_block_use", "record event", again.error());
         if (writes(access)) entry.uses->reads.clear();  // P-finish (write): its event subsumes them
         return {};
       }
@@ -372,9 +390,11 @@ Status Resource<B, P>::finish_block_use(BlockId id, StreamId use_stream, Access 
   }
   // Record outside the lock: the driver call may block.
   auto ev = backend_.create_event();
-  if (!ev) return ResourceError::driver_caused_by(where("finish_block_use") + ": create event", ev.error());
-  auto rec = backend_.record_event(ev.value(), s.value());
-  if (!rec) return ResourceError::driver_caused_by(where("finish_block_use") + ": record event", rec.error());
+  if (!ev) [[unlikely]]
+    return failed("finish_block_use", "create event", ev.error());
+  auto rec = backend_.record_event(ev.value(), *s);
+  if (!rec) [[unlikely]]
+    return failed("finish_block_use", "record event", rec.error());
 
   auto live = live_.lock();
   auto it = live.find_for_update(id.ptr);
@@ -383,7 +403,8 @@ Status Resource<B, P>::finish_block_use(BlockId id, StreamId use_stream, Access 
   // event is then released when `ev` goes out of scope. M15 checks the
   // address only.
   const bool same_block = it != live.end() && (P::has(MutantId::M15) || it->second.generation == id.generation);
-  if (!same_block) return ResourceError::use_after_free(id.generation);
+  if (!same_block) [[unlikely]]
+    return gone(id.generation);
   BlockUses& uses = uses_for_update(it->second);
   if (writes(access)) {
     // P-finish (write): the writer waited on everything, so its event
@@ -398,8 +419,8 @@ Status Resource<B, P>::finish_block_use(BlockId id, StreamId use_stream, Access 
     if (uses.reads.empty()) {
       uses.reads.push_back(StreamEvent{use_stream, std::move(ev).value(), {}});
     } else {
-      auto again = record_again(uses.reads.front(), s.value());
-      if (!again) return ResourceError::driver_caused_by(where("finish_block_use") + ": re-record", again.error());
+      auto again = record_again(uses.reads.front(), *s);
+      if (!again) return failed("finish_block_use", "re-record", again.error());
       uses.reads.front().stream = use_stream;
     }
   } else {
@@ -417,10 +438,12 @@ Status Resource<B, P>::finish_block_use(BlockId id, StreamId use_stream, Access 
 
 template <Backend B, class P>
 Status Resource<B, P>::deallocate(const DeviceBlock& block) {
-  if (auto e = check_device("deallocate", block.device_ordinal)) return *e;
+  if (block.device_ordinal != device_ordinal_) [[unlikely]]
+    return wrong_device("deallocate", block.device_ordinal);
   // Resolve first: on failure the entry and the counters stay untouched.
-  auto s = resolve("deallocate", block.alloc_stream);
-  if (!s) return s.error();
+  const auto s = backend_.resolve_stream(block.alloc_stream);
+  if (!s) [[unlikely]]
+    return unknown_stream("deallocate", block.alloc_stream);
 
   // The entry once it leaves the map. Not a std::optional<LiveEntry>: g++
   // fills an empty one with a `rep stos` of its whole size, which cost
@@ -433,14 +456,14 @@ Status Resource<B, P>::deallocate(const DeviceBlock& block) {
     // concurrent deallocate already did.
     auto live = live_.lock();
     auto it = live.find(block.ptr);
-    if (it == live.end() || it->second.generation != block.generation)
-      return ResourceError::use_after_free(block.generation);
+    if (it == live.end() || it->second.generation != block.generation) return gone(block.generation);
   }
   {
     auto live = live_.lock();
     auto it = live.find_for_update(block.ptr);
     const bool found = it != live.end() && (P::has(MutantId::M21) || it->second.generation == block.generation);
-    if (!found && !P::has(MutantId::M21)) return ResourceError::use_after_free(block.generation);
+    if (!found && !P::has(MutantId::M21)) [[unlikely]]
+      return gone(block.generation);
     if constexpr (P::has(MutantId::M10)) {
       // Removes the entry before the waits are known to have succeeded.
       retired = std::move(it->second);
@@ -451,12 +474,14 @@ Status Resource<B, P>::deallocate(const DeviceBlock& block) {
       LiveEntry& entry = is_retired ? retired : it->second;
       // P-free: the alloc stream waits for last_write and every read (M4
       // skips the reads). If a wait fails the entry stays and nothing moves.
-      auto waited = wait_for_uses("deallocate", entry, s.value(), block.alloc_stream, block.alloc_stream, true,
-                                  !P::has(MutantId::M4));
-      if (!waited) return waited;
+      auto waited =
+          wait_for_uses("deallocate", entry, *s, block.alloc_stream, block.alloc_stream, true, !P::has(MutantId::M4));
+      if (!waited) [[unlikely]]
+        return waited;
     }
-    auto freed = backend_.free_async(block.ptr, s.value());
-    if (!freed) return ResourceError::driver_caused_by(where("deallocate") + ": free_async", freed.error());
+    auto freed = backend_.free_async(block.ptr, *s);
+    if (!freed) [[unlikely]]
+      return failed("deallocate", "free_async", freed.error());
     if (found && !is_retired) {
       retired = std::move(it->second);
       is_retired = true;
