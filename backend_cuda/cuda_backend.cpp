@@ -307,12 +307,6 @@ Status CudaBackend::synchronize_device(DeviceNumber device) {
   return {};
 }
 
-std::optional<StreamRef> CudaBackend::resolve_stream(StreamId id) const {
-  // Every resource call resolves its stream: one load, not a tree search.
-  if (id.value >= handle_by_id_.size()) return std::nullopt;
-  return StreamRef::from(handle_by_id_[id.value]);  // null: removed
-}
-
 std::uint32_t CudaBackend::stream_index(StreamRef s) const {
   for (const auto& [id, entry] : streams_)
     if (entry.ref == s) return entry.index;

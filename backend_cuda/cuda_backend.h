@@ -161,7 +161,12 @@ class CudaBackend {
   /// each other's memory.
   StreamId add_stream(std::string name = {}, StreamKind kind = StreamKind::NonBlocking, DeviceNumber device = 0);
   void remove_stream(StreamId id);
-  std::optional<StreamRef> resolve_stream(StreamId id) const;
+  /// Every resource call resolves its stream: one load, not a tree search,
+  /// and inline, as it is called twice on allocate + deallocate.
+  std::optional<StreamRef> resolve_stream(StreamId id) const {
+    if (id.value >= handle_by_id_.size()) return std::nullopt;
+    return StreamRef::from(handle_by_id_[id.value]);  // null: removed
+  }
 
   /// The trace device current on the calling thread (cudaSetDevice, R13):
   /// create_event makes its events there.
