@@ -121,6 +121,60 @@ class ErrorPaths : public ::testing::Test {
   BlockId id;
 };
 
+// ---------------------------------------------------------------- messages
+
+// Each error's whole text, as a caller logs it: which call refused and why.
+// The texts are built out of line on cold paths (model/resource.h); this
+// pins them, so moving them cannot change what a user reads.
+TEST_F(ErrorPaths, EachErrorSaysWhichCallRefusedAndWhy) {
+  const auto text = [](const auto& result) {
+    EXPECT_FALSE(result.ok());
+    return result.ok() ? std::string("ok") : result.error().to_string();
+  };
+  EXPECT_EQ(text(r.allocate(0, env.s0)), "driver error: Resource::allocate: zero-byte allocation not supported");
+  EXPECT_EQ(text(r.allocate(64, StreamId{77})),
+            "stream-ordered contract violated: Resource::allocate: unknown StreamId(77)");
+  env.backend.arm_fault(0);
+  EXPECT_EQ(text(r.allocate(64, env.s1)),
+            "driver error: Resource::allocate: alloc_async: injected fault at alloc_async");
+  EXPECT_EQ(text(r.prepare_block_use(on_device(block, 3), env.s1, Access::Read)),
+            "driver error: Resource::prepare_block_use: block device 3 != resource device 0");
+  EXPECT_EQ(text(r.prepare_block_use(id, StreamId{42}, Access::Read)),
+            "stream-ordered contract violated: Resource::prepare_block_use: unknown StreamId(42)");
+  env.backend.arm_fault(0);
+  EXPECT_EQ(text(r.prepare_block_use(id, env.s1, Access::Read)),
+            "driver error: Resource::prepare_block_use: create allocation-ready event: injected fault at "
+            "create_event");
+  EXPECT_EQ(text(r.finish_block_use(on_device(block, 1), env.s1, Access::Write)),
+            "driver error: Resource::finish_block_use: block device 1 != resource device 0");
+  EXPECT_EQ(text(r.finish_block_use(id, StreamId{9}, Access::Write)),
+            "stream-ordered contract violated: Resource::finish_block_use: unknown StreamId(9)");
+  env.backend.arm_fault(1);  // create_event, then record_event
+  EXPECT_EQ(text(r.finish_block_use(id, env.s1, Access::Write)),
+            "driver error: Resource::finish_block_use: record event: injected fault at record_event");
+  const BlockId stale = stale_id(block);
+  EXPECT_EQ(text(r.finish_block_use(stale, env.s1, Access::Write)),
+            "use after free of generation " + std::to_string(stale.generation.value));
+  DeviceBlock elsewhere = block;
+  elsewhere.device_ordinal = 2;
+  EXPECT_EQ(text(r.deallocate(elsewhere)), "driver error: Resource::deallocate: block device 2 != resource device 0");
+  ASSERT_TRUE(r.finish_block_use(id, env.s1, Access::Write).ok());
+  env.backend.arm_fault(0);
+  EXPECT_EQ(text(r.deallocate(block)),
+            "driver error: Resource::deallocate: wait on last_write: injected fault at wait_event");
+  env.backend.remove_stream(env.s0);
+  EXPECT_EQ(text(r.deallocate(block)), "stream-ordered contract violated: Resource::deallocate: unknown StreamId(" +
+                                           std::to_string(env.s0.value) + ")");
+  auto on_s2 = r.allocate(64, env.s2);
+  ASSERT_TRUE(on_s2.ok());
+  env.backend.remove_stream(env.s2);
+  EXPECT_EQ(text(r.prepare_block_use(BlockId::of(on_s2.value()), env.s1, Access::Read)),
+            "stream-ordered contract violated: Resource::prepare_block_use: the block's alloc stream StreamId(" +
+                std::to_string(env.s2.value) +
+                ") is gone, so the allocation-ready event this first use on another stream waits for cannot be "
+                "recorded (P-alloc)");
+}
+
 // ---------------------------------------------------------------- allocate
 
 TEST_F(ErrorPaths, AllocateZeroBytesIsDriverError) {
