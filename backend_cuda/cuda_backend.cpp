@@ -317,6 +317,12 @@ Result<CudaBackend::Event> CudaBackend::create_event() {
   if (auto f = enter("create_event")) return *f;
   Gpu& g = gpu_for(current_device_);
   use(g);
+  // cuEventCreate needs the GPU's context current on the calling thread (the
+  // other calls of the resource's path take it from their stream or event),
+  // and a thread other than the one that made the backend has none: made
+  // current for this call only.
+  auto on_this_thread = g.context->current_on_this_thread();
+  if (!on_this_thread) return on_this_thread.error();
   auto lease = g.events->acquire();
   if (!lease) return lease.error();
   live_events_.fetch_add(1);
@@ -347,14 +353,18 @@ Status CudaBackend::wait_event(StreamRef s, const Event& e) {
 
 Result<std::uint64_t> CudaBackend::alloc_async(std::size_t bytes, StreamRef s) {
   if (auto f = enter("alloc_async")) return *f;
-  if (auto live = std::exchange(collision_, std::nullopt)) return *live;  // a broken driver: allocates nothing
+  if (collision_) [[unlikely]]                        // tests only, armed from one thread; read-only otherwise
+    return *std::exchange(collision_, std::nullopt);  // a broken driver: allocates nothing
   CUdeviceptr ptr = 0;
   Gpu& g = gpu_of(s);  // R13: the stream's device's pool
   if (auto st =
           checked(driver_->api().mem_alloc_from_pool_async(&ptr, bytes, g.pool, s.get()), "cuMemAllocFromPoolAsync");
       !st)
     return st.error();
-  live_allocations_.insert_or_assign(ptr, LiveAllocation{bytes, &g});
+  {
+    std::lock_guard lock(allocations_lock_);
+    live_allocations_.insert_or_assign(ptr, LiveAllocation{bytes, &g});
+  }
   if (options_.stamp_pool_ops) {
     // R7: the allocation is a write of the whole range on its stream.
     const std::uint64_t spin = next_op(s);
@@ -365,9 +375,22 @@ Result<std::uint64_t> CudaBackend::alloc_async(std::size_t bytes, StreamRef s) {
 
 Status CudaBackend::free_async(std::uint64_t ptr, StreamRef s) {
   if (auto f = enter("free_async")) return *f;
-  const LiveAllocation* live = live_allocations_.find(ptr);
-  if (live == nullptr)
-    return ResourceError::driver("free_async: " + std::to_string(ptr) + " is not a live allocation of this backend");
+  // The entry is taken out in one section of the lock, so two threads
+  // freeing one pointer cannot both pass, and the driver call is made
+  // outside it; a refused free puts it back (the address is still
+  // allocated, so no other thread can have been handed it). Validation (one
+  // thread) takes it out after the stamps instead: they cover the
+  // allocation's padding only while it is live (covered_bytes).
+  LiveAllocation claimed;
+  {
+    std::lock_guard lock(allocations_lock_);
+    LiveAllocation* found = live_allocations_.find(ptr);
+    if (found == nullptr) [[unlikely]]
+      return ResourceError::driver("free_async: " + std::to_string(ptr) + " is not a live allocation of this backend");
+    claimed = *found;
+    if (!options_.stamp_pool_ops) live_allocations_.erase(ptr);
+  }
+  const LiveAllocation* live = &claimed;
   if (options_.stamp_pool_ops) {
     // R7: the free is a write of the whole range; a racing reader sees it.
     // It first checks the range (P2) against the last write enqueued before
@@ -379,8 +402,17 @@ Status CudaBackend::free_async(std::uint64_t ptr, StreamRef s) {
     check(s, ptr, live->bytes, spin);
     stamp(s, ptr, live->bytes, kFreedStampBit | next_stamp_++, 0);
   }
-  if (auto st = checked(driver_->api().mem_free_async(ptr, s.get()), "cuMemFreeAsync"); !st) return st;
-  live_allocations_.erase(ptr);
+  if (auto st = checked(driver_->api().mem_free_async(ptr, s.get()), "cuMemFreeAsync"); !st) [[unlikely]] {
+    if (!options_.stamp_pool_ops) {
+      std::lock_guard lock(allocations_lock_);
+      live_allocations_.insert_or_assign(ptr, claimed);
+    }
+    return st;
+  }
+  if (options_.stamp_pool_ops) {
+    std::lock_guard lock(allocations_lock_);
+    live_allocations_.erase(ptr);
+  }
   if (options_.stamp_pool_ops) {
     // Reap's promise (P3 reap ordering) is checked against this fence: an
     // event recorded right after the free, which must have completed once
@@ -440,8 +472,10 @@ Status CudaBackend::launch_on(const Gpu& g, Kernel k, std::uint64_t words, Strea
 // shrunk counterexample allocates) would be stamped and checked nowhere, and
 // a race on it could never show on the GPU.
 std::uint64_t CudaBackend::covered_bytes(std::uint64_t ptr, std::uint64_t bytes) const {
+  std::unique_lock lock(allocations_lock_);
   if (const LiveAllocation* live = live_allocations_.find(ptr); live && live->bytes == bytes)
     return (bytes + 7) / 8 * 8;
+  lock.unlock();
   if (auto host = host_buffers_.find(ptr); host != host_buffers_.end() && host->second == bytes)
     return (bytes + 7) / 8 * 8;  // R12: host buffers are made whole words long
   return bytes / 8 * 8;

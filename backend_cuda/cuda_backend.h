@@ -16,6 +16,17 @@
 // the device (P2). Ops are numbered per stream exactly as the simulator
 // numbers them, so a simulator counterexample's ops can be delayed here to
 // force the order in which the race shows (`force_delays`).
+//
+// Host threads: the six Backend calls and resolve_stream may be called from
+// many host threads at once, as Resource promises its callers
+// (model/resource.h): the live allocations are under a lock, the event and
+// stream caches have theirs, and create_event makes the GPU's context
+// current for its call on a thread that has another or none (the
+// test GpuThreads.ResourceCallsFromManyHostThreadsAtOnce). Everything else
+// is one thread's at a time: setup (add_stream, remove_stream), the test
+// hooks (arm_fault, arm_collision, on_next_call) and validation
+// (`stamp_pool_ops`, launch, drain), which is the trace replay's and
+// numbers ops per stream in one order.
 #pragma once
 
 #include <atomic>
@@ -29,6 +40,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -85,6 +97,25 @@ struct CudaBackendOptions {
   /// last shows here even when nothing reads the bytes afterwards
   /// (final_mismatches_total). Trace replay turns it on.
   bool check_final_contents = false;
+};
+
+/// A lock for sections of a few dozen instructions (an address map's
+/// insert or erase): one exchange takes it and a plain store lets it go,
+/// where std::mutex makes two locked instructions. On an H100 host, three
+/// std::mutex sections per allocate + deallocate cost about 0.07x the bare
+/// driver pair, one section of this per call about 0.01x
+/// (docs/PERFORMANCE.md, "GPU: the backend's calls from many threads"). A
+/// waiter yields its time slice until the holder lets go.
+class ShortLock {
+ public:
+  void lock() noexcept {
+    while (held_.exchange(true, std::memory_order_acquire))
+      while (held_.load(std::memory_order_relaxed)) std::this_thread::yield();
+  }
+  void unlock() noexcept { held_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> held_{false};
 };
 
 class CudaBackend {
@@ -416,6 +447,9 @@ class CudaBackend {
   /// them, the common case, touches no table. Iterated only to free or
   /// check them all, in no particular order.
   FrontedAddressMap<LiveAllocation> live_allocations_;
+  /// live_allocations_'s: alloc_async and free_async run on many host
+  /// threads at once (the resource's promise), each in one short section.
+  mutable ShortLock allocations_lock_;
   std::map<std::uint64_t, std::uint64_t> host_buffers_;                          // R12: ptr -> bytes, live ones
   std::map<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>> sub_blocks_;  // R10: live block -> ptr, bytes
   std::map<std::uint64_t, std::uint32_t> newest_block_at_;                       // R10: ptr -> newest block there

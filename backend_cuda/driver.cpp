@@ -57,6 +57,9 @@ class DriverLoader {
                     resolve(get_proc, lib, "cuDevicePrimaryCtxRetain", a.primary_ctx_retain, why) &&
                     resolve(get_proc, lib, "cuDevicePrimaryCtxRelease", a.primary_ctx_release, why) &&
                     resolve(get_proc, lib, "cuCtxSetCurrent", a.ctx_set_current, why) &&
+                    resolve(get_proc, lib, "cuCtxGetCurrent", a.ctx_get_current, why) &&
+                    resolve(get_proc, lib, "cuCtxPushCurrent", a.ctx_push_current, why) &&
+                    resolve(get_proc, lib, "cuCtxPopCurrent", a.ctx_pop_current, why) &&
                     resolve(get_proc, lib, "cuCtxSynchronize", a.ctx_synchronize, why) &&
                     resolve(get_proc, lib, "cuStreamCreate", a.stream_create, why) &&
                     resolve(get_proc, lib, "cuStreamDestroy", a.stream_destroy, why) &&

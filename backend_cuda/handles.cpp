@@ -90,6 +90,21 @@ Result<Context> Context::primary(int ordinal) {
 
 Status Context::make_current() const { return driver().check(driver().api().ctx_set_current(ctx_), "cuCtxSetCurrent"); }
 
+Result<Context::OnThisThread> Context::current_on_this_thread() const {
+  CUcontext now = nullptr;
+  if (auto st = driver().check(driver().api().ctx_get_current(&now), "cuCtxGetCurrent"); !st) return st.error();
+  if (now == ctx_) return OnThisThread(false);
+  if (auto st = driver().check(driver().api().ctx_push_current(ctx_), "cuCtxPushCurrent"); !st) return st.error();
+  return OnThisThread(true);
+}
+
+Context::OnThisThread::~OnThisThread() {
+  if (!pushed_) return;
+  CUcontext popped = nullptr;
+  if (CUresult r = driver().api().ctx_pop_current(&popped); r != CUDA_SUCCESS)
+    report_drop_failure("cuCtxPopCurrent", r);
+}
+
 Context::~Context() {
   if (!ctx_) return;
   if (CUresult r = driver().api().primary_ctx_release(device_); r != CUDA_SUCCESS)

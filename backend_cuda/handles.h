@@ -77,6 +77,25 @@ class Context {
   /// Makes the context current on the calling thread.
   Status make_current() const;
 
+  /// This context current on the calling thread for as long as it lives,
+  /// and then the thread's own again: pushed only when the thread had
+  /// another (or none), so a caller's thread keeps the device it chose.
+  class OnThisThread {
+   public:
+    OnThisThread(OnThisThread&& o) noexcept : pushed_(std::exchange(o.pushed_, false)) {}
+    OnThisThread& operator=(OnThisThread&&) = delete;
+    OnThisThread(const OnThisThread&) = delete;
+    ~OnThisThread();  // pops what it pushed; a failure goes to stderr
+
+   private:
+    friend class Context;
+    explicit OnThisThread(bool pushed) : pushed_(pushed) {}
+    bool pushed_;
+  };
+  /// The calls that need a current context (cuEventCreate, cuStreamCreate)
+  /// made from a thread other than the creating one need this first.
+  Result<OnThisThread> current_on_this_thread() const;
+
  private:
   Context(CUcontext ctx, CUdevice device, int ordinal) : ctx_(ctx), device_(device), ordinal_(ordinal) {}
   CUcontext ctx_;

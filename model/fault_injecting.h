@@ -23,6 +23,7 @@
 // the typed marker `injected` that callers test (never the message text).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -54,7 +55,12 @@ class FaultInjecting {
   bool fault_armed() const { return armed_.has_value(); }
   std::uint32_t faults_fired() const { return faults_fired_; }
   /// Fault points passed so far (every guarded backend call, fired or not).
-  std::uint64_t calls() const { return calls_; }
+  /// Counted by a relaxed load and store, not a locked add: a backend whose
+  /// calls run on many host threads at once (CudaBackend, with no fault
+  /// armed) may miss a count then but never races on it, and pays no
+  /// locked instruction per call; tests that count calls make them from
+  /// one thread.
+  std::uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
 
   /// One fault point, at the start of the backend call `call`: the error
   /// the call must return without doing anything, if this point fires.
@@ -65,7 +71,7 @@ class FaultInjecting {
 
  private:
   bool fires(std::string_view call) {
-    ++calls_;
+    calls_.store(calls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     bool fire = false;
     if (armed_ && !armed_call_.empty() && armed_call_ != call) {
       // armed for another call: this point neither counts down nor explores
@@ -90,7 +96,7 @@ class FaultInjecting {
   std::string armed_call_;  // empty: every call counts
   std::uint32_t faults_fired_ = 0;
   std::uint32_t explored_faults_ = 0;
-  std::uint64_t calls_ = 0;
+  std::atomic<std::uint64_t> calls_{0};
 };
 
 }  // namespace streamcheck

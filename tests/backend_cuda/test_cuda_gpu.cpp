@@ -6,7 +6,12 @@
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 
+#include <atomic>
 #include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "backend_cuda/cuda_backend.h"
 #include "backend_cuda/guard_memory.h"
@@ -263,6 +268,60 @@ TEST_F(Gpu, TheDebugTierCatchesAnOverrunAndAUseAfterFreeAtRunTime) {
   EXPECT_EQ(memory.value()->free_slots(), 4096u);  // every verdict read
   backend->drain();
   for (const auto& p : backend->new_problems()) ADD_FAILURE() << p.detail;
+}
+
+// --- many host threads: model/resource.h promises that every public member
+// may be called from many host threads at once. Four threads share one
+// resource, each allocating on its own stream, writing there and reading on
+// the next thread's stream, so allocate, deallocate, events and waits run at
+// once on the backend (without stamp validation, whose host bookkeeping is
+// the trace replay's and single-threaded).
+
+TEST(GpuThreads, ResourceCallsFromManyHostThreadsAtOnce) {
+  CudaBackendOptions options;
+  options.stamp_pool_ops = false;
+  GpuDevice device(options);
+  if (auto why = device.unavailable()) GTEST_SKIP() << *why;
+  CudaBackend& backend = device.backend();
+  constexpr int kThreads = 4;
+  constexpr int kIterations = 3000;
+  std::vector<StreamId> streams;
+  for (int t = 0; t < kThreads; ++t) streams.push_back(backend.add_stream("t" + std::to_string(t)));
+  Resource<CudaBackend> resource(backend);
+  std::mutex first_mutex;
+  std::string first_failure;
+  std::atomic<int> failures{0};
+  const auto ok = [&](const auto& result, const char* call) {
+    if (result.ok()) return true;
+    if (failures.fetch_add(1) == 0) {
+      std::lock_guard lock(first_mutex);
+      first_failure = std::string(call) + ": " + result.error().to_string();
+    }
+    return false;
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      const StreamId mine = streams[t], next = streams[(t + 1) % kThreads];
+      for (int i = 0; i < kIterations; ++i) {
+        auto b = resource.allocate(4096 + 256 * (i % 4), mine);
+        if (!ok(b, "allocate")) return;
+        const BlockId id = BlockId::of(b.value());
+        if (!ok(resource.prepare_block_use(id, mine, Access::Write), "prepare write") ||
+            !ok(resource.finish_block_use(id, mine, Access::Write), "finish write") ||
+            !ok(resource.prepare_block_use(id, next, Access::Read), "prepare read") ||
+            !ok(resource.finish_block_use(id, next, Access::Read), "finish read") ||
+            !ok(resource.deallocate(b.value()), "deallocate"))
+          return;
+        if (i % 256 == 255 && !ok(resource.reap_pending(), "reap_pending")) return;
+      }
+    });
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0) << "first: " << first_failure;
+  ASSERT_TRUE(resource.reap_pending().ok());
+  EXPECT_EQ(resource.live_block_count(), 0u);
+  EXPECT_EQ(resource.bytes_outstanding(), 0u);
+  EXPECT_EQ(backend.live_event_count(), 0u) << "every event given back (P9)";
 }
 
 }  // namespace
