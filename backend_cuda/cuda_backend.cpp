@@ -410,10 +410,10 @@ Status CudaBackend::free_async(std::uint64_t ptr, StreamRef s) {
     return st;
   }
   if (options_.stamp_pool_ops) {
-    std::lock_guard lock(allocations_lock_);
-    live_allocations_.erase(ptr);
-  }
-  if (options_.stamp_pool_ops) {
+    {
+      std::lock_guard lock(allocations_lock_);
+      live_allocations_.erase(ptr);
+    }
     // Reap's promise (P3 reap ordering) is checked against this fence: an
     // event recorded right after the free, which must have completed once
     // a reap that released the free succeeded.
