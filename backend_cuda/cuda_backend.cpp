@@ -390,7 +390,6 @@ Status CudaBackend::free_async(std::uint64_t ptr, StreamRef s) {
     claimed = *found;
     if (!options_.stamp_pool_ops) live_allocations_.erase(ptr);
   }
-  const LiveAllocation* live = &claimed;
   if (options_.stamp_pool_ops) {
     // R7: the free is a write of the whole range; a racing reader sees it.
     // It first checks the range (P2) against the last write enqueued before
@@ -399,8 +398,8 @@ Status CudaBackend::free_async(std::uint64_t ptr, StreamRef s) {
     // nothing reads afterwards (a shrunk counterexample of M3 or M6) shows
     // here as a mismatch instead of vanishing.
     const std::uint64_t spin = next_op(s);
-    check(s, ptr, live->bytes, spin);
-    stamp(s, ptr, live->bytes, kFreedStampBit | next_stamp_++, 0);
+    check(s, ptr, claimed.bytes, spin);
+    stamp(s, ptr, claimed.bytes, kFreedStampBit | next_stamp_++, 0);
   }
   if (auto st = checked(driver_->api().mem_free_async(ptr, s.get()), "cuMemFreeAsync"); !st) [[unlikely]] {
     if (!options_.stamp_pool_ops) {
