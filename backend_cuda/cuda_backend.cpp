@@ -87,8 +87,9 @@ Status CudaBackend::init_gpu(Gpu& g, int ordinal) {
   if (auto st = d.check(a.mem_alloc(&g.mismatch_counter, sizeof(std::uint64_t)), "cuMemAlloc (mismatch counter)"); !st)
     return st;
   if (auto st = d.check(a.memset_d8(g.mismatch_counter, 0, sizeof(std::uint64_t)), "cuMemsetD8"); !st) return st;
-  g.events = EventCache::create(options_.max_cached_events);
-  g.streams = StreamCache::create(options_.max_cached_streams);
+  g.events = EventCache::create(options_.max_cached_events, &*g.context);
+  g.fence_events = EventCache::create(options_.max_cached_events, &*g.context);
+  g.streams = StreamCache::create(options_.max_cached_streams, &*g.context);
   // Each kernel once, on nothing: under lazy loading (CUDA_MODULE_LOADING,
   // LAZY by default) a kernel's first launch loads it, which takes longer
   // than a forced delay; a replay's first launch must cost what the others do.
@@ -289,7 +290,7 @@ void CudaBackend::remove_stream(StreamId id) {
   if (it == streams_.end()) return;
   // R9a: the work goes on; R13c: a later sync of its device still waits for it.
   use(*it->second.gpu);
-  if (auto work = CompletionFence::after(*it->second.gpu->events, it->second.ref))
+  if (auto work = CompletionFence::after(*it->second.gpu->fence_events, it->second.ref))
     destroyed_work_[it->second.device].push_back(std::move(work).value());
   else
     errors_.push_back("fencing a destroyed stream's work: " + work.error().to_string());
@@ -317,16 +318,17 @@ Result<CudaBackend::Event> CudaBackend::create_event() {
   if (auto f = enter("create_event")) return *f;
   Gpu& g = gpu_for(current_device_);
   use(g);
-  // cuEventCreate needs the GPU's context current on the calling thread (the
-  // other calls of the resource's path take it from their stream or event),
-  // and a thread other than the one that made the backend has none: made
-  // current for this call only.
-  auto on_this_thread = g.context->current_on_this_thread();
-  if (!on_this_thread) return on_this_thread.error();
+  // A miss's cuEventCreate runs with the GPU's context current on this
+  // thread (the cache's); the other calls take it from the stream or event.
   auto lease = g.events->acquire();
   if (!lease) return lease.error();
-  live_events_.fetch_add(1);
-  return Event(std::move(lease).value(), &live_events_, current_device_);
+  return Event(std::move(lease).value(), current_device_);
+}
+
+std::size_t CudaBackend::live_event_count() const {
+  std::size_t n = 0;
+  for (const auto& [device, g] : gpus_) n += g->events->leased();
+  return n;
 }
 
 Status CudaBackend::record_event(Event& e, StreamRef s) {
@@ -416,7 +418,7 @@ Status CudaBackend::free_async(std::uint64_t ptr, StreamRef s) {
     // Reap's promise (P3 reap ordering) is checked against this fence: an
     // event recorded right after the free, which must have completed once
     // a reap that released the free succeeded.
-    auto fence = CompletionFence::after(*gpu_of(s).events, s);
+    auto fence = CompletionFence::after(*gpu_of(s).fence_events, s);
     if (!fence) return ResourceError::driver_caused_by("free_async: fence after the free", fence.error());
     free_fences_.emplace(next_free_, std::move(fence).value());
     last_free_ = next_free_++;

@@ -127,36 +127,18 @@ class CudaBackend {
   template <class T>
   using Atomic = std::atomic<T>;
 
-  /// A pooled event (timing disabled), leased from the backend's cache.
+  /// A pooled event (timing disabled), leased from the backend's cache. It
+  /// must not outlive the backend.
   class Event {
    public:
-    Event(Event&& o) noexcept
-        : lease_(std::move(o.lease_)), counter_(std::exchange(o.counter_, nullptr)), device_(o.device_) {}
-    Event& operator=(Event&& o) noexcept {
-      if (this != &o) {
-        release();
-        lease_ = std::move(o.lease_);
-        counter_ = std::exchange(o.counter_, nullptr);
-        device_ = o.device_;
-      }
-      return *this;
-    }
-    Event(const Event&) = delete;
-    ~Event() { release(); }
     EventRef ref() const { return lease_.get().ref(); }
     /// The trace device that was current when the event was made (R13d).
     DeviceNumber device() const { return device_; }
 
    private:
     friend class CudaBackend;
-    Event(EventCache::Lease lease, std::atomic<std::size_t>* counter, DeviceNumber device)
-        : lease_(std::move(lease)), counter_(counter), device_(device) {}
-    void release() {
-      if (counter_) counter_->fetch_sub(1);
-      counter_ = nullptr;
-    }
+    Event(EventCache::Lease lease, DeviceNumber device) : lease_(std::move(lease)), device_(device) {}
     EventCache::Lease lease_;
-    std::atomic<std::size_t>* counter_;
     DeviceNumber device_ = 0;
   };
 
@@ -256,7 +238,8 @@ class CudaBackend {
   void disarm_fault() { faults_.disarm_fault(); }
   bool fault_armed() const { return faults_.fault_armed(); }
   std::uint32_t faults_fired() const { return faults_.faults_fired(); }
-  std::size_t live_event_count() const { return live_events_.load(); }
+  /// Events made by create_event and not yet dropped, on every GPU (P9).
+  std::size_t live_event_count() const;
   /// P2 mismatches found since the last call (known only after drain()).
   std::vector<props::Violation> new_problems();
   /// Waits for all work and reads the mismatch counter.
@@ -326,7 +309,7 @@ class CudaBackend {
   const Context& context() const { return *first_gpu().context; }
   std::size_t cached_events() const { return first_gpu().events->cached(); }
   /// Fences the work enqueued on `s` so far (a pooled completion event).
-  Result<CompletionFence> fence(StreamRef s) { return CompletionFence::after(*gpu_of(s).events, s); }
+  Result<CompletionFence> fence(StreamRef s) { return CompletionFence::after(*gpu_of(s).fence_events, s); }
   std::size_t cached_streams() const { return first_gpu().streams->cached(); }
   /// The dedicated pool, for benchmarks that compare against bare driver calls.
   CUmemoryPool memory_pool() const { return first_gpu().pool; }
@@ -350,8 +333,9 @@ class CudaBackend {
     CUfunction delay = nullptr;
     CUfunction guard_count = nullptr;
     CUdeviceptr mismatch_counter = 0;
-    std::shared_ptr<EventCache> events;
-    std::shared_ptr<StreamCache> streams;
+    EventCache::Owner events;        // create_event's (live_event_count counts their leases)
+    EventCache::Owner fence_events;  // CompletionFence's
+    StreamCache::Owner streams;
   };
   enum class Kernel : std::uint8_t { StampWrite, StampCheck, Delay, GuardCount };
 
@@ -469,7 +453,6 @@ class CudaBackend {
   /// a write that never landed could pass for one that did.
   std::uint64_t next_stamp_ = stamp_base();
   static std::uint64_t stamp_base();
-  std::atomic<std::size_t> live_events_{0};
   FaultInjecting faults_;
   std::set<std::pair<std::uint32_t, std::uint32_t>> delayed_;
   std::uint64_t delay_ns_ = 0;

@@ -114,6 +114,10 @@ class Stream {
   Stream(const Stream&) = delete;
   ~Stream();  // destroys the stream; a failure goes to stderr
   StreamRef ref() const { return *StreamRef::from(s_); }
+  /// Gives the handle up: the caller owns it now (a cache slot keeps it raw).
+  CUstream into_raw() && noexcept { return std::exchange(s_, nullptr); }
+  /// Owns a handle that into_raw() gave up.
+  static Stream from_raw(CUstream s) noexcept { return Stream(s); }
 
  private:
   explicit Stream(CUstream s) : s_(s) {}
@@ -130,6 +134,10 @@ class Event {
   Event(const Event&) = delete;
   ~Event();  // destroys the event; a failure goes to stderr
   EventRef ref() const { return *EventRef::from(e_); }
+  /// Gives the handle up: the caller owns it now (a cache slot keeps it raw).
+  CUevent into_raw() && noexcept { return std::exchange(e_, nullptr); }
+  /// Owns a handle that into_raw() gave up.
+  static Event from_raw(CUevent e) noexcept { return Event(e); }
 
  private:
   explicit Event(CUevent e) : e_(e) {}
