@@ -15,6 +15,7 @@
 #include "backend_sim/explorer.h"
 #include "model/pool_policy.h"
 #include "tools/fix.h"
+#include "tools/out_of_line.h"
 #include "tools/producers.h"
 #include "tools/redundant.h"
 #include "tools/trace.h"
@@ -153,14 +154,14 @@ struct ReportFinding {
   Fix fix = Fix::RecordEventAndWait;
   /// The near miss the fix moves or completes (MoveRecordAfterFirst ..
   /// FinishTheUse); nullopt for the other fixes.
-  std::optional<NearMiss> near_miss;
+  OutOfLine<NearMiss> near_miss;
   /// The fix as edits of the trace, when it names lines of its own (a
   /// near-miss move, a resource call); empty: the group's edits (record and
   /// wait a new event) fix it, or no edit does (ReorderOrDoubleBuffer).
   std::vector<TraceEdit> edits;
   /// ReorderOrDoubleBuffer: the write `second` reads today (its last
   /// HB-ordered writer of these bytes, tools/producers.h).
-  std::optional<ReportOp> producer;
+  OutOfLine<ReportOp> producer;
   /// A streamed check, which keeps no earlier writes: `first` writes bytes
   /// `second` reads, and whether an earlier write ordered before `second`
   /// (which the fix's edge would replace, ReorderOrDoubleBuffer) exists was
@@ -171,11 +172,11 @@ struct ReportFinding {
   SharedText schedule;  // the first schedule that showed it; empty for a streamed check's (its seed runs it)
   /// Where save_long_schedules wrote `schedule` (tools/schedule_io.h); the
   /// text report then names the file instead of printing a long schedule.
-  std::optional<std::string> schedule_file;
+  OutOfLine<std::string> schedule_file;
   std::uint64_t schedules = 0;  // how many schedules showed it
   /// R9c: when the two ops' streams shared a handle (`stream B handle A`),
   /// what that means for code keyed by the handle.
-  std::optional<std::string> same_handle{};
+  OutOfLine<std::string> same_handle{};
 };
 
 /// Findings with one root cause: the ones one edit set removes (one missing
