@@ -485,6 +485,31 @@ TEST(TraceInterpreter, TheFindingsARunShowedFirstShareOneCopyOfItsSchedule) {
   }
 }
 
+// A finding's rarely set fields live out of line (tools/out_of_line.h):
+// a copied finding must own copies of them, as std::optional's would.
+TEST(TraceReport, AFindingsOutOfLineFieldsCopyAsOptionalsDo) {
+  ReportFinding f;
+  EXPECT_FALSE(f.near_miss);
+  EXPECT_EQ(f.same_handle.value_or("none"), "none");
+  NearMiss early;
+  early.kind = NearMiss::Kind::RecordTooEarly;
+  early.statement = {.line = 3, .text = "record e on s", .graph_launch = 0};
+  f.near_miss = early;
+  f.same_handle = std::optional<std::string>("shared");
+  ReportFinding copy = f;
+  f.near_miss->statement.line = 4;
+  f.same_handle.reset();
+  ASSERT_TRUE(copy.near_miss);
+  EXPECT_EQ(copy.near_miss->statement.line, 3);
+  EXPECT_EQ(copy.same_handle.value(), "shared");
+  EXPECT_FALSE(f.same_handle.has_value());
+  EXPECT_THROW((void)f.same_handle.value(), std::bad_optional_access);
+  copy = f;
+  EXPECT_EQ(copy.near_miss->statement.line, 4);
+  EXPECT_FALSE(copy.same_handle);
+  EXPECT_TRUE(copy.near_miss == f.near_miss);
+}
+
 // save_long_schedules writes each schedule once and names its file in every
 // finding that holds it, shared copy or equal text.
 TEST(TraceReport, EachLongScheduleGoesToOneFileEveryFindingOfItNames) {
