@@ -21,8 +21,9 @@ namespace streamcheck::cuda {
 /// slots, each empty or holding one raw handle. Taking a handle is one
 /// exchange on a slot and giving one back one compare-exchange, so host
 /// threads never wait for each other and a lease costs no reference count:
-/// the mutex and shared_ptr per lease this replaces cost about 80 ns a lease
-/// on an H100 host (docs/PERFORMANCE.md, "GPU: the event cache").
+/// the std::mutex and shared_ptr per lease this replaces took 2.4x as long
+/// on one host thread and 3.7-5.8x on two (bench_launch_cache;
+/// docs/PERFORMANCE.md, "GPU: the event cache without a lock").
 ///
 /// Where to look first is a hint of each host thread's: the slot below the
 /// last one it took or filled, so one thread's leases use the slots as a
