@@ -51,27 +51,39 @@ constexpr std::size_t kPairsShown = 8;
 /// The items (findings or causes) the text report folds into the first of
 /// their shape: a loop with a bug in each iteration shows the same finding,
 /// on the same statements at other lines, once an iteration (40,000 blocks,
-/// 30 MB of text, for a 20,000-iteration loop that misses one wait).
-struct Folds {
+/// 30 MB of text, for a 20,000-iteration loop that misses one wait). Built
+/// one item at a time, keeping each distinct shape once: a racy loop's
+/// findings have a handful of shapes, and holding every item's shape string
+/// at once was half of the memory its check held at its peak.
+class Folds {
+ public:
   static constexpr std::size_t kNoShape = std::numeric_limits<std::size_t>::max();
-  std::vector<std::size_t> first;               // by item: the first item of its shape (itself, or kNoShape)
-  std::vector<std::vector<std::size_t>> later;  // by item: the later items of its shape
-  /// Whether item `i` folds into an earlier one of its shape.
-  bool folded(std::size_t i) const { return first[i] != kNoShape && first[i] != i; }
-};
-/// The folds of items whose `shapes` are equal: an empty shape never folds.
-Folds fold_by_shape(const std::vector<std::string>& shapes) {
-  const std::size_t n = shapes.size();
-  Folds f{std::vector<std::size_t>(n, Folds::kNoShape), std::vector<std::vector<std::size_t>>(n)};
-  std::unordered_map<std::string_view, std::size_t> first_of;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (shapes[i].empty()) continue;
-    const auto [it, fresh] = first_of.try_emplace(shapes[i], i);
-    f.first[i] = it->second;
-    if (!fresh) f.later[it->second].push_back(i);
+  /// Files item `i` (the next one) under `shape`; an empty shape never folds.
+  void add(std::size_t i, const std::string& shape) {
+    if (shape.empty()) {
+      first_.push_back(kNoShape);
+      return;
+    }
+    const auto [it, fresh] = first_of_.try_emplace(shape, i);
+    first_.push_back(it->second);
+    if (!fresh) later_[it->second].push_back(i);
   }
-  return f;
-}
+  /// The first item of `i`'s shape (itself, or kNoShape).
+  std::size_t first(std::size_t i) const { return first_[i]; }
+  /// Whether item `i` folds into an earlier one of its shape.
+  bool folded(std::size_t i) const { return first_[i] != kNoShape && first_[i] != i; }
+  /// The later items of `i`'s shape, when `i` is the first of it.
+  const std::vector<std::size_t>& later(std::size_t i) const {
+    static const std::vector<std::size_t> none;
+    const auto it = later_.find(i);
+    return it == later_.end() ? none : it->second;
+  }
+
+ private:
+  std::vector<std::size_t> first_;                                   // by item
+  std::unordered_map<std::string, std::size_t> first_of_;            // by distinct shape
+  std::unordered_map<std::size_t, std::vector<std::size_t>> later_;  // by first item of a shape that repeats
+};
 
 /// `text` with every number after "line " or "fix_" (the lines an edit
 /// names, the events a fix declares) made '#': a cause's shape.
@@ -113,10 +125,8 @@ std::string report_text(const Report& r) {
   std::size_t errors = 0, warnings = 0;
   for (const auto& f : r.findings) (f.severity == Severity::Warning ? warnings : errors)++;
   // Each finding's shape, made once: a cause's shape is its findings'.
-  std::vector<std::string> shapes;
-  shapes.reserve(r.findings.size());
-  for (const ReportFinding& f : r.findings) shapes.push_back(finding_shape(f));
-  const Folds finding_folds = fold_by_shape(shapes);
+  Folds finding_folds;
+  for (std::size_t i = 0; i < r.findings.size(); ++i) finding_folds.add(i, finding_shape(r.findings[i]));
   for (std::size_t i = 0; i < r.findings.size(); ++i) {
     if (finding_folds.folded(i)) continue;
     const ReportFinding& f = r.findings[i];
@@ -140,39 +150,35 @@ std::string report_text(const Report& r) {
       fmt::format_to(line, "  replay:   streamcheck replay {} --schedule-file {}\n", r.file, *f.schedule_file);
     else
       fmt::format_to(line, "  replay:   streamcheck replay {} --schedule {}\n", r.file, f.schedule.str());
-    if (const auto& later = finding_folds.later[i]; !later.empty())
+    if (const auto& later = finding_folds.later(i); !later.empty())
       fmt::format_to(line, "  repeats:  {} more like it, the same statements at other lines (--json lists each): {}\n",
                      later.size(), describe_pairs(r, FindingGroup{later, {}, std::nullopt}, kPairsShown));
   }
   for (const auto& n : r.near_misses) fmt::format_to(line, "\nnear miss ({}): {}\n", to_string(n.kind), describe(n));
-  // A cause folds into an earlier one with the same findings' shapes and
-  // the same fix but for its lines and new events' numbers.
-  std::vector<std::string> fixes;
-  fixes.reserve(r.groups.size());
-  for (const FindingGroup& g : r.groups) fixes.push_back(describe_fix(r, g));
-  // A finding's shape in a cause's: the first finding of that shape.
-  const std::vector<std::size_t>& first_of_shape = finding_folds.first;
-  std::vector<std::string> cause_shapes;
-  cause_shapes.reserve(r.groups.size());
+  // A cause folds into an earlier one with the same findings' shapes (each
+  // named by the first finding of it) and the same fix but for its lines
+  // and new events' numbers. Its fix's text is made again when it is shown.
+  Folds cause_folds;
+  std::string shape;
   for (std::size_t k = 0; k < r.groups.size(); ++k) {
-    std::string& shape = cause_shapes.emplace_back(without_lines(fixes[k]));
+    shape = without_lines(describe_fix(r, r.groups[k]));
     for (const std::size_t i : r.groups[k].findings) {
-      if (first_of_shape[i] == Folds::kNoShape) {
+      if (finding_folds.first(i) == Folds::kNoShape) {
         shape.clear();
         break;
       }
-      fmt::format_to(std::back_inserter(shape), "\n{}", first_of_shape[i]);
+      fmt::format_to(std::back_inserter(shape), "\n{}", finding_folds.first(i));
     }
+    cause_folds.add(k, shape);
   }
-  const Folds cause_folds = fold_by_shape(cause_shapes);
   for (std::size_t k = 0; k < r.groups.size(); ++k) {
     if (cause_folds.folded(k)) continue;
     const FindingGroup& g = r.groups[k];
     fmt::format_to(line, "\ncause {} of {}: {}: {}\n", k + 1, r.groups.size(), plural(g.findings.size(), "finding"),
                    describe_cause(r, g));
     fmt::format_to(line, "  pairs:    {}\n", describe_pairs(r, g, kPairsShown));
-    fmt::format_to(line, "  fix:      {}\n", fixes[k]);
-    if (const auto& later = cause_folds.later[k]; !later.empty()) {
+    fmt::format_to(line, "  fix:      {}\n", describe_fix(r, g));
+    if (const auto& later = cause_folds.later(k); !later.empty()) {
       FindingGroup heads;  // the first finding of each later cause
       for (const std::size_t other : later) heads.findings.push_back(r.groups[other].findings.front());
       fmt::format_to(line, "  repeats:  {} like it, the same fix at the lines of their pairs (--json lists each): {}\n",
