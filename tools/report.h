@@ -32,7 +32,7 @@ struct ReportOp {
   /// The statement that enqueued the op; nullopt for an op of no statement
   /// (inside the resource), which `description` then names.
   std::optional<OpOrigin> origin;
-  std::string description;  // the simulator's description of the op
+  std::string description;  // the simulator's description of the op; empty when `origin` names it
 };
 
 /// One range of the bytes both ops touch: offsets into the trace buffer that

@@ -49,7 +49,11 @@ TraceRunOptions run_options_of(const Trace& trace, const TraceCheckOptions& o) {
 }
 
 ReportOp report_op(const Execution& run, sim::OpRef op) {
-  return ReportOp{op, run.model().stream_name(op.stream), run.origin(op), sim::describe(run.model(), op)};
+  std::optional<OpOrigin> origin = run.origin(op);
+  // Only an op of no statement is named by its description (a racy loop's
+  // report made one per op it names, each its own string).
+  std::string description = origin ? std::string() : sim::describe(run.model(), op);
+  return ReportOp{op, run.model().stream_name(op.stream), std::move(origin), std::move(description)};
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "tests/tools/trace_litmus.h"
+#include "tools/explain.h"
 #include "tools/fix_plan.h"
 #include "tools/trace.h"
 #include "tools/trace_check.h"
@@ -86,7 +87,7 @@ TEST(TraceLifetimes, AStreamDeclaredAgainIsANewStreamNamedApartInReportsAndAsThe
   const ReportFinding& race = only_race(r);
   EXPECT_EQ(race.first.stream, "s");
   EXPECT_EQ(race.second->stream, "s'2");
-  EXPECT_NE(race.second->description.find("s'2"), std::string::npos) << race.second->description;
+  EXPECT_NE(describe(*race.second).find("s'2"), std::string::npos) << describe(*race.second);
   // `streamcheck fix` names the streams as the trace does: at line 3 `s`
   // is the first stream, at line 6 the second.
   TraceCheckOptions o;
