@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <iterator>
 #include <limits>
@@ -86,17 +87,30 @@ class Folds {
 };
 
 /// `text` with every number after "line " or "fix_" (the lines an edit
-/// names, the events a fix declares) made '#': a cause's shape.
-std::string without_lines(const std::string& text) {
+/// names, the events a fix declares) made '#': a cause's shape. Copies the
+/// text between those words in runs: each finding's fix text is masked
+/// once, and a racy loop's check spent a tenth of its time here copying
+/// it a character at a time.
+std::string without_lines(std::string_view text) {
+  static constexpr std::string_view kLine = "line ", kFix = "fix_";
   std::string out;
   out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size();) {
-    const char c = text[i++];
-    out += c;
-    if (!(c == ' ' && out.ends_with("line ")) && !(c == '_' && out.ends_with("fix_"))) continue;
-    if (i == text.size() || std::isdigit(static_cast<unsigned char>(text[i])) == 0) continue;
+  std::size_t at = 0;
+  std::size_t next_line = text.find(kLine), next_fix = text.find(kFix);
+  while (at < text.size()) {
+    if (next_line != std::string_view::npos && next_line < at) next_line = text.find(kLine, at);
+    if (next_fix != std::string_view::npos && next_fix < at) next_fix = text.find(kFix, at);
+    const std::size_t word = std::min(next_line, next_fix);
+    if (word == std::string_view::npos) {
+      out.append(text.substr(at));
+      break;
+    }
+    const std::size_t after = word + (word == next_line ? kLine.size() : kFix.size());
+    out.append(text.substr(at, after - at));
+    at = after;
+    if (at == text.size() || std::isdigit(static_cast<unsigned char>(text[at])) == 0) continue;
     out += '#';
-    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) != 0) ++i;
+    while (at < text.size() && std::isdigit(static_cast<unsigned char>(text[at])) != 0) ++at;
   }
   return out;
 }

@@ -1830,16 +1830,34 @@ void TraceReader::observe_statements(std::function<void(const Statement&)> obser
 
 std::uint64_t TraceReader::statements_read() const { return impl_->handed_out; }
 
-std::map<int, std::string> statement_texts(const std::string& path, const std::set<int>& lines) {
-  std::map<int, std::string> out;
+void StatementTexts::add(int line, std::string_view text) {
+  if (!lines_.empty() && line <= lines_.back())
+    throw std::logic_error("StatementTexts::add: internal error: lines must ascend");
+  lines_.push_back(line);
+  texts_.append(text);
+  ends_.push_back(texts_.size());
+}
+
+std::optional<std::string_view> StatementTexts::find(int line) const {
+  const auto it = std::lower_bound(lines_.begin(), lines_.end(), line);
+  if (it == lines_.end() || *it != line) return std::nullopt;
+  const auto i = static_cast<std::size_t>(it - lines_.begin());
+  const std::size_t begin = i == 0 ? 0 : ends_[i - 1];
+  return std::string_view(texts_).substr(begin, ends_[i] - begin);
+}
+
+StatementTexts statement_texts(const std::string& path, std::span<const int> lines) {
+  StatementTexts out;
   if (lines.empty()) return out;
   LineReader reader(path);
   Parser words({}, path);
+  std::size_t wanted = 0;  // the first of `lines` not yet passed
   while (const auto line = reader.next()) {
-    if (!lines.contains(reader.line())) continue;
-    std::string text = words.statement_text(*line);
-    if (!text.empty()) out.emplace(reader.line(), std::move(text));
-    if (reader.line() >= *lines.rbegin()) break;
+    while (wanted < lines.size() && lines[wanted] < reader.line()) ++wanted;
+    if (wanted == lines.size()) break;
+    if (lines[wanted] != reader.line()) continue;
+    const std::string text = words.statement_text(*line);
+    if (!text.empty()) out.add(reader.line(), text);
   }
   return out;
 }
@@ -2010,7 +2028,7 @@ const sim::DeviceModel& Execution::model() const {
 OpOrigin Execution::origin_at(int line) const {
   const auto i = static_cast<std::size_t>(line);
   if (i < line_texts_.size() && line_texts_[i] != nullptr) return OpOrigin{line, std::string(*line_texts_[i])};
-  if (const auto text = origin_texts_.find(line); text != origin_texts_.end()) return OpOrigin{line, text->second};
+  if (const auto text = origin_texts_.find(line)) return OpOrigin{line, std::string(*text)};
   throw std::logic_error("Execution: internal error: no statement at line " + std::to_string(line));
 }
 

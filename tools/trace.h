@@ -646,11 +646,28 @@ class TraceReader {
   std::unique_ptr<Impl> impl_;
 };
 
-/// The text of the statement on each of `lines` (ast::Source::text, as a
-/// parsed trace holds it) in trace file `path`: a streamed check's report
-/// names the lines of its findings without having kept their statements.
-/// A line that holds no statement is left out.
-std::map<int, std::string> statement_texts(const std::string& path, const std::set<int>& lines);
+/// Statements' texts by line, all in one string: a streamed check of a
+/// racy loop names two lines a finding, and a map node and a string for
+/// each were about 130 bytes a line.
+class StatementTexts {
+ public:
+  /// Adds `line`'s text; lines come in ascending order.
+  void add(int line, std::string_view text);
+  /// The text on `line`; nullopt where none was added.
+  std::optional<std::string_view> find(int line) const;
+  std::size_t size() const { return lines_.size(); }
+
+ private:
+  std::vector<int> lines_;         // ascending
+  std::vector<std::size_t> ends_;  // by entry: where its text ends in texts_
+  std::string texts_;
+};
+
+/// The text of the statement on each of `lines` (ascending, each once;
+/// ast::Source::text, as a parsed trace holds it) in trace file `path`: a
+/// streamed check's report names the lines of its findings without having
+/// kept their statements. A line that holds no statement is left out.
+StatementTexts statement_texts(const std::string& path, std::span<const int> lines);
 /// Reads FILE and parses it; a file that cannot be read (missing, a
 /// directory, no permission) is a TraceError of Kind::Unreadable with the
 /// OS's reason.
@@ -849,7 +866,7 @@ class Execution {
   }
   /// A streamed run kept no statement: the texts of the lines its report
   /// names, read again from the file (statement_texts).
-  void set_origin_texts(std::map<int, std::string> texts) { origin_texts_ = std::move(texts); }
+  void set_origin_texts(StatementTexts texts) { origin_texts_ = std::move(texts); }
   /// The line that enqueued `op` (origin() without the text): what a
   /// streamed run's report asks statement_texts for.
   std::optional<int> origin_line(sim::OpRef op) const { return origin_lines_.get(op); }
@@ -861,7 +878,7 @@ class Execution {
   OpOrigin origin_at(int line) const;
   sim::OpLines origin_lines_;
   std::vector<const std::string_view*> line_texts_;  // by line; null where no statement is
-  std::map<int, std::string> origin_texts_;          // a streamed run's: by line
+  StatementTexts origin_texts_;                      // a streamed run's: by line
   std::map<sim::OpRef, OpOrigin> special_origins_;
   std::vector<ChoicePoint> choices_;
   std::vector<QueryAnswer> query_answers_;

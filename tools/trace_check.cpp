@@ -516,10 +516,13 @@ Report check_streamed(const std::string& path, const TraceCheckOptions& o) {
   Execution& exec = streamed.exec;
   const sim::DeviceModel& model = exec.model();
   // The findings' lines, read again from the file: nothing kept their texts.
-  std::set<int> lines;
+  std::vector<int> lines;
+  lines.reserve(2 * model.findings().size());
   for (const sim::Finding& f : model.findings())
     for (const std::optional<sim::OpRef> op : {std::optional(f.first), f.second})
-      if (const auto line = op ? exec.origin_line(*op) : std::nullopt) lines.insert(*line);
+      if (const auto line = op ? exec.origin_line(*op) : std::nullopt) lines.push_back(*line);
+  std::sort(lines.begin(), lines.end());
+  lines.erase(std::unique(lines.begin(), lines.end()), lines.end());
   exec.set_origin_texts(statement_texts(path, lines));
 
   Report r;

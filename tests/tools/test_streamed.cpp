@@ -258,6 +258,28 @@ TEST(Streamed, ABufferGivenBackAndMadeAgainAsBeforeIsParsedOnceAndQuotedAtItsNew
   EXPECT_FALSE(check_streamed(racy, o).findings.empty());
 }
 
+TEST(Streamed, StatementTextsReadsTheLinesAskedForAndNoOthers) {
+  // A streamed report's statements are read back from the file by line:
+  // comments and blank lines hold none, and a line past the end is absent.
+  tests::FreshTempDir dir("streamed-texts");
+  const std::string path =
+      dir.write("t.trace", "stream s   # the stream\n\nbuffer  A 1K on s\nlaunch k on s writes A\nfree A on s\n")
+          .string();
+  const std::vector<int> asked{1, 2, 3, 5, 9};
+  const StatementTexts texts = statement_texts(path, asked);
+  EXPECT_EQ(texts.size(), 3u);
+  EXPECT_EQ(texts.find(1), std::optional<std::string_view>("stream s"));
+  EXPECT_EQ(texts.find(2), std::nullopt);  // blank
+  EXPECT_EQ(texts.find(3), std::optional<std::string_view>("buffer A 1K on s"));
+  EXPECT_EQ(texts.find(4), std::nullopt);  // not asked for
+  EXPECT_EQ(texts.find(5), std::optional<std::string_view>("free A on s"));
+  EXPECT_EQ(texts.find(9), std::nullopt);  // past the end
+  StatementTexts by_hand;
+  by_hand.add(4, "a");
+  EXPECT_THROW(by_hand.add(4, "b"), std::logic_error);  // lines ascend
+  EXPECT_EQ(by_hand.find(4), std::optional<std::string_view>("a"));
+}
+
 TEST(Streamed, LinesAcrossBlocksAndALoopThatChangesCourseAreReadAsWritten) {
   // The reader holds the file a 64 KB block at a time and tries first the
   // line that followed the last one last time (LineMemo): lines cut by a
