@@ -49,6 +49,8 @@ void RaceChecker::enqueued(OpRef q, std::span<const OpAccess> accesses, bool cha
   starts.changes_memory = changes_memory ? 1 : 0;
   starts.expected = position(std::size_t{expected_base_} + expected_.size());
   starts_.push_back(starts);
+  if (!current_finding_at_.empty()) current_finding_at_.clear();  // q is every later finding's second
+  checking_ = q;
   const bool q_is_kernel = op.kind == OpKind::Kernel;
   const HbState::OpClock q_clock = hb_.op_clock(q);
   for (const OpAccess& a : accesses) {
@@ -97,13 +99,17 @@ FindingKind RaceChecker::classify(const ShadowAccess& p, OpRef q, AllocationInde
 }
 
 void RaceChecker::report(FindingKind kind, OpRef first, std::optional<OpRef> second, ByteRange bytes, bool definite) {
+  if (second && second != checking_)  // what lets current_finding_at_ forget an op's findings
+    throw std::logic_error(
+        fmt::format("RaceChecker: internal error: a finding's second op {}:{} is not the op being checked",
+                    second->stream.value, second->index));
   const FindingKey key{packed(first), second ? packed(*second) : ~std::uint64_t{0}, kind, definite};
-  if (const auto at = finding_at_.find(key); at != finding_at_.end()) {
+  if (const auto at = current_finding_at_.find(key); at != current_finding_at_.end()) {
     add_range(findings_[at->second].bytes, bytes);
     return;
   }
   findings_.push_back(Finding{kind, first, second, {bytes}, definite});
-  finding_at_.emplace(key, findings_.size() - 1);
+  current_finding_at_.emplace(key, findings_.size() - 1);
 }
 
 void RaceChecker::check(OpRef q, bool q_is_kernel, const HbState::OpClock& q_clock, const OpAccess& acc) {

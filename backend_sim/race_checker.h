@@ -249,10 +249,15 @@ class RaceChecker {
              (static_cast<std::size_t>(k.kind) << 1 | k.definite);
     }
   };
-  /// Each finding's position in findings_: a scan of every finding at each
-  /// report made a run with a race in every iteration of a loop quadratic
-  /// (docs/PERFORMANCE.md).
-  std::unordered_map<FindingKey, std::size_t, FindingKeyHash> finding_at_;
+  /// The position in findings_ of each finding of the op being checked
+  /// (and, once the run ends, of each leak). Every finding but a leak has
+  /// the op being checked as its second, so no later op's report can merge
+  /// into an earlier op's finding: the map is emptied at each enqueued op.
+  /// A scan of every finding at each report made a run with a race in every
+  /// iteration of a loop quadratic, and a map of every finding held 64 bytes
+  /// for each (docs/PERFORMANCE.md).
+  std::unordered_map<FindingKey, std::size_t, FindingKeyHash> current_finding_at_;
+  std::optional<OpRef> checking_;  // the op enqueued() checks, or last checked
   std::vector<ValueMismatch> mismatches_;
   bool value_oracle_ = true;
 };
