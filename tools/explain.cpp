@@ -18,12 +18,12 @@ std::string short_ref(const ReportOp& op) { return op.origin ? fmt::format("line
 
 std::string line_ref(const ReportOp& op) {
   if (op.origin) return fmt::format("line {} ({})", op.origin->line, op.origin->text);
-  return op.description;
+  return op.description.value_or("");
 }
 
 std::string describe(const ReportOp& op) {
   if (op.origin) return fmt::format("{} [{}]", line_ref(op), op_name(op));
-  return op.description;
+  return op.description.value_or("");
 }
 
 std::string describe(const ReportBytes& bytes) {

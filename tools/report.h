@@ -32,7 +32,10 @@ struct ReportOp {
   /// The statement that enqueued the op; nullopt for an op of no statement
   /// (inside the resource), which `description` then names.
   std::optional<OpOrigin> origin;
-  std::string description;  // the simulator's description of the op; empty when `origin` names it
+  /// The simulator's description of the op, set only when no statement
+  /// names it (`origin`): the only case that reads it. Out of line: a
+  /// racy loop's report holds two ops a finding, each of a statement.
+  OutOfLine<std::string> description;
 };
 
 /// One range of the bytes both ops touch: offsets into the trace buffer that

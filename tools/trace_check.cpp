@@ -52,7 +52,8 @@ ReportOp report_op(const Execution& run, sim::OpRef op) {
   std::optional<OpOrigin> origin = run.origin(op);
   // Only an op of no statement is named by its description (a racy loop's
   // report made one per op it names, each its own string).
-  std::string description = origin ? std::string() : sim::describe(run.model(), op);
+  OutOfLine<std::string> description;
+  if (!origin) description = sim::describe(run.model(), op);
   return ReportOp{op, run.model().stream_name(op.stream), std::move(origin), std::move(description)};
 }
 

@@ -36,7 +36,7 @@ namespace {
 std::string key(const ReportFinding& f) {
   const auto op = [](const ReportOp& o) {
     return fmt::format("{}#{} @{} {} ({})", o.stream, o.ref.index, o.origin ? o.origin->line : 0,
-                       o.origin ? o.origin->text : "-", o.description);
+                       o.origin ? o.origin->text : "-", o.description.value_or(""));
   };
   std::string k = fmt::format("{} {} {} ", sim::to_string(f.kind), f.definite, op(f.first));
   if (f.second) k += "/ " + op(*f.second);
