@@ -59,8 +59,9 @@ constexpr std::size_t kPairsShown = 8;
 class Folds {
  public:
   static constexpr std::size_t kNoShape = std::numeric_limits<std::size_t>::max();
-  /// Files item `i` (the next one) under `shape`; an empty shape never folds.
-  void add(std::size_t i, const std::string& shape) {
+  /// Files the next item under `shape`; an empty shape never folds.
+  void add(const std::string& shape) {
+    const std::size_t i = first_.size();
     if (shape.empty()) {
       first_.push_back(kNoShape);
       return;
@@ -140,7 +141,7 @@ std::string report_text(const Report& r) {
   for (const auto& f : r.findings) (f.severity == Severity::Warning ? warnings : errors)++;
   // Each finding's shape, made once: a cause's shape is its findings'.
   Folds finding_folds;
-  for (std::size_t i = 0; i < r.findings.size(); ++i) finding_folds.add(i, finding_shape(r.findings[i]));
+  for (const ReportFinding& f : r.findings) finding_folds.add(finding_shape(f));
   for (std::size_t i = 0; i < r.findings.size(); ++i) {
     if (finding_folds.folded(i)) continue;
     const ReportFinding& f = r.findings[i];
@@ -183,7 +184,7 @@ std::string report_text(const Report& r) {
       }
       fmt::format_to(std::back_inserter(shape), "\n{}", finding_folds.first(i));
     }
-    cause_folds.add(k, shape);
+    cause_folds.add(shape);
   }
   for (std::size_t k = 0; k < r.groups.size(); ++k) {
     if (cause_folds.folded(k)) continue;

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend_sim/explain.h"
 #include "backend_sim/sim_backend.h"
 #include "model/trace_keywords.h"
 #include "tests/temp_dir.h"
@@ -279,6 +280,24 @@ Report explore_text(const std::string& text, Strategy strategy = Strategy::Dfs) 
   o.strategy = strategy;
   o.max_schedules = 5000;
   return explore_trace(parse_trace(text, "t.trace"), o);
+}
+
+// An op no statement enqueued (one the model made before any statement set
+// an origin) has no line to name it: a report names it by the simulator's
+// description, and by nothing else.
+TEST(TraceReportOps, AnOpOfNoStatementIsNamedByTheSimulatorsDescription) {
+  sim::ReplayChooser chooser("-");
+  auto model = std::make_unique<sim::DeviceModel>(chooser);
+  const sim::StreamIndex s = model->create_stream("s");
+  const sim::OpRef op = model->launch(s, {}, "K");
+  Execution run;
+  run.set_model(std::move(model));
+  const ReportOp named = report_op(run, op);
+  EXPECT_FALSE(named.origin);
+  EXPECT_EQ(named.stream, "s");
+  EXPECT_EQ(describe(named), sim::describe(run.model(), op));
+  EXPECT_NE(describe(named).find("\"K\""), std::string::npos) << describe(named);
+  EXPECT_EQ(line_ref(named), describe(named));
 }
 
 TEST(TraceInterpreter, MissingWaitIsADataRaceNamingBothLines) {
