@@ -97,6 +97,9 @@ class RaceChecker {
   /// An allocation never freed: a leak (a warning).
   void leaked(const Allocation& a);
 
+  /// Each (kind, first, second, definite) at most once: report merges a
+  /// repeat's bytes into the first (tools' Collector looks up only earlier
+  /// runs' findings, relying on it).
   const std::vector<Finding>& findings() const { return findings_; }
   const std::vector<ValueMismatch>& value_mismatches() const { return mismatches_; }
   /// The accesses op `r` was enqueued with (none for an op never checked).

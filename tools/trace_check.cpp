@@ -264,14 +264,22 @@ class Collector {
     auto& findings = report_.findings;
     if (const std::size_t most = findings.size() + run.model().findings().size(); most > findings.capacity())
       findings.reserve(std::max(most, 2 * findings.capacity()));
+    // Only earlier runs' findings are looked up: a run's own are each
+    // distinct (RaceChecker::findings), so the first run, and `check`'s
+    // only one, makes no index (a map node a finding, 5 % of a racy loop's
+    // check at its peak).
+    for (; indexed_ < findings_before; ++indexed_) {
+      const ReportFinding& f = findings[indexed_];
+      index_.emplace(Key{f.kind, f.first.ref, f.second ? std::optional(f.second->ref) : std::nullopt, f.definite},
+                     indexed_);
+    }
     for (const auto& f : run.model().findings()) {
-      const Key k{f.kind, f.first, f.second, f.definite};
-      if (auto it = index_.find(k); it != index_.end()) {
-        ++findings[it->second].schedules;
-        continue;
-      }
+      if (!index_.empty())
+        if (auto it = index_.find(Key{f.kind, f.first, f.second, f.definite}); it != index_.end()) {
+          ++findings[it->second].schedules;
+          continue;
+        }
       if (!schedule) schedule = schedule_of(chooser);
-      index_[k] = findings.size();
       ReportFinding& added = findings.emplace_back(report_finding(run, f, *schedule, &producers));
       // Only a finding whose fix would be a new event gets one of the trace's
       // own lines instead; a fix that says no edge is right stays.
@@ -364,7 +372,8 @@ class Collector {
   TraceRunOptions run_options_;
   sim::ScheduleHeader header_;
   Report report_;
-  std::map<Key, std::size_t> index_;
+  std::map<Key, std::size_t> index_;  // the findings of the runs before the last one added, by key
+  std::size_t indexed_ = 0;           // findings in index_: the first ones
   std::set<std::pair<int, std::string>> notes_seen_;
   RedundantInEveryRun redundant_runs_;
   std::vector<ChoicePoint> last_choices_;  // of the last run added
@@ -382,9 +391,14 @@ Report check_trace(const Trace& trace, const TraceCheckOptions& options) {
   TraceCheckOptions o = options;
   if (!o.progress) o.progress = sim::DeviceProgress::OnObservation;
   Collector c(trace, o, Coverage::How::OneSchedule);
-  sim::RandomChooser chooser(o.seed);
-  const Execution run = run_on_simulator(trace, chooser, c.run_options());
-  c.add(run, chooser);
+  {
+    // The run's model (every op, its clocks, accesses and log) is freed
+    // before the findings are grouped, which needs only the report: grouping
+    // a racy loop's findings then reuses the model's memory.
+    sim::RandomChooser chooser(o.seed);
+    const Execution run = run_on_simulator(trace, chooser, c.run_options());
+    c.add(run, chooser);
+  }
   return std::move(c.finish(false));
 }
 
