@@ -56,7 +56,9 @@ std::string trace_text(const Trace& trace) {
 
 /// A finding a new event fixes: first's line on its stream, second's on its.
 struct Edge {
-  std::string from_stream, to_stream;
+  // Views of the trace's names or the report's stream names (both outlive
+  // grouping): two copies a finding were a tenth of a racy loop's grouping.
+  std::string_view from_stream, to_stream;
   int from_line = 0, to_line = 0;
 };
 
@@ -93,11 +95,11 @@ class StreamDevices {
 /// R14a: the capture (the line of its `capture begin`) that took the
 /// statement at `line`, and the stream it was captured from; 0 and "" for
 /// a statement that ran.
-std::pair<int, std::string> capture_of(const Trace& trace, int line) {
+std::pair<int, std::string_view> capture_of(const Trace& trace, int line) {
   for (const Statement& st : statements_at(trace, line))
     if (source(st).captured_by != 0)
       return {source(st).captured_by, std::visit(
-                                          [](const auto& s) -> std::string {
+                                          [](const auto& s) -> std::string_view {
                                             if constexpr (requires { s.stream; })
                                               if constexpr (std::is_same_v<std::decay_t<decltype(s.stream)>, Name>)
                                                 return s.stream;
@@ -123,7 +125,7 @@ std::optional<Edge> missing_edge(const Trace& trace, const ReportFinding& f) {
   }
   // One op of a graph: the edge goes to or from the whole launch, on its
   // stream (every branch is joined into it before the capture ended).
-  const auto launch_stream = [&](const OpOrigin& o) -> std::optional<std::string> {
+  const auto launch_stream = [&](const OpOrigin& o) -> std::optional<std::string_view> {
     for (const Statement& st : statements_at(trace, o.graph_launch))
       if (const auto* l = std::get_if<ast::GraphLaunch>(&st)) return l->stream;
     return std::nullopt;
@@ -131,16 +133,16 @@ std::optional<Edge> missing_edge(const Trace& trace, const ReportFinding& f) {
   if (first_capture != 0) {
     const auto on = launch_stream(*f.first.origin);
     if (!on) return std::nullopt;
-    return Edge{*on, trace_name_of(f.second->stream), f.first.origin->graph_launch, f.second->origin->line};
+    return Edge{*on, trace_name_in(f.second->stream), f.first.origin->graph_launch, f.second->origin->line};
   }
   if (second_capture != 0) {
     const auto on = launch_stream(*f.second->origin);
     if (!on) return std::nullopt;
-    return Edge{trace_name_of(f.first.stream), *on, f.first.origin->line, f.second->origin->graph_launch};
+    return Edge{trace_name_in(f.first.stream), *on, f.first.origin->line, f.second->origin->graph_launch};
   }
   // A stream declared again after its destroy is reported as NAME'k; the
   // edit names it as the trace does (at that line NAME is that incarnation).
-  return Edge{trace_name_of(f.first.stream), trace_name_of(f.second->stream), f.first.origin->line,
+  return Edge{trace_name_in(f.first.stream), trace_name_in(f.second->stream), f.first.origin->line,
               f.second->origin->line};
 }
 
@@ -174,9 +176,9 @@ std::vector<TraceEdit> edge_edits(const Trace& trace, const Report& report, cons
   edits.push_back(TraceEdit::declare("event " + event));
   if (device != 0) edits.push_back(TraceEdit::declare("device 0"));
   edits.push_back(TraceEdit::insert_after(
-      record_after, thread_prefix(trace, record_after) + "record " + event + " on " + head.from_stream));
+      record_after, thread_prefix(trace, record_after) + "record " + event + " on " + std::string(head.from_stream)));
   edits.push_back(TraceEdit::insert_before(
-      wait_before, thread_prefix(trace, wait_before) + "wait " + event + " on " + head.to_stream));
+      wait_before, thread_prefix(trace, wait_before) + "wait " + event + " on " + std::string(head.to_stream)));
   return edits;
 }
 
@@ -231,7 +233,7 @@ std::vector<FindingGroup> partition(const Report& report, const Edges& edges) {
   const auto& findings = report.findings;
   std::vector<FindingGroup> groups;
   groups.reserve(findings.size());  // at most one each: no growth moves them
-  std::map<std::pair<std::string, std::string>, std::vector<std::size_t>> by_streams;
+  std::map<std::pair<std::string_view, std::string_view>, std::vector<std::size_t>> by_streams;
   std::map<std::vector<TraceEdit>, std::size_t> by_edits;  // -> index in groups
   for (std::size_t i = 0; i < findings.size(); ++i) {
     const ReportFinding& f = findings[i];

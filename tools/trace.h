@@ -110,10 +110,12 @@ inline std::string on_device(std::string_view name, DeviceNumber device) {
 /// The trace's name of a stream or event as reports call it: NAME'k ->
 /// NAME, per_thread@THREAD -> per_thread (written on THREAD's lines),
 /// legacy:D -> legacy (written where device D is current).
-inline std::string trace_name_of(std::string_view reported) {
-  return std::string(
-      reported.substr(0, reported.find_first_of(std::string{kIncarnationMark, kThreadMark, kDeviceMark})));
+/// trace_name_of as a part of `reported` (valid while it is).
+inline std::string_view trace_name_in(std::string_view reported) {
+  static constexpr char kMarks[] = {kIncarnationMark, kThreadMark, kDeviceMark};
+  return reported.substr(0, reported.find_first_of(std::string_view(kMarks, sizeof kMarks)));
 }
+inline std::string trace_name_of(std::string_view reported) { return std::string(trace_name_in(reported)); }
 /// The longest name (stream, event, thread, buffer, kernel, copy) a trace may use.
 inline constexpr std::size_t kMaxNameBytes = 128;
 
