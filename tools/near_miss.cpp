@@ -54,7 +54,7 @@ class NearMissAnalysis::Program {
   std::size_t size() const { return t_.statements.size(); }
   int line(std::size_t i) const { return lines_[i]; }
   const ast::Source& src(std::size_t i) const { return source(t_.statements[i]); }
-  TraceLine trace_line(std::size_t i) const { return TraceLine{src(i).line, std::string(src(i).text)}; }
+  TraceLine trace_line(std::size_t i) const { return TraceLine{src(i).line, texts_(src(i).text)}; }
   const Trace& trace() const { return t_; }
   std::optional<std::size_t> index_of(int line) const {
     auto it = std::lower_bound(lines_.begin(), lines_.end(), line);
@@ -186,6 +186,9 @@ class NearMissAnalysis::Program {
   }
 
  private:
+  /// Each text trace_line gives, once: a near miss per finding of a racy
+  /// loop names the same few statements' texts at other lines.
+  mutable TextInterner texts_;
   void index(std::size_t i, const ast::StreamDecl& s) { stream_decls_.try_emplace(s.name, i); }
   void index(std::size_t i, const ast::Record& s) {
     records_[s.event].push_back(i);

@@ -18,6 +18,7 @@
 #include "tools/out_of_line.h"
 #include "tools/producers.h"
 #include "tools/redundant.h"
+#include "tools/shared_text.h"
 #include "tools/trace.h"
 
 namespace streamcheck::tools {
@@ -121,27 +122,6 @@ struct NearMiss {
   /// PrepareWithoutFinish: the statement the missing finish had to precede.
   std::optional<TraceLine> seen_by;
   friend bool operator==(const NearMiss&, const NearMiss&) = default;
-};
-
-/// Text many findings hold alike: the schedule of the run that showed them
-/// first, one copy per run rather than per finding. A random run of a loop
-/// with a race in every iteration shows thousands of findings, and its
-/// schedule is tens of KB: a copy each grew with the square of the loop
-/// (`explore` of 20,000 iterations held 40,000 copies of 80 KB, 3.3 GB).
-class SharedText {
- public:
-  SharedText() = default;
-  SharedText(std::string text) : text_(std::make_shared<const std::string>(std::move(text))) {}  // NOLINT
-  const std::string& str() const { return text_ ? *text_ : kEmpty; }
-  operator const std::string&() const { return str(); }  // NOLINT: read where a schedule's text is
-  bool empty() const { return str().empty(); }
-  std::size_t size() const { return str().size(); }
-  /// Whether `other` holds this very copy (not only equal text).
-  bool same_copy(const SharedText& other) const { return text_ == other.text_; }
-
- private:
-  inline static const std::string kEmpty;
-  std::shared_ptr<const std::string> text_;
 };
 
 struct ReportFinding {

@@ -2027,8 +2027,8 @@ const sim::DeviceModel& Execution::model() const {
 
 OpOrigin Execution::origin_at(int line) const {
   const auto i = static_cast<std::size_t>(line);
-  if (i < line_texts_.size() && line_texts_[i] != nullptr) return OpOrigin{line, std::string(*line_texts_[i])};
-  if (const auto text = origin_texts_.find(line)) return OpOrigin{line, std::string(*text)};
+  if (i < line_texts_.size() && line_texts_[i] != nullptr) return OpOrigin{line, texts_(*line_texts_[i])};
+  if (const auto text = origin_texts_.find(line)) return OpOrigin{line, texts_(*text)};
   throw std::logic_error("Execution: internal error: no statement at line " + std::to_string(line));
 }
 

@@ -27,6 +27,7 @@
 #include "model/types.h"
 #include "tools/input_text.h"
 #include "tools/name_map.h"
+#include "tools/shared_text.h"
 #include "tools/trace_name.h"
 
 namespace streamcheck::tools {
@@ -678,7 +679,7 @@ Trace load_trace(const std::string& path);
 /// Where an op came from: the trace statement that enqueued it.
 struct OpOrigin {
   int line = 0;
-  std::string text;
+  SharedText text;  // one copy for the ops of every line of this text (TextInterner)
   /// R14b: for an op of a graph, the line of the `launch graph` that ran
   /// it (`line` is its captured statement); 0 for any other op.
   int graph_launch = 0;
@@ -878,6 +879,9 @@ class Execution {
   std::vector<Note> notes_;
   NameMap<TraceBuffer> buffers_;
   OpOrigin origin_at(int line) const;
+  /// The texts origin() has given, each once (a loop's ops share their
+  /// statements' few texts); filled as reports ask, so const reads fill it.
+  mutable TextInterner texts_;
   sim::OpLines origin_lines_;
   std::vector<const std::string_view*> line_texts_;  // by line; null where no statement is
   StatementTexts origin_texts_;                      // a streamed run's: by line

@@ -227,7 +227,7 @@ TEST(Streamed, ALineParsedBeforeIsParsedAgainOnceANameChanged) {
   std::set<int> lines;
   for (const ReportFinding& f : r.findings)
     for (const ReportOp* op : {&f.first, f.second ? &*f.second : nullptr})
-      if (op && op->origin && op->origin->text.starts_with("launch")) lines.insert(op->origin->line);
+      if (op && op->origin && op->origin->text.str().starts_with("launch")) lines.insert(op->origin->line);
   EXPECT_EQ(keys(r), keys(whole_at_once(racy, 1)));
   EXPECT_GE(lines.size(), 3u) << "each repeated racy line reports itself";
 }

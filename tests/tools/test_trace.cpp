@@ -504,6 +504,34 @@ TEST(TraceInterpreter, TheFindingsARunShowedFirstShareOneCopyOfItsSchedule) {
   }
 }
 
+// A loop's findings name the same few statement texts at other lines: each
+// text is held once (tools/shared_text.h TextInterner), for the ops and the
+// near misses alike, as a streamed check's ops read back from the file.
+TEST(TraceInterpreter, TheFindingsOfALoopShareOneCopyOfEachStatementText) {
+  std::string loop = "stream s1\nstream s2\nevent e\nbuffer A 4096 on s1\n";
+  for (int i = 0; i < 50; ++i) loop += "launch produce on s1 writes A\nrecord e on s1\nlaunch consume on s2 reads A\n";
+  loop += "sync device\nfree A on s1\n";
+  const tests::FreshTempDir dir("shared-texts");
+  const std::string path = dir.write("loop.trace", loop).string();
+  for (const Report& r : {check_trace(parse_trace(loop, "loop.trace"), {}), check_streamed(path, {})}) {
+    ASSERT_EQ(r.findings.size(), 99u);
+    std::map<std::string, SharedText> first_of;  // each text's first copy
+    std::size_t near_misses = 0;
+    for (const auto& f : r.findings) {
+      std::vector<const OpOrigin*> lines{&*f.first.origin, &*f.second->origin};
+      if (f.near_miss) {
+        ++near_misses;
+        lines.push_back(&f.near_miss->statement);
+      }
+      for (const OpOrigin* o : lines) {
+        const auto [it, fresh] = first_of.try_emplace(o->text.str(), o->text);
+        EXPECT_TRUE(it->second.same_copy(o->text)) << "line " << o->line << ": " << o->text.str();
+      }
+    }
+    EXPECT_EQ(first_of.size(), near_misses > 0 ? 3u : 2u);
+  }
+}
+
 // A finding's rarely set fields live out of line (tools/out_of_line.h):
 // a copied finding must own copies of them, as std::optional's would.
 TEST(TraceReport, AFindingsOutOfLineFieldsCopyAsOptionalsDo) {
