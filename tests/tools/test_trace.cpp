@@ -488,7 +488,7 @@ TEST(TraceInterpreter, ReplayReproducesTheReportedSchedule) {
 }
 
 // The findings one run shows first hold one copy of its schedule: a copy
-// each grew with the square of a racy loop (tools/report.h SharedText).
+// each grew with the square of a racy loop (tools/shared_text.h SharedText).
 TEST(TraceInterpreter, TheFindingsARunShowedFirstShareOneCopyOfItsSchedule) {
   std::string loop = "stream s1\nstream s2\nevent e\nbuffer A 4096 on s1\n";
   for (int i = 0; i < 50; ++i) loop += "launch produce on s1 writes A\nrecord e on s1\nlaunch consume on s2 reads A\n";
