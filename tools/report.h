@@ -29,7 +29,7 @@ enum class Severity : std::uint8_t { Error, Warning };
 /// of its stream, and the trace statement that enqueued it.
 struct ReportOp {
   sim::OpRef ref;
-  std::string stream;  // the trace's name of ref.stream
+  SharedText stream;  // the trace's name of ref.stream: one copy for the ops of each stream
   /// The statement that enqueued the op; nullopt for an op of no statement
   /// (inside the resource), which `description` then names.
   std::optional<OpOrigin> origin;

@@ -26,6 +26,7 @@ class SharedText {
   SharedText(const char* text) : SharedText(std::string(text)) {}                                // NOLINT
   const std::string& str() const { return text_ ? *text_ : kEmpty; }
   operator const std::string&() const { return str(); }  // NOLINT: read where a text is
+  operator std::string_view() const { return str(); }    // NOLINT
   bool empty() const { return str().empty(); }
   std::size_t size() const { return str().size(); }
   /// Whether `other` holds this very copy (not only equal text).

@@ -802,6 +802,9 @@ class Execution {
   const NameMap<TraceBuffer>& buffers() const { return buffers_; }
   /// The statement that enqueued `op`, if any (resource ops: the call).
   std::optional<OpOrigin> origin(sim::OpRef op) const;
+  /// `text` as one copy shared by every record of this run's that asks for
+  /// the same text (a stream's name in each op a report names).
+  SharedText shared_text(std::string_view text) const { return texts_(text); }
   /// `bytes` cut where buffers begin and end: each piece named by the buffer
   /// that holds it (offsets into it), or by its addresses outside every
   /// buffer. Of buffers holding the same bytes the smallest names them (a

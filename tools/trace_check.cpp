@@ -54,7 +54,7 @@ ReportOp report_op(const Execution& run, sim::OpRef op) {
   // report made one per op it names, each its own string).
   OutOfLine<std::string> description;
   if (!origin) description = sim::describe(run.model(), op);
-  return ReportOp{op, run.model().stream_name(op.stream), std::move(origin), std::move(description)};
+  return ReportOp{op, run.shared_text(run.model().stream_name(op.stream)), std::move(origin), std::move(description)};
 }
 
 namespace {
@@ -112,7 +112,7 @@ void host_fix(ReportFinding& out) {
     return;
   }
   out.fix = Fix::SyncBeforeHostUse;
-  const std::string thread = out.second->stream.substr(kHostStreamPrefix.size() + 1);
+  const std::string thread = out.second->stream.str().substr(kHostStreamPrefix.size() + 1);
   // A per-thread default stream is written `per_thread` on its own thread's
   // lines only: another thread cannot name it.
   const std::string stream = trace_name_of(out.first.stream);
