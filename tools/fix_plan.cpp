@@ -176,9 +176,9 @@ std::vector<TraceEdit> edge_edits(const Trace& trace, const Report& report, cons
   edits.push_back(TraceEdit::declare("event " + event));
   if (device != 0) edits.push_back(TraceEdit::declare("device 0"));
   edits.push_back(TraceEdit::insert_after(
-      record_after, thread_prefix(trace, record_after) + "record " + event + " on " + std::string(head.from_stream)));
+      record_after, fmt::format("{}record {} on {}", thread_prefix(trace, record_after), event, head.from_stream)));
   edits.push_back(TraceEdit::insert_before(
-      wait_before, thread_prefix(trace, wait_before) + "wait " + event + " on " + std::string(head.to_stream)));
+      wait_before, fmt::format("{}wait {} on {}", thread_prefix(trace, wait_before), event, head.to_stream)));
   return edits;
 }
 

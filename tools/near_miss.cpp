@@ -186,9 +186,6 @@ class NearMissAnalysis::Program {
   }
 
  private:
-  /// Each text trace_line gives, once: a near miss per finding of a racy
-  /// loop names the same few statements' texts at other lines.
-  mutable TextInterner texts_;
   void index(std::size_t i, const ast::StreamDecl& s) { stream_decls_.try_emplace(s.name, i); }
   void index(std::size_t i, const ast::Record& s) {
     records_[s.event].push_back(i);
@@ -243,6 +240,9 @@ class NearMissAnalysis::Program {
   NameSet blocks_;                                       // buffers made by `allocate`
   NameMap<std::vector<std::size_t>> block_calls_;        // block -> allocate, deallocate, prepare, finish
   NameMap<std::vector<std::size_t>> raw_uses_;           // buffer -> launches and copies naming it
+  /// Each text trace_line gives, once: a near miss per finding of a racy
+  /// loop names the same few statements' texts at other lines.
+  mutable TextInterner texts_;
 };
 
 namespace {

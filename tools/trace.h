@@ -110,8 +110,8 @@ inline std::string on_device(std::string_view name, DeviceNumber device) {
 }
 /// The trace's name of a stream or event as reports call it: NAME'k ->
 /// NAME, per_thread@THREAD -> per_thread (written on THREAD's lines),
-/// legacy:D -> legacy (written where device D is current).
-/// trace_name_of as a part of `reported` (valid while it is).
+/// legacy:D -> legacy (written where device D is current). A part of
+/// `reported`, valid while it is; trace_name_of copies it.
 inline std::string_view trace_name_in(std::string_view reported) {
   static constexpr char kMarks[] = {kIncarnationMark, kThreadMark, kDeviceMark};
   return reported.substr(0, reported.find_first_of(std::string_view(kMarks, sizeof kMarks)));

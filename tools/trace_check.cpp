@@ -267,11 +267,13 @@ class Collector {
     // Only earlier runs' findings are looked up: a run's own are each
     // distinct (RaceChecker::findings), so the first run, and `check`'s
     // only one, makes no index (a map node a finding, 5 % of a racy loop's
-    // check at its peak).
-    for (; indexed_ < findings_before; ++indexed_) {
-      const ReportFinding& f = findings[indexed_];
-      index_.emplace(Key{f.kind, f.first.ref, f.second ? std::optional(f.second->ref) : std::nullopt, f.definite},
-                     indexed_);
+    // check at its peak). The report's findings are each distinct too, so
+    // the index holds its first index_.size() of them.
+    for (std::size_t i = index_.size(); i < findings_before; ++i) {
+      const ReportFinding& f = findings[i];
+      const Key k{f.kind, f.first.ref, f.second ? std::optional(f.second->ref) : std::nullopt, f.definite};
+      if (!index_.emplace(k, i).second)
+        throw std::logic_error("Collector: internal error: a run showed one finding twice");
     }
     for (const auto& f : run.model().findings()) {
       if (!index_.empty())
@@ -373,7 +375,6 @@ class Collector {
   sim::ScheduleHeader header_;
   Report report_;
   std::map<Key, std::size_t> index_;  // the findings of the runs before the last one added, by key
-  std::size_t indexed_ = 0;           // findings in index_: the first ones
   std::set<std::pair<int, std::string>> notes_seen_;
   RedundantInEveryRun redundant_runs_;
   std::vector<ChoicePoint> last_choices_;  // of the last run added
