@@ -1993,6 +1993,7 @@ Execution run_streamed_on_simulator(TraceReader& reader, sim::Chooser& chooser, 
   // long trace, and its report lists a few: listed here as they are made
   // and counted, none kept (a kept choice was about 60 bytes).
   ChoiceSummary choices;
+  std::uint64_t query_choices = 0;
   chooser.keep_no_choices();
   chooser.observe([&](std::uint64_t, const sim::Choice& c) {
     const ChoicePoint p{c.kind, c.options, c.taken, chooser.line()};
@@ -2000,6 +2001,8 @@ Execution run_streamed_on_simulator(TraceReader& reader, sim::Chooser& chooser, 
       choices.list(choices.pool_reuse, p);
     else if (c.kind == sim::ChoiceKind::Fault)
       choices.list(choices.faults, p);
+    else if (c.kind == sim::ChoiceKind::QueryAnswer)
+      ++query_choices;  // the queries are listed below, each with its answer
     else
       ++choices.device_steps;
   });
@@ -2011,9 +2014,15 @@ Execution run_streamed_on_simulator(TraceReader& reader, sim::Chooser& chooser, 
   chooser.observe(nullptr);
   if (const auto plain = sim.backend.resolve_stream(interpreter.plain_alloc_stream()))
     exec.set_plain_alloc_stream(*plain);
-  for (const auto& q : sim.backend.query_answers())
-    choices.queries.push_back(QueryAnswer{q.line, q.done, q.after_choices});
-  choices.not_listed += sim.backend.query_count() - choices.queries.size();
+  // A run whose device executes each op at once answers every query done
+  // (check_streamed's coverage lists them all as not explored); one whose
+  // device progresses on observation lists them as check_trace's summary
+  // does (summarize): only when some answer could have been another.
+  if (options.progress == sim::DeviceProgress::AtOnce || choices.device_steps > 0 || query_choices > 0) {
+    for (const auto& q : sim.backend.query_answers())
+      choices.queries.push_back(QueryAnswer{q.line, q.done, q.after_choices});
+    choices.not_listed += sim.backend.query_count() - choices.queries.size();
+  }
   exec.set_choice_summary(std::move(choices));
   exec.set_origins(sim.backend.op_origins(), {});  // the texts come later (set_origin_texts)
   exec.set_model(std::move(sim.model));

@@ -433,8 +433,9 @@ StreamedExecution run_streamed(const std::string& path, const TraceCheckOptions&
 /// Why stream_for_check stopped before the trace's end; its statement
 /// watch throws it to stop the read.
 enum class StreamStop {
-  AtAChoice,        // a run executing each op at once made a choice, which check's own run must make instead
-  NeedsWholeTrace,  // a finding, a query, a possible near miss or an error: only the whole check can say
+  AtAChoice,        // a run executing each op at once made a choice or came to a query, which check's own run must
+                    // make or answer instead
+  NeedsWholeTrace,  // a finding, a possible near miss or an error: only the whole check can say
 };
 
 /// One streamed run of clean_by_streaming, its device progressing as
@@ -448,15 +449,17 @@ std::variant<StreamedExecution, StreamStop> stream_for_check(const std::string& 
   const sim::DeviceModel* model = nullptr;
   const bool stop_at_a_choice = progress == sim::DeviceProgress::AtOnce;
   try {
-    // Each statement comes once the one before it ran: a finding, a query
-    // or a possible near miss ends the read there (each would be in the run
-    // at its end too: this only stops early, so that a trace with a finding
-    // near its start is not run twice through).
+    // Each statement comes once the one before it ran: a finding or a
+    // possible near miss ends the read there (each would be in the run at
+    // its end too: this only stops early, so that a trace with a finding
+    // near its start is not run twice through). A run executing each op at
+    // once answers every query done, where check's own run may answer not
+    // done: it stops before the query, as at a choice.
     const auto watch_statement = [&](const Statement& st) {
-      if ((model != nullptr && !model->findings().empty()) || std::holds_alternative<ast::Query>(st) ||
-          watch.may_be_near_miss(st))
+      if ((model != nullptr && !model->findings().empty()) || watch.may_be_near_miss(st))
         throw StreamStop::NeedsWholeTrace;
-      if (stop_at_a_choice && choices.choice_count() > 0) throw StreamStop::AtAChoice;
+      if (stop_at_a_choice && (choices.choice_count() > 0 || std::holds_alternative<ast::Query>(st)))
+        throw StreamStop::AtAChoice;
     };
     return run_streamed(
         path, o, std::move(chooser), watch_statement, [&](const sim::DeviceModel& m) { model = &m; }, progress);
@@ -482,22 +485,28 @@ std::optional<Report> clean_by_streaming(const std::string& path, const TraceChe
   // retention pass drops what ran (a device that progresses only on
   // observation runs nothing a trace never observes, and holds it all): a
   // run that makes no choice has every schedule's verdict, check's own
-  // included. At its first choice the read starts again as check's own run
-  // (its seed's chooser, the device progressing on observation), so that
-  // each pool reuse is chosen as there.
+  // included. At its first choice or query the read starts again as
+  // check's own run (its seed's chooser, the device progressing on
+  // observation), so that each pool reuse is chosen and each query answered
+  // as there.
   auto run = stream_for_check(path, o, sim::DeviceProgress::AtOnce);
-  if (const auto* stop = std::get_if<StreamStop>(&run); stop && *stop == StreamStop::AtAChoice)
+  const auto* stop = std::get_if<StreamStop>(&run);
+  // A query no statement names (the debug tier's `reap` asks its events)
+  // was answered done by the device that executes each op at once; check's
+  // own run may answer it not done.
+  const auto* at_once = std::get_if<StreamedExecution>(&run);
+  if ((stop && *stop == StreamStop::AtAChoice) || (at_once && !at_once->exec.choice_summary().queries.empty()))
     run = stream_for_check(path, o, sim::DeviceProgress::OnObservation);
   const auto* streamed = std::get_if<StreamedExecution>(&run);
   if (streamed == nullptr) return std::nullopt;
   const Execution& exec = streamed->exec;
   if (!exec.model().findings().empty() || !exec.notes().empty()) return std::nullopt;
-  // Pool reuses alone: the streamed run lists and counts them as the whole
-  // check's summary does (ChoiceSummary::list, in the order they were
-  // made). A query, a fault or any other choice: the whole check says which
-  // it lists.
+  // Pool reuses and query answers: the streamed run lists and counts them
+  // as the whole check's summary does (ChoiceSummary::list, in the order
+  // they were made; queries only where an answer was a choice). A fault or
+  // any other choice: the whole check says which it lists.
   const ChoiceSummary& choices = exec.choice_summary();
-  if (!choices.queries.empty() || !choices.faults.empty() || choices.device_steps > 0) return std::nullopt;
+  if (!choices.faults.empty() || choices.device_steps > 0) return std::nullopt;
   // What Collector makes of a one-schedule run with no finding or note
   // (check_trace).
   Report r;

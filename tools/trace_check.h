@@ -69,19 +69,19 @@ Report check_trace(const Trace& trace, const TraceCheckOptions& options);
 /// (docs/TRACES.md, "`check` streams a trace first").
 Report check_trace_file(const std::string& path, const TraceCheckOptions& options);
 /// check_trace_file's report of a trace one streamed run shows clean: the
-/// run found nothing, noted nothing and asked no query, and no statement may
-/// be a statement near miss (StatementNearMissWatch), the one thing a clean
-/// whole-trace report adds. The run executes each op at once and, at its
-/// first choice, starts again as check_trace's own (its seed, the device
-/// progressing on observation): a run that made no choice has every
-/// schedule's verdict (exhaustive, as check_streamed says), one that made
-/// pool reuses alone lists them as check_trace's report does. nullopt, and
-/// the trace is to be checked whole: anything else (another kind of choice
-/// included), options that need the whole run (--faults, --redundant, a
-/// shard, another device progress), a path that is not a regular file (a
-/// pipe is read once), or input the streamed read refuses (the whole read
-/// says why when it is an error). The read stops at the first finding,
-/// query or possible near miss.
+/// run found nothing and noted nothing, and no statement may be a statement
+/// near miss (StatementNearMissWatch), the one thing a clean whole-trace
+/// report adds. The run executes each op at once and, at its first choice
+/// or query, starts again as check_trace's own (its seed, the device
+/// progressing on observation): a run that made no choice and asked no
+/// query has every schedule's verdict (exhaustive, as check_streamed says),
+/// one whose choices are pool reuses and query answers alone lists them as
+/// check_trace's report does. nullopt, and the trace is to be checked
+/// whole: anything else (another kind of choice included), options that
+/// need the whole run (--faults, --redundant, a shard, another device
+/// progress), a path that is not a regular file (a pipe is read once), or
+/// input the streamed read refuses (the whole read says why when it is an
+/// error). The read stops at the first finding or possible near miss.
 std::optional<Report> clean_by_streaming(const std::string& path, const TraceCheckOptions& options);
 /// `check --stream` (docs/TRACES.md, "Streamed checks"): trace file `path`
 /// read and run a statement at a time (TraceReader), every op executed as
