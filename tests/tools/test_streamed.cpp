@@ -499,6 +499,23 @@ TEST(CheckFile, SaysWhatTheWholeTraceCheckSaysOnEveryExampleAndGeneratedProgram)
   EXPECT_GE(with_choices, 2u) << "of " << by_streaming << " streamed";
 }
 
+/// clean_by_streaming's report of `path` under `seed`, which must be
+/// check_trace's of the whole trace, text and JSON; an empty report (and a
+/// failure) when the trace did not stream.
+Report streamed_as_whole(const std::string& path, std::uint64_t seed) {
+  TraceCheckOptions o;
+  o.seed = seed;
+  std::optional<Report> streamed = clean_by_streaming(path, o);
+  if (!streamed) {
+    ADD_FAILURE() << path << " was not streamed, seed " << seed;
+    return {};
+  }
+  const Report whole = check_trace(load_trace(path), o);
+  EXPECT_EQ(report_text(*streamed), report_text(whole)) << "seed " << seed;
+  EXPECT_EQ(report_json(*streamed), report_json(whole)) << "seed " << seed;
+  return std::move(*streamed);
+}
+
 TEST(CheckFile, StreamsALongLoopOfPoolReusesToTheWholeChecksReport) {
   // A stream-ordered allocate/use/free loop on two streams: each `buffer`
   // may reuse a freed block (a pool choice), and past the first pass of the
@@ -513,16 +530,10 @@ TEST(CheckFile, StreamsALongLoopOfPoolReusesToTheWholeChecksReport) {
   tests::FreshTempDir dir("check-file-loop");
   const std::string path = dir.write("loop.trace", text).string();
   for (const std::uint64_t seed : {1u, 2u}) {
-    TraceCheckOptions o;
-    o.seed = seed;
-    const std::optional<Report> streamed = clean_by_streaming(path, o);
-    ASSERT_TRUE(streamed) << "seed " << seed;
-    EXPECT_FALSE(streamed->coverage.exhaustive);
-    EXPECT_EQ(streamed->coverage.unexplored.pool_reuse.size(), kMaxListedChoices);
-    EXPECT_GT(streamed->coverage.unexplored.not_listed, 1000u);
-    const Report whole = check_trace(load_trace(path), o);
-    EXPECT_EQ(report_text(*streamed), report_text(whole)) << "seed " << seed;
-    EXPECT_EQ(report_json(*streamed), report_json(whole)) << "seed " << seed;
+    const Report streamed = streamed_as_whole(path, seed);
+    EXPECT_FALSE(streamed.coverage.exhaustive);
+    EXPECT_EQ(streamed.coverage.unexplored.pool_reuse.size(), kMaxListedChoices);
+    EXPECT_GT(streamed.coverage.unexplored.not_listed, 1000u);
   }
 }
 
@@ -540,20 +551,14 @@ TEST(CheckFile, StreamsALongLoopOfQueriesToTheWholeChecksReport) {
   tests::FreshTempDir dir("check-file-queries");
   const std::string path = dir.write("loop.trace", text).string();
   for (const std::uint64_t seed : {1u, 2u}) {
-    TraceCheckOptions o;
-    o.seed = seed;
-    const std::optional<Report> streamed = clean_by_streaming(path, o);
-    ASSERT_TRUE(streamed) << "seed " << seed;
-    EXPECT_FALSE(streamed->coverage.exhaustive);
-    ASSERT_EQ(streamed->coverage.unexplored.queries.size(), kMaxListedChoices);
+    const Report streamed = streamed_as_whole(path, seed);
+    EXPECT_FALSE(streamed.coverage.exhaustive);
+    ASSERT_EQ(streamed.coverage.unexplored.queries.size(), kMaxListedChoices);
     // Both answers among the listed: the run answered as check's does, not
     // "done" throughout as a device executing each op at once would.
-    const auto& listed = streamed->coverage.unexplored.queries;
+    const auto& listed = streamed.coverage.unexplored.queries;
     EXPECT_TRUE(std::any_of(listed.begin(), listed.end(), [](const QueryAnswer& q) { return !q.done; }));
-    EXPECT_GT(streamed->coverage.unexplored.not_listed, 1000u);
-    const Report whole = check_trace(load_trace(path), o);
-    EXPECT_EQ(report_text(*streamed), report_text(whole)) << "seed " << seed;
-    EXPECT_EQ(report_json(*streamed), report_json(whole)) << "seed " << seed;
+    EXPECT_GT(streamed.coverage.unexplored.not_listed, 1000u);
   }
 }
 
