@@ -603,8 +603,8 @@ int main(int argc, char** argv) {
       "Runs one execution of the trace (chosen by the seed, default 1; the device completes work where the host "
       "observes it) on the simulated device and reports every "
       "finding: both ops with their trace lines, the bytes, the missing edge and a fix. A trace that one streamed "
-      "execution shows clean, with no choice, query or near miss, is never held whole (docs/TRACES.md, \"`check` "
-      "streams a trace first\").");
+      "execution shows clean, with no near miss and no choice but pool reuses and query answers, is never held "
+      "whole (docs/TRACES.md, \"`check` streams a trace first\").");
   add_trace_file(*check_verb, o);
   add_seed(*check_verb, o, "seed of the schedule to run");
   add_policy(*check_verb, o);
