@@ -454,7 +454,9 @@ std::variant<StreamedExecution, StreamStop> stream_for_check(const std::string& 
     // its end too: this only stops early, so that a trace with a finding
     // near its start is not run twice through). A run executing each op at
     // once answers every query done, where check's own run may answer not
-    // done: it stops before the query, as at a choice.
+    // done: it stops before a `query` line, as at a choice, so that the
+    // rest is not read for nothing (clean_by_streaming runs again after
+    // any query, those no line names included).
     const auto watch_statement = [&](const Statement& st) {
       if ((model != nullptr && !model->findings().empty()) || watch.may_be_near_miss(st))
         throw StreamStop::NeedsWholeTrace;

@@ -457,11 +457,14 @@ TEST(Streamed, AFixThatCouldChangeWhatAReadSeesSaysItIsUnchecked) {
 
 /// `check` of a file, as its report reads (text and JSON), and as the
 /// whole trace's check says it.
+/// `got` says, in text and in JSON, what `whole` (check_trace's) says.
+void expect_same_report(const Report& got, const Report& whole, const std::string& what) {
+  EXPECT_EQ(report_text(got), report_text(whole)) << what;
+  EXPECT_EQ(report_json(got), report_json(whole)) << what;
+}
+
 void expect_checked_as_whole(const std::string& path, const TraceCheckOptions& o, const std::string& what) {
-  const Report file = check_trace_file(path, o);
-  const Report whole = check_trace(load_trace(path), o);
-  EXPECT_EQ(report_text(file), report_text(whole)) << what;
-  EXPECT_EQ(report_json(file), report_json(whole)) << what;
+  expect_same_report(check_trace_file(path, o), check_trace(load_trace(path), o), what);
 }
 
 TEST(CheckFile, SaysWhatTheWholeTraceCheckSaysOnEveryExampleAndGeneratedProgram) {
@@ -510,9 +513,7 @@ Report streamed_as_whole(const std::string& path, std::uint64_t seed) {
     ADD_FAILURE() << path << " was not streamed, seed " << seed;
     return {};
   }
-  const Report whole = check_trace(load_trace(path), o);
-  EXPECT_EQ(report_text(*streamed), report_text(whole)) << "seed " << seed;
-  EXPECT_EQ(report_json(*streamed), report_json(whole)) << "seed " << seed;
+  expect_same_report(*streamed, check_trace(load_trace(path), o), fmt::format("seed {}", seed));
   return std::move(*streamed);
 }
 
