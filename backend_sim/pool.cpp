@@ -312,8 +312,15 @@ const std::vector<Allocation>& Pool::allocations() const {
 
 void Pool::add_named(std::vector<OpRef>& named) const {
   visit_held([&](AllocationIndex, const Allocation& a) {
-    named.push_back(a.alloc_op);
-    if (a.free_op) named.push_back(*a.free_op);
+    // A live allocation's alloc op is what a leak report names. A freed
+    // one's is asked about by nothing a long run reports (a use of the
+    // block is checked against its free): it goes with the executed ops, so
+    // a trace with a fresh name for every block keeps one op a name, not
+    // two (docs/PERFORMANCE.md, "A freed block's alloc op dropped").
+    if (a.free_op)
+      named.push_back(*a.free_op);
+    else
+      named.push_back(a.alloc_op);
     if (a.fence) named.push_back(*a.fence);
     named.insert(named.end(), a.released_after.begin(), a.released_after.end());
   });

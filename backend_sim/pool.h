@@ -110,7 +110,9 @@ class Pool {
 
   // --- retention (retention.h)
   /// Adds the ops the pool names to `named`: every held allocation's
-  /// alloc, free, fence and release points, and each freed range's free.
+  /// fence and release points, its free once freed (its alloc while live:
+  /// nothing asks a freed one's alloc op, but explain_schedule of a whole
+  /// run), and each freed range's free.
   void add_named(std::vector<OpRef>& named) const;
   /// Drops the record of every allocation but those something may still
   /// ask about: the live ones, `named` (what the caller's parts hold: the
