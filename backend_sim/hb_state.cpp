@@ -383,7 +383,7 @@ void HbState::drop(const Retention& r) {
       bases.insert(bases.end(), components, components + streams);
     }
     o.clock_base = it->second;
-    kept.emplace(packed(ref), o);
+    if (kept.emplace(packed(ref), o).second) labels_.retain(o.label_id);  // one reference a record
   }
   for (auto it = pool_deps_.begin(); it != pool_deps_.end();)
     it = r.drops(it->first) && !r.keeps(it->first) ? pool_deps_.erase(it) : std::next(it);
@@ -398,9 +398,11 @@ void HbState::drop(const Retention& r) {
     if (point <= st.dropped) continue;
     st.dropped = point;
     const std::uint32_t chunks = (st.dropped - st.held_from) / kChunk;
+    for (std::size_t i = 0; i < std::size_t{chunks} * kChunk; ++i) labels_.release(st.ops[i].label_id);
     st.ops.drop_front_chunks(chunks);
     st.held_from += chunks * kChunk;
   }
+  for (const auto& [ref, o] : kept_ops_) labels_.release(o.label_id);  // the old side table's records
   kept_ops_ = std::move(kept);
   kept_bases_ = std::move(bases);
   // The clock words no window op and no stream's next op reads go, in whole

@@ -334,6 +334,8 @@ class HbState {
   std::uint32_t enqueued_count() const { return enqueued_; }
   /// How many dropped ops' records are kept (the side table).
   std::size_t kept_op_count() const { return kept_ops_.size(); }
+  /// How many labels the held op records name (a dropped op's goes with it).
+  std::size_t label_count() const { return labels_.size(); }
   /// Ops of stream `s` whose records were dropped or are kept aside: ops
   /// [0, dropped_count) are no longer in the stream's window.
   std::uint32_t dropped_count(StreamIndex s) const { return stream(s).dropped; }

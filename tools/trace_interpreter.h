@@ -972,7 +972,7 @@ class TraceInterpreter {
     if (!b_.without_faults([&] { return b_.free_async(ptr, s); }))
       note(st, NoteKind::NotLive, fmt::format("free of {}, which is not a live allocation (double free?)", st.buffer));
     else
-      freed_[st.buffer] = st.line;
+      freed_.insert_or_assign(st.buffer, st.line);
     if (plain) host_sync(st, b_.synchronize_device(st.device));
   }
   /// R10a: a user-space allocator hands out bytes of a live buffer as a
@@ -981,10 +981,9 @@ class TraceInterpreter {
   /// found their events complete, which orders the host after that work.
   void step(const ast::SubAlloc& st, TraceResource*) {
     const TraceBuffer& parent = buffers_.at(st.block->buffer);
-    if (auto freed = freed_.find(st.block->buffer); freed != freed_.end()) {
+    if (const int* freed_at = freed_.find(st.block->buffer)) {
       note(st, NoteKind::NotLive,
-           fmt::format("suballoc {} from {}, which was given back at line {}", st.name, st.block->buffer,
-                       freed->second));
+           fmt::format("suballoc {} from {}, which was given back at line {}", st.name, st.block->buffer, *freed_at));
       missing_[st.name] = fmt::format("{} has no memory (line {}: its parent was given back)", st.name, st.line);
       return;
     }
@@ -1060,7 +1059,7 @@ class TraceInterpreter {
     if (!b_.without_faults([&] { return b_.subfree(block, stream(st.stream), released_after); }))
       note(st, NoteKind::NotLive, fmt::format("subfree of {}, which is not a live sub-block", st.buffer));
     live_blocks_.erase(live);
-    freed_[st.buffer] = st.line;
+    freed_.insert_or_assign(st.buffer, st.line);
     if (!pending.events.empty()) pending_.push_back(std::move(pending));
   }
   /// R10c: PyTorch's record_stream -- the block is used on another stream
@@ -1124,7 +1123,7 @@ class TraceInterpreter {
     if (!b_.without_faults([&] { return b_.host_free(ptr, host_stream()); }))
       note(st, NoteKind::NotLive, fmt::format("free of {}, which is not a live host buffer (double free?)", st.buffer));
     else
-      freed_[st.buffer] = st.line;
+      freed_.insert_or_assign(st.buffer, st.line);
   }
   /// R12b: the running host thread reads or writes host memory.
   void step(const ast::HostAccess& st, TraceResource*) {
@@ -1391,7 +1390,11 @@ class TraceInterpreter {
   std::optional<int> jump_;              // R11: the line the running thread goes on at, set by `if done` / `else`
   NameMap<DeviceBlock> blocks_;
   NameMap<std::string> missing_;  // buffer or event -> why the run has none
-  NameMap<int> freed_;            // buffer -> the line that gave it back (free, subfree)
+  /// buffer -> the line that gave it back (free, subfree). By Name::id:
+  /// a trace with a fresh name for every block keeps every freed name, and
+  /// a hashed map of strings cost 64 bytes more a name
+  /// (docs/PERFORMANCE.md, "A freed block's alloc op dropped").
+  NameIndexed<int> freed_{*trace_.names};
   // --- R10: user-space allocators
   struct LiveBlock {
     std::uint64_t lo = 0, hi = 0;  // the block's device addresses

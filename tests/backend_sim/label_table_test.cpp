@@ -1,5 +1,7 @@
 // LabelTable: each label kept once under one position, and a copied (or
-// moved) table that finds its labels after the table it came from is gone.
+// moved) table that finds its labels after the table it came from is gone;
+// a label goes with the last reference to it, and its position is given to
+// the next new label.
 #include "backend_sim/label_table.h"
 
 #include <gtest/gtest.h>
@@ -55,6 +57,59 @@ TEST(LabelTable, AMovedTableKeepsItsLabels) {
   EXPECT_EQ(moved.intern(kLongB), b);
   EXPECT_EQ(moved.intern(kLongA), a);
   EXPECT_EQ(moved.size(), 2u);
+}
+
+TEST(LabelTable, ALabelGoesWithItsLastReferenceAndItsPositionIsGivenAgain) {
+  LabelTable t;
+  const auto a = t.intern(kLongA);
+  EXPECT_EQ(t.intern(kLongA), a);  // two references (two op records)
+  const auto b = t.intern(kLongB);
+  t.release(a);
+  EXPECT_EQ(t.at(a), kLongA);  // one left
+  EXPECT_EQ(t.size(), 2u);
+  t.release(a);
+  EXPECT_EQ(t.size(), 1u);
+  EXPECT_THROW((void)t.at(a), std::logic_error);  // a dropped op's label: an error, never another label
+  EXPECT_THROW(t.release(a), std::logic_error);
+  EXPECT_EQ(t.at(b), kLongB);
+  const auto c = t.intern("launch k");
+  EXPECT_EQ(c, a);  // the position again
+  EXPECT_EQ(t.at(c), "launch k");
+  EXPECT_NE(t.intern(kLongA), a);  // a new position: the old one holds another label now
+  EXPECT_EQ(t.size(), 3u);
+}
+
+TEST(LabelTable, TheLastLabelReleasedIsNotFoundAgainByTheFastPath) {
+  LabelTable t;
+  const auto a = t.intern(kLongA);
+  t.release(a);  // a was the last label interned
+  const auto again = t.intern(kLongA);
+  EXPECT_EQ(t.at(again), kLongA);
+  t.release(again);
+  EXPECT_EQ(t.size(), 0u);  // one reference, given back: nothing held
+  EXPECT_THROW(t.release(again), std::logic_error);
+  // A released position's text is empty: the empty label is a new one.
+  const auto empty = t.intern("");
+  const auto other = t.intern("other");
+  EXPECT_NE(empty, other);
+  EXPECT_EQ(t.at(empty), "");
+  EXPECT_EQ(t.at(other), "other");
+}
+
+TEST(LabelTable, ACopyKeepsTheReferencesAndTheReleasedPositions) {
+  LabelTable t;
+  const auto a = t.intern(kLongA);
+  const auto b = t.intern(kLongB);
+  t.release(a);
+  const LabelTable copied(t);
+  EXPECT_EQ(copied.size(), 1u);
+  EXPECT_THROW((void)copied.at(a), std::logic_error);
+  EXPECT_EQ(copied.at(b), kLongB);
+  LabelTable again(copied);
+  EXPECT_EQ(again.intern("free b1"), a);  // the released position, given again in the copy
+  again.release(b);
+  EXPECT_THROW((void)again.at(b), std::logic_error);
+  EXPECT_EQ(copied.at(b), kLongB);  // the copy it came from still holds b
 }
 
 }  // namespace

@@ -215,6 +215,30 @@ TEST(Retention, KeepsOnlyTheFreeOfAFreedBlockItsNameStillNames) {
   EXPECT_LE(kept_allocs, 10u);   // those the shadow still names (1,670 when the pool named them all)
 }
 
+TEST(Retention, DropsTheLabelsOfTheOpsItDrops) {
+  // A kernel name of its own for every launch (a fresh label an op), over
+  // 64 buffers in turn: the labels go with the records of the ops, those in
+  // the streams' windows and those a pass kept for the shadow's sake (each
+  // buffer's last write) and a later pass let go.
+  constexpr int kBuffers = 64;
+  std::string text = "stream s\n";
+  for (int b = 0; b < kBuffers; ++b) text += fmt::format("buffer A{} 256 on s\n", b);
+  for (int i = 0; i < 5000; ++i) text += fmt::format("launch k{} on s writes A{}\n", i, i % kBuffers);
+  for (int b = 0; b < kBuffers; ++b) text += fmt::format("free A{} on s\n", b);
+  const Trace trace = parse_trace(text, "fresh_labels.trace");
+  sim::RandomChooser chooser(1);
+  TraceRunOptions o = at_once(trace, true);
+  o.compact_every = 256;
+  const Execution run = run_on_simulator(trace, chooser, o);
+  EXPECT_TRUE(run.model().findings().empty());
+  const sim::StreamIndex s{1};  // after the legacy stream
+  EXPECT_GE(run.model().hb().dropped_count(s), 4000u);
+  EXPECT_GE(run.model().hb().kept_op_count(), 50u);  // the buffers' last writes
+  // The ops since the last pass and the kept last writes: 392 here.
+  EXPECT_LE(run.model().hb().label_count(), 600u) << "labels of dropped ops kept";
+  EXPECT_EQ(run.model().hb().label(sim::OpRef{s, kBuffers + 4999}), "k4999");  // still held
+}
+
 TEST(Retention, KeepsTheParentsOfAKeptBlock) {
   // C's name keeps C; C's parent, the first A, is named by nothing else
   // once A's name and bytes belong to a second A: its record must stay for
