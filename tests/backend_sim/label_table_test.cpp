@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <utility>
 
@@ -110,6 +112,35 @@ TEST(LabelTable, ACopyKeepsTheReferencesAndTheReleasedPositions) {
   again.release(b);
   EXPECT_THROW((void)again.at(b), std::logic_error);
   EXPECT_EQ(copied.at(b), kLongB);  // the copy it came from still holds b
+}
+
+TEST(LabelTable, AgreesWithAMapOverManyInternsAndReleases) {
+  // Labels interned and released at random: the index (open addressing,
+  // entries moved back on release) must find each held label at its
+  // position, whatever collided with it and went before.
+  LabelTable t;
+  std::map<std::string, std::pair<std::uint32_t, std::uint32_t>> held;  // label -> position, references
+  std::mt19937 random(7);
+  for (int step = 0; step < 50000; ++step) {
+    const std::string label = "free b" + std::to_string(random() % 700);
+    auto it = held.find(label);
+    if (it != held.end() && random() % 2 == 0) {
+      t.release(it->second.first);
+      if (--it->second.second == 0) held.erase(it);
+    } else {
+      const std::uint32_t id = t.intern(label);
+      if (it != held.end()) {
+        ASSERT_EQ(id, it->second.first) << label;
+        ++it->second.second;
+      } else {
+        held.emplace(label, std::make_pair(id, 1u));
+      }
+    }
+    if (step % 97 == 0) {
+      ASSERT_EQ(t.size(), held.size());
+      for (const auto& [text, entry] : held) ASSERT_EQ(t.at(entry.first), text);
+    }
+  }
 }
 
 }  // namespace
