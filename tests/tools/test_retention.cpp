@@ -125,6 +125,21 @@ TEST(Retention, DropsNothingAGeneratedProgramNeedsWhenTheDeviceRunsOnObservation
   expect_generated_programs_keep_their_answers(sim::DeviceProgress::OnObservation);
 }
 
+/// `trace` run at once twice under one seed: with a retention pass once
+/// 256 ops came since the last, and with none. The choosers outlive the
+/// runs, whose models refer to them.
+struct SideBySide {
+  explicit SideBySide(const Trace& trace)
+      : plain(run_on_simulator(trace, plain_chooser, every_256_ops(at_once(trace, false)))),
+        retained(run_on_simulator(trace, retained_chooser, every_256_ops(at_once(trace, true)))) {}
+  static TraceRunOptions every_256_ops(TraceRunOptions o) {
+    o.compact_every = 256;
+    return o;
+  }
+  sim::RandomChooser plain_chooser{1}, retained_chooser{1};
+  Execution plain, retained;
+};
+
 TEST(Retention, KeepsOnlyWhatIsNamed) {
   // A long race-free loop: each kernel overwrites the last one's bytes, so
   // the shadow names one write at a time, and the run's records stay few.
@@ -160,11 +175,8 @@ TEST(Retention, KeepsOnlyTheAllocationsSomethingNames) {
                         i % 4, i % 4 * 256, i % 4 * 256 + 256);
   text += "launch late on t reads Old\nfree Seg on s\n";
   const Trace trace = parse_trace(text, "loop.trace");
-  sim::RandomChooser plain_chooser(1), retained_chooser(1);
-  TraceRunOptions plain_options = at_once(trace, false), retained_options = at_once(trace, true);
-  plain_options.compact_every = retained_options.compact_every = 256;
-  const Execution plain = run_on_simulator(trace, plain_chooser, plain_options);
-  const Execution run = run_on_simulator(trace, retained_chooser, retained_options);
+  const SideBySide runs(trace);
+  const Execution &plain = runs.plain, &run = runs.retained;
   EXPECT_EQ(answers(plain), answers(run));
   const auto& findings = run.model().findings();
   EXPECT_TRUE(std::any_of(findings.begin(), findings.end(), [&](const sim::Finding& f) {
@@ -192,11 +204,8 @@ TEST(Retention, KeepsOnlyTheFreeOfAFreedBlockItsNameStillNames) {
     text += fmt::format("buffer b{0} 256 on s\nlaunch k on s writes b{0}\nfree b{0} on s\n", i);
   text += "launch late on t reads b0\n";
   const Trace trace = parse_trace(text, "fresh_names.trace");
-  sim::RandomChooser plain_chooser(1), retained_chooser(1);
-  TraceRunOptions plain_options = at_once(trace, false), retained_options = at_once(trace, true);
-  plain_options.compact_every = retained_options.compact_every = 256;
-  const Execution plain = run_on_simulator(trace, plain_chooser, plain_options);
-  const Execution run = run_on_simulator(trace, retained_chooser, retained_options);
+  const SideBySide runs(trace);
+  const Execution &plain = runs.plain, &run = runs.retained;
   EXPECT_EQ(answers(plain), answers(run));
   EXPECT_FALSE(run.model().findings().empty());  // b0's late reader
   const sim::StreamIndex s{1};                   // after the legacy stream
@@ -226,10 +235,9 @@ TEST(Retention, DropsTheLabelsOfTheOpsItDrops) {
   for (int i = 0; i < 5000; ++i) text += fmt::format("launch k{} on s writes A{}\n", i, i % kBuffers);
   for (int b = 0; b < kBuffers; ++b) text += fmt::format("free A{} on s\n", b);
   const Trace trace = parse_trace(text, "fresh_labels.trace");
-  sim::RandomChooser chooser(1);
-  TraceRunOptions o = at_once(trace, true);
-  o.compact_every = 256;
-  const Execution run = run_on_simulator(trace, chooser, o);
+  const SideBySide runs(trace);
+  const Execution& run = runs.retained;
+  EXPECT_EQ(answers(runs.plain), answers(run));
   EXPECT_TRUE(run.model().findings().empty());
   const sim::StreamIndex s{1};  // after the legacy stream
   EXPECT_GE(run.model().hb().dropped_count(s), 4000u);
