@@ -5,8 +5,8 @@
 // the race checker's shadow holds the accesses later ones are checked
 // against, and a report names only the ops of its findings. So once an op
 // has executed, its record is needed only while something names it: a
-// shadow entry, a finding, the pool (an allocation's ops and fence, a freed
-// range), a pool dependency. A retention pass drops every other executed
+// shadow entry, a finding, the pool (a live allocation's alloc, a freed
+// one's free, their fences, a freed range), a pool dependency. A retention pass drops every other executed
 // op's record from each part that keeps one (HbState, RaceChecker, the
 // backend's origin lines); the parts keep their kept ops in a side table,
 // and asking for a dropped op's record is an internal error
