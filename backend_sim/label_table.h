@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backend_sim/chunked_deque.h"
+#include "backend_sim/short_text.h"
 
 namespace streamcheck::sim {
 
@@ -29,7 +30,7 @@ class LabelTable {
   std::uint32_t intern(std::string_view label) {
     // A program's ops come in runs of one label (a loop's kernel): the last
     // label answers most calls with one comparison, not a hash.
-    if (last_ < labels_.size() && refs_[last_] != 0 && same_text(labels_[last_], label)) return retain(last_);
+    if (last_ < labels_.size() && refs_[last_] != 0 && same_short_text(labels_[last_], label)) return retain(last_);
     const std::size_t slot = slot_of(label);
     if (slots_[slot] != kEmpty) return retain(last_ = slots_[slot] - 1);
     std::uint32_t id;
@@ -71,26 +72,16 @@ class LabelTable {
   std::size_t size() const { return held_; }
 
  private:
-  // A label is a kernel name of a few to a few dozen characters: compared
-  // here in a loop, where std::string's == called memcmp (with ==, the
-  // checker alone was 1.03-1.05x slower: docs/PERFORMANCE.md).
-  static bool same_text(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-      if (a[i] != b[i]) return false;
-    return true;
-  }
-  static std::size_t hash(std::string_view label) {  // FNV-1a
-    std::uint64_t h = 14695981039346656037ULL;
-    for (const char c : label) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-    return static_cast<std::size_t>(h ^ (h >> 29));
+  static std::size_t hash(std::string_view label) {
+    const std::uint64_t h = short_text_hash(label);
+    return static_cast<std::size_t>(h ^ (h >> 29));  // the high bits into the mask's
   }
   /// The slot that holds `label`'s position, or the empty one where it
   /// would go (linear probing; the table is never more than half full).
   std::size_t slot_of(std::string_view label) const {
     const std::size_t mask = slots_.size() - 1;
     for (std::size_t i = hash(label) & mask;; i = (i + 1) & mask)
-      if (slots_[i] == kEmpty || same_text(labels_[slots_[i] - 1], label)) return i;
+      if (slots_[i] == kEmpty || same_short_text(labels_[slots_[i] - 1], label)) return i;
   }
   /// Empties slot `i`, moving back each later entry of its probe run that
   /// an empty slot here would hide (deletion without tombstones).

@@ -16,30 +16,21 @@
 #include <unordered_set>
 #include <vector>
 
+#include "backend_sim/short_text.h"
+
 namespace streamcheck::tools {
 
+// Hashed and compared inline (backend_sim/short_text.h says why).
 struct NameHash {
   using is_transparent = void;
-  // FNV-1a, inline: a trace's names are a few bytes, where std::hash made
-  // a call into the library for each (docs/PERFORMANCE.md, "fewer lookups").
   std::size_t operator()(std::string_view name) const noexcept {
-    std::uint64_t h = 14695981039346656037ULL;
-    for (const char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-    return static_cast<std::size_t>(h);
+    return static_cast<std::size_t>(sim::short_text_hash(name));
   }
 };
 
 struct NameEqual {
   using is_transparent = void;
-  // Compared inline, byte by byte: std::equal_to's == called memcmp for
-  // names of a few bytes, about a twentieth of a traced check's time
-  // (docs/PERFORMANCE.md, "Names compared inline").
-  bool operator()(std::string_view a, std::string_view b) const noexcept {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-      if (a[i] != b[i]) return false;
-    return true;
-  }
+  bool operator()(std::string_view a, std::string_view b) const noexcept { return sim::same_short_text(a, b); }
 };
 
 template <class Value>

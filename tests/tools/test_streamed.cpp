@@ -455,13 +455,14 @@ TEST(Streamed, AFixThatCouldChangeWhatAReadSeesSaysItIsUnchecked) {
   EXPECT_FALSE(whole.findings[0].producer_unchecked);
 }
 
-/// `check` of a file, as its report reads (text and JSON), and as the
-/// whole trace's check says it.
 /// `got` says, in text and in JSON, what `whole` (check_trace's) says.
 void expect_same_report(const Report& got, const Report& whole, const std::string& what) {
   EXPECT_EQ(report_text(got), report_text(whole)) << what;
   EXPECT_EQ(report_json(got), report_json(whole)) << what;
 }
+
+/// `check` of a file, as its report reads (text and JSON), and as the
+/// whole trace's check says it.
 
 void expect_checked_as_whole(const std::string& path, const TraceCheckOptions& o, const std::string& what) {
   expect_same_report(check_trace_file(path, o), check_trace(load_trace(path), o), what);
